@@ -1,0 +1,1 @@
+"""The operator's side: the command line and the Textual console."""

@@ -1,0 +1,92 @@
+"""``ussd-console``: the command line (Rich for people, ``--json`` for scripts).
+
+Errors that stop a command are one line on stderr and a non-zero exit; a
+traceback never reaches the operator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sqlite3
+import sys
+
+import peewee
+
+from core import RetentionError, StoreError
+from core.home import DEFAULT_HOME, ENV_HOME, Home
+
+from .commands import MODULES
+from .context import Context
+from .errors import CommandError
+
+EXIT_ERROR = 2
+
+
+def common_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--home",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help=f"home folder (default ${ENV_HOME} or ./{DEFAULT_HOME})",
+    )
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = common_parser()
+    parser = argparse.ArgumentParser(
+        prog="ussd-console",
+        description="Field frame receiver and operator console. Without a command, opens the console.",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in MODULES:
+        importlib.import_module(name).register(sub, common)
+    return parser
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else exc.__class__.__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    ctx = Context(home=Home.resolve(getattr(args, "home", None)), json=getattr(args, "json", False))
+    handler = getattr(args, "handler", None)
+    try:
+        if handler is None:
+            from .commands import default_command
+
+            return default_command(args, ctx, parser)
+        return handler(args, ctx)
+    except (CommandError, StoreError, RetentionError, ValueError) as exc:
+        print(f"ussd-console: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except (peewee.OperationalError, sqlite3.OperationalError) as exc:
+        reason = _one_line(exc)
+        if "locked" in reason or "busy" in reason:
+            reason = f"the store {ctx.home.db} is locked by another process for too long ({reason})"
+        print(f"ussd-console: error: store: {reason}", file=sys.stderr)
+        return EXIT_ERROR
+    except (peewee.DatabaseError, sqlite3.DatabaseError) as exc:
+        print(f"ussd-console: error: store {ctx.home.db}: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        print(f"ussd-console: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("ussd-console: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        ctx.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

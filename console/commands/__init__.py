@@ -1,0 +1,17 @@
+"""Sub-commands of ``ussd-console``, one module per group.
+
+Each module has ``register(subparsers, common)``; ``common`` is the parent
+parser carrying ``--home`` and ``--json``. A handler takes ``(args, ctx)`` and
+returns an exit code.
+"""
+
+MODULES = [
+    "console.commands.ledger",
+    "console.commands.demo",
+]
+
+
+def default_command(args, ctx, parser) -> int:
+    """No sub-command: show what there is to do."""
+    parser.print_help()
+    return 0

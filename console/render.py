@@ -1,0 +1,44 @@
+"""Rich output for people: every value from outside is shown as plain text, never markup."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from typing import Iterable, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from core.frame import escape_text
+
+
+def make_console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, emoji=False)
+
+
+def when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def safe(value: object, limit: int = 200) -> Text:
+    """Untrusted text as a Rich ``Text``: escaped, bounded, no markup parsed."""
+    if value is None:
+        return Text("-")
+    return Text(escape_text(value, limit))
+
+
+def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:
+    t = Table(title=title, title_justify="left", show_lines=False)
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    for row in rows:
+        t.add_row(*(cell if isinstance(cell, Text) else safe(cell) for cell in row))
+    return t
+
+
+def print_json(obj: object) -> None:
+    sys.stdout.write(json.dumps(obj, default=str, ensure_ascii=True) + "\n")

@@ -1,0 +1,230 @@
+"""The store's tables, as peewee models bound to one database.
+
+``bind_models(db)`` returns fresh model classes bound to ``db``, so two
+receivers on two stores can live in one process (tests, the benchmark, a
+console beside a headless watcher) without rebinding shared globals.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from peewee import (
+    AutoField,
+    BooleanField,
+    CompositeKey,
+    Database,
+    FloatField,
+    ForeignKeyField,
+    IntegerField,
+    Model,
+    TextField,
+)
+
+
+def bind_models(db: Database) -> SimpleNamespace:
+    class Base(Model):
+        class Meta:
+            database = db
+            legacy_table_names = False
+
+    class SchemaVersion(Base):
+        version = IntegerField(primary_key=True)
+        applied_at = FloatField()
+
+        class Meta:
+            table_name = "schema_version"
+
+    class SeenFrame(Base):
+        """R2: the dedup key and its identity witness."""
+
+        frame_id = TextField(primary_key=True)
+        frame_text = TextField()
+        crc8 = TextField()
+        first_seen = FloatField(index=True)
+        last_seen = FloatField()
+        seen_count = IntegerField()
+        last_source = TextField()
+
+        class Meta:
+            table_name = "seen_frames"
+
+    class Case(Base):
+        """The applied ledger: one row per case, never evicted."""
+
+        id = AutoField()
+        case_key = TextField(unique=True)
+        frame_id = TextField()
+        frame_text = TextField()
+        seq = IntegerField()
+        site = TextField()
+        need = TextField()
+        headcount = IntegerField()
+        pri = IntegerField()
+        first_seen = FloatField()
+        updated_at = FloatField()
+        source = TextField()
+        version = IntegerField(default=1)
+
+        class Meta:
+            table_name = "cases"
+            indexes = ((("pri", "headcount", "first_seen"), False),)
+
+    class CaseHistory(Base):
+        """Values a case held before an accepted correction replaced them."""
+
+        id = AutoField()
+        case = ForeignKeyField(Case, backref="history", on_delete="CASCADE")
+        frame_id = TextField()
+        frame_text = TextField()
+        site = TextField()
+        need = TextField()
+        headcount = IntegerField()
+        pri = IntegerField()
+        replaced_at = FloatField()
+        quarantine_id = IntegerField(null=True)
+
+        class Meta:
+            table_name = "case_history"
+
+    class Quarantine(Base):
+        """R5: a newcomer that disagrees with what was applied first."""
+
+        id = AutoField()
+        frame_id = TextField()
+        case_key = TextField(index=True)
+        frame_text = TextField()
+        first_frame_id = TextField()
+        first_text = TextField()
+        reason = TextField()
+        first_seen = FloatField()
+        last_seen = FloatField()
+        seen_count = IntegerField(default=1)
+        source = TextField()
+        status = TextField(default="open", index=True)
+        resolved_at = FloatField(null=True)
+        resolved_by = TextField(null=True)
+
+        class Meta:
+            table_name = "quarantine"
+            indexes = ((("frame_id", "frame_text"), True),)
+
+    class Settlement(Base):
+        """R13: versions of a case an operator has ruled on; they never re-open."""
+
+        id = AutoField()
+        case_key = TextField(index=True)
+        frame_text = TextField()
+        payload = TextField()
+        quarantine_id = IntegerField()
+
+        class Meta:
+            table_name = "settlements"
+
+    class Reject(Base):
+        """Frames that were not frames, kept escaped and bounded for diagnosing senders."""
+
+        id = AutoField()
+        ts = FloatField(index=True)
+        source = TextField()
+        outcome = TextField()
+        reason = TextField()
+        frame_id = TextField()
+        frame_text = TextField()
+        file = TextField(null=True)
+        line = IntegerField(null=True)
+
+        class Meta:
+            table_name = "rejects"
+
+    class Activity(Base):
+        """A bounded feed of recent outcomes for the console (oldest rows pruned)."""
+
+        id = AutoField()
+        ts = FloatField()
+        source = TextField()
+        frame_id = TextField()
+        outcome = TextField()
+        reason = TextField()
+        file = TextField(null=True)
+        line = IntegerField(null=True)
+
+        class Meta:
+            table_name = "activity"
+
+    class Counter(Base):
+        """Delivery accounting: frames per arrival path and outcome."""
+
+        source = TextField()
+        outcome = TextField()
+        count = IntegerField(default=0)
+
+        class Meta:
+            table_name = "counters"
+            primary_key = CompositeKey("source", "outcome")
+
+    class ArrivalMinute(Base):
+        """Frames per minute per path, for the activity sparkline."""
+
+        minute = IntegerField()
+        source = TextField()
+        count = IntegerField(default=0)
+
+        class Meta:
+            table_name = "arrival_minutes"
+            primary_key = CompositeKey("minute", "source")
+
+    class Total(Base):
+        """Running totals kept in the ingest transaction, so status is O(1) on a big store."""
+
+        name = TextField(primary_key=True)
+        value = IntegerField(default=0)
+
+        class Meta:
+            table_name = "totals"
+
+    class Policy(Base):
+        """Retention policy history; the newest row is in force."""
+
+        id = AutoField()
+        retention_seconds = IntegerField()
+        set_at = FloatField()
+        set_by = TextField()
+        reason = TextField(default="")
+        is_exception = BooleanField(default=False)
+        audit_id = IntegerField(null=True)
+
+        class Meta:
+            table_name = "retention_policy"
+
+    class Eviction(Base):
+        """R7: every eviction run that removed anything, and every manual one."""
+
+        id = AutoField()
+        ran_at = FloatField()
+        retention_seconds = IntegerField()
+        cutoff = FloatField()
+        removed = IntegerField()
+        oldest = FloatField(null=True)
+        newest = FloatField(null=True)
+        started_by = TextField()
+
+        class Meta:
+            table_name = "eviction_log"
+
+    return SimpleNamespace(
+        Base=Base,
+        SchemaVersion=SchemaVersion,
+        SeenFrame=SeenFrame,
+        Case=Case,
+        CaseHistory=CaseHistory,
+        Quarantine=Quarantine,
+        Settlement=Settlement,
+        Reject=Reject,
+        Activity=Activity,
+        Counter=Counter,
+        ArrivalMinute=ArrivalMinute,
+        Total=Total,
+        Policy=Policy,
+        Eviction=Eviction,
+    )

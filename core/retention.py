@@ -1,0 +1,35 @@
+"""Retention rules (R7) as plain values and checks, shared by the store and the CLI."""
+
+from __future__ import annotations
+
+DAY = 86_400
+DEFAULT_SECONDS = 30 * DAY
+FLOOR_SECONDS = 72 * 3600  # below this, refused whatever the signature
+EXCEPTION_BELOW = 30 * DAY  # below this, only with an operator-signed exception
+EVICT_EVERY_SECONDS = 3600  # the headless watcher and the console run eviction hourly
+
+
+class RetentionError(ValueError):
+    """A retention change that the rules refuse; the message is for the operator."""
+
+
+def check_retention(seconds: int, signed: bool) -> bool:
+    """Return whether the setting is an exception; raise when it is refused."""
+    if seconds < FLOOR_SECONDS:
+        raise RetentionError(
+            f"retention of {describe(seconds)} refused: the floor is 72 hours, whatever the signature"
+        )
+    if seconds < EXCEPTION_BELOW:
+        if not signed:
+            raise RetentionError(
+                f"retention of {describe(seconds)} is below 30 days and needs an operator-signed exception"
+            )
+        return True
+    return False
+
+
+def describe(seconds: float) -> str:
+    if seconds % DAY == 0:
+        days = int(seconds // DAY)
+        return f"{days} day" + ("" if days == 1 else "s")
+    return f"{seconds / 3600:g} hours"

@@ -1,0 +1,27 @@
+"""Small builders shared by the tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from core.cksum import trailer
+
+ROOT = Path(__file__).resolve().parents[1]
+# CI clones the project beside a read-only copy of shared/.
+SHARED = Path(os.environ.get("USSD_SHARED", ROOT.parent / "shared"))
+MKFRAME = SHARED / "tools" / "mkframe"
+SCENARIOS = SHARED / "vectors" / "scenarios.json"
+
+
+def frame(seq: int, site: str, need: str, headcount: int, pri: int) -> str:
+    """A well-formed frame with the right trailer."""
+    body = f"H1|{seq}|{site}|{need}|{headcount}|{pri}"
+    return f"{body}|#{trailer(body)}"
+
+
+def bad_trailer(text: str) -> str:
+    """The same frame with its trailer changed to a wrong one."""
+    right = text[-2:]
+    wrong = f"{(int(right, 16) + 1) % 256:02x}"
+    return text[:-2] + wrong

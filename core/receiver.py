@@ -196,86 +196,87 @@ class Receiver:
         return seen, quarantined, cases, settled_texts, settled_payloads
 
     def _ingest_chunk(self, chunk, now: float, source: str, within) -> list[Verdict]:
-        parsed = []
-        for item in chunk:
-            fid, text = item[0], item[1]
-            file, line = (item[2], item[3]) if len(item) > 2 else (None, None)
-            parsed.append((parse(fid, text), fid, text, file, line))
+        results = [parse(item[0], item[1]) for item in chunk]
         verdicts: list[Verdict] = []
-        seen_rows, case_rows, reject_rows, activity_rows = [], [], [], []
+        append = verdicts.append
+        seen_rows, case_rows, reject_rows = [], [], []
         seen_bumps: dict[str, int] = {}
         new_quarantine: dict[tuple[str, str], list] = {}
         quarantine_bumps: dict[tuple[str, str], int] = {}
-        outcomes: Tally = Tally()
         added_cases = added_headcount = 0
         empty_set: frozenset = frozenset()
         # Enum member lookups and ``.value`` are slow descriptors; hoist them out of the loop.
         APPLIED, DUPLICATE, CONFLICT = Outcome.APPLIED, Outcome.DUPLICATE, Outcome.CONFLICT_QUARANTINED
         value_of = {o: o.value for o in Outcome}
         with self.db.atomic():
-            frames = [p[0] for p in parsed if p[0].__class__ is Frame and p[0].trailer_ok]
-            seen, quarantined, cases, settled_texts, settled_payloads = self._gather(frames)
-            for result, fid, text, file, line in parsed:
-                bad = reject(result)
-                if bad is not None:
+            seen, quarantined, cases, settled_texts, settled_payloads = self._gather(
+                [f for f in results if f.__class__ is Frame and f.trailer_ok]
+            )
+            seen_get, cases_get = seen.get, cases.get
+            for result, item in zip(results, chunk):
+                file, line = (item[2], item[3]) if len(item) > 2 else (None, None)
+                if result.__class__ is not Frame or not result.trailer_ok:
+                    fid, text = item[0], item[1]
+                    bad = reject(result)
                     shown_id = escape_text("" if fid is None else fid, 80)
                     reject_rows.append(
                         (now, source, value_of[bad.outcome], bad.reason, shown_id,
                          escape_text("" if text is None else text, 200), file, line)
                     )
                     # A rejected id may carry anything; only its escaped form travels on.
-                    verdict = Verdict(shown_id, bad.outcome, bad.reason, source, file, line)
-                else:
-                    frame: Frame = result
-                    frame_id, ftext, key = frame.frame_id, frame.text, frame.case_key
-                    seen_text = seen.get(frame_id)
-                    case = cases.get(key)
-                    outcome, reason, record_seen = decide_fields(
-                        frame,
-                        seen_text,
-                        case,
-                        settled_texts.get(key, empty_set),
-                        settled_payloads.get(key, empty_set),
-                        (frame_id, ftext) in quarantined,
+                    append(Verdict(shown_id, bad.outcome, bad.reason, source, file, line))
+                    continue
+                frame: Frame = result
+                frame_id, ftext, key = frame.frame_id, frame.text, frame.case_key
+                seen_text = seen_get(frame_id)
+                case = cases_get(key)
+                outcome, reason, record_seen = decide_fields(
+                    frame,
+                    seen_text,
+                    case,
+                    settled_texts.get(key, empty_set),
+                    settled_payloads.get(key, empty_set),
+                    (frame_id, ftext) in quarantined,
+                )
+                if record_seen:
+                    seen_rows.append((frame_id, ftext, ftext[-2:], now, now, 1, source))
+                    seen[frame_id] = ftext
+                elif outcome is DUPLICATE and seen_text == ftext:
+                    seen_bumps[frame_id] = seen_bumps.get(frame_id, 0) + 1
+                if outcome is APPLIED:
+                    case_rows.append(
+                        (key, frame_id, ftext, frame.seq, frame.site, frame.need,
+                         frame.headcount, frame.pri, now, now, source, 1)
                     )
-                    if record_seen:
-                        seen_rows.append((frame_id, ftext, ftext[-2:], now, now, 1, source))
-                        seen[frame_id] = ftext
-                    elif outcome is DUPLICATE and seen_text == ftext:
-                        seen_bumps[frame_id] = seen_bumps.get(frame_id, 0) + 1
-                    if outcome is APPLIED:
-                        case_rows.append(
-                            (key, frame_id, ftext, frame.seq, frame.site, frame.need,
-                             frame.headcount, frame.pri, now, now, source, 1)
-                        )
-                        cases[key] = CaseRef(frame_id, ftext, frame.payload)
-                        added_cases += 1
-                        added_headcount += frame.headcount
-                    elif outcome is CONFLICT:
-                        qkey = (frame_id, ftext)
-                        if qkey in new_quarantine:
-                            new_quarantine[qkey][8] += 1
-                        elif qkey in quarantined:
-                            quarantine_bumps[qkey] = quarantine_bumps.get(qkey, 0) + 1
+                    cases[key] = CaseRef(frame_id, ftext, frame.payload)
+                    added_cases += 1
+                    added_headcount += frame.headcount
+                elif outcome is CONFLICT:
+                    qkey = (frame_id, ftext)
+                    if qkey in new_quarantine:
+                        new_quarantine[qkey][8] += 1
+                    elif qkey in quarantined:
+                        quarantine_bumps[qkey] = quarantine_bumps.get(qkey, 0) + 1
+                    else:
+                        if seen_text is not None:
+                            first_id, first_text = frame_id, seen_text
                         else:
-                            if seen_text is not None:
-                                first_id, first_text = frame_id, seen_text
-                            else:
-                                first_id, first_text = case.frame_id, case.text
-                            new_quarantine[qkey] = [
-                                frame_id, key, ftext, first_id, first_text,
-                                reason, now, now, 1, source, "open",
-                            ]
-                            quarantined.add(qkey)
-                            log.info(
-                                "conflict quarantined: %s %s (%s; first was %s %s)",
-                                frame_id, ftext, reason, first_id, first_text,
-                            )
-                    verdict = Verdict(frame_id, outcome, reason, source, file, line)
-                verdicts.append(verdict)
-                code = value_of[verdict[1]]
-                outcomes[code] += 1
-                activity_rows.append((now, source, verdict[0], code, verdict[2], file, line))
+                            first_id, first_text = case.frame_id, case.text
+                        new_quarantine[qkey] = [
+                            frame_id, key, ftext, first_id, first_text,
+                            reason, now, now, 1, source, "open",
+                        ]
+                        quarantined.add(qkey)
+                        log.info(
+                            "conflict quarantined: %s %s (%s; first was %s %s)",
+                            frame_id, ftext, reason, first_id, first_text,
+                        )
+                append(Verdict(frame_id, outcome, reason, source, file, line))
+            outcomes = Tally(value_of[v[1]] for v in verdicts)
+            # Only the newest rows of the feed are kept, so older ones are never written.
+            activity_rows = [
+                (now, source, v[0], value_of[v[1]], v[2], v[4], v[5]) for v in verdicts[-ACTIVITY_KEEP:]
+            ]
             self._write(
                 now, source, seen_rows, case_rows, reject_rows, activity_rows, seen_bumps,
                 new_quarantine, quarantine_bumps, outcomes, added_cases, added_headcount,
@@ -309,12 +310,7 @@ class Receiver:
             ["ts", "source", "outcome", "reason", "frame_id", "frame_text", "file", "line"],
             reject_rows,
         )
-        # Only the newest rows of the feed are kept, so older ones are never written.
-        self._insert(
-            m.Activity,
-            ["ts", "source", "frame_id", "outcome", "reason", "file", "line"],
-            activity_rows[-ACTIVITY_KEEP:],
-        )
+        self._insert(m.Activity, ["ts", "source", "frame_id", "outcome", "reason", "file", "line"], activity_rows)
         self._execute_many(
             "UPDATE seen_frames SET seen_count = seen_count + ?, last_seen = ?, last_source = ? "
             "WHERE frame_id = ?",
@@ -326,7 +322,7 @@ class Receiver:
             [(n, now, fid, text) for (fid, text), n in quarantine_bumps.items()],
         )
         self._add(m.Counter, ["source", "outcome"], "count", [(source, o, n) for o, n in outcomes.items()])
-        self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, len(activity_rows))])
+        self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, sum(outcomes.values()))])
         totals = [("cases", added_cases), ("headcount", added_headcount), ("seen_frames", len(seen_rows))]
         self._add(m.Total, ["name"], "value", [t for t in totals if t[1]])
         self.db.execute_sql(

@@ -1,0 +1,178 @@
+"""``make bench``: the SPEC §10 figures, printed (never asserted in tests).
+
+Each figure is measured in this run on this machine:
+- batch ingest of a generated mixed file into a file-backed store, beside the raw
+  SQLite insert rate of the same rows;
+- the same ingest with 1,000,000 frames already stored;
+- how long a console read waits while 1,000,000 expired rows are evicted;
+- drop-to-ledger latency through a watched inbox, and console open time and memory,
+  when those parts are present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from core import Receiver
+from core.formats import plain_lines
+from core.retention import DAY
+from core.store import SQLITE_PRAGMAS
+from tests.helpers import bad_trailer, frame
+
+MIX = "45% first arrivals, 35% re-sends, 5% re-ranks, 5% conflicts, 5% bad trailers, 5% bad format"
+
+
+def mixed_lines(n: int, prefix: str, seed: int = 1) -> list[str]:
+    """``frame_id frame`` lines in the documented mix, shuffled like interleaved sessions."""
+    rng = random.Random(seed)
+    new = int(n * 0.45)
+    lines, sent = [], []
+    for i in range(new):
+        seq = 1 + i % 3
+        text = frame(seq, f"S{i % 97}", ("MED", "SHE", "WAT", "FOO")[i % 4], 1 + i % 40, i % 100)
+        lines.append(f"{prefix}{i}-{seq} {text}")
+        sent.append((i, seq))
+    for _ in range(int(n * 0.35)):
+        lines.append(lines[rng.randrange(new)])
+    for _ in range(int(n * 0.05)):  # same record, new pack rank, same payload
+        i, seq = sent[rng.randrange(new)]
+        lines.append(f"{prefix}{i}-{seq + 3} " + frame(seq + 3, f"S{i % 97}", ("MED", "SHE", "WAT", "FOO")[i % 4], 1 + i % 40, i % 100))
+    for _ in range(int(n * 0.05)):  # same id, corrected headcount
+        i, seq = sent[rng.randrange(new)]
+        lines.append(f"{prefix}{i}-{seq} " + frame(seq, f"S{i % 97}", ("MED", "SHE", "WAT", "FOO")[i % 4], 500 + i % 40, i % 100))
+    for _ in range(int(n * 0.05)):
+        lines.append(bad_trailer(lines[rng.randrange(new)]))
+    while len(lines) < n:
+        lines.append(f"{prefix}x{len(lines)}-1 H1|1|Kakuma1|MED|3")
+    rng.shuffle(lines)
+    return lines
+
+
+def write_file(path: Path, lines: list[str]) -> None:
+    path.write_text("\n".join(lines) + "\n")
+
+
+def ingest_file(r: Receiver, path: Path) -> tuple[float, int]:
+    """Read, parse and ingest one file; seconds from open to last commit."""
+    t = time.perf_counter()
+    items = [(fid, text, path.name, line) for fid, text, line in plain_lines(path.read_text())]
+    r.ingest_many(items, source="bench")
+    return time.perf_counter() - t, len(items)
+
+
+def raw_sqlite_rate(db: Path, path: Path) -> float:
+    """The same rows, inserted as-is into a bare table with the same pragmas: a ceiling."""
+    con = sqlite3.connect(db, isolation_level=None)
+    for key, value in SQLITE_PRAGMAS.items():
+        con.execute(f"PRAGMA {key} = {value}")
+    con.execute("CREATE TABLE raw (frame_id TEXT, frame_text TEXT, file TEXT, line INTEGER)")
+    t = time.perf_counter()
+    rows = [(fid, text, path.name, line) for fid, text, line in plain_lines(path.read_text())]
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO raw VALUES (?, ?, ?, ?)", rows)
+    con.execute("COMMIT")
+    dt = time.perf_counter() - t
+    con.close()
+    return len(rows) / dt
+
+
+def fill(r: Receiver, n: int, now: float) -> None:
+    batch = 50_000
+    for start in range(0, n, batch):
+        items = [(f"f{i}-1", frame(1, f"F{i % 50}", "WAT", 1 + i % 30, i % 100)) for i in range(start, min(n, start + batch))]
+        r.ingest_many(items, now=now, source="bench")
+
+
+def eviction_stall(r: Receiver, now: float) -> dict:
+    """Evict everything old while a reader polls like the console does; report the worst wait."""
+    reader = Receiver(r.path)
+    waits: list[float] = []
+    done = threading.Event()
+
+    def poll():
+        while not done.is_set():
+            t = time.perf_counter()
+            reader.totals()
+            reader.ranking(limit=20)
+            waits.append(time.perf_counter() - t)
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    t = time.perf_counter()
+    removed = r.evict(now=now, started_by="bench")
+    seconds = time.perf_counter() - t
+    done.set()
+    thread.join()
+    reader.close()
+    return {"removed": removed, "seconds": seconds, "reads": len(waits),
+            "max_read_ms": max(waits) * 1000 if waits else 0.0,
+            "p99_read_ms": statistics.quantiles(waits, n=100)[98] * 1000 if len(waits) > 100 else max(waits, default=0) * 1000}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=100_000)
+    ap.add_argument("--stored", type=int, default=1_000_000)
+    ap.add_argument("--quick", action="store_true", help="small sizes, to check the bench itself runs")
+    args = ap.parse_args()
+    if args.quick:
+        args.frames, args.stored = 5_000, 20_000
+    print(f"machine: {os.cpu_count()} cores; mixed file: {args.frames:,} frames ({MIX})")
+    with tempfile.TemporaryDirectory(prefix="ussd-bench-") as tmp:
+        tmp = Path(tmp)
+        empty_file, loaded_file = tmp / "mixed-a.txt", tmp / "mixed-b.txt"
+        write_file(empty_file, mixed_lines(args.frames, "a"))
+        write_file(loaded_file, mixed_lines(args.frames, "b", seed=2))
+
+        raw = raw_sqlite_rate(tmp / "raw.db", empty_file)
+        with Receiver(str(tmp / "empty.db")) as r:
+            seconds, n = ingest_file(r, empty_file)
+        empty_rate = n / seconds
+        print(f"ingest, empty store:        {empty_rate:>10,.0f} frames/s  ({n:,} frames in {seconds:.2f} s)")
+        print(f"raw SQLite insert, same rows:{raw:>10,.0f} rows/s    (bare 4-column table, one transaction)")
+
+        t0 = time.time() - 40 * DAY
+        with Receiver(str(tmp / "loaded.db")) as r:
+            t = time.perf_counter()
+            fill(r, args.stored, now=t0)
+            print(f"filled {args.stored:,} stored frames in {time.perf_counter() - t:.1f} s")
+            seconds, n = ingest_file(r, loaded_file)
+            loaded_rate = n / seconds
+            print(f"ingest, {args.stored:,} stored: {loaded_rate:>10,.0f} frames/s  "
+                  f"({loaded_rate / empty_rate:.0%} of the empty-store rate)")
+            stall = eviction_stall(r, now=time.time())
+            print(f"evict {stall['removed']:,} expired rows: {stall['seconds']:.1f} s; a console read meanwhile "
+                  f"waited at most {stall['max_read_ms']:.1f} ms (p99 {stall['p99_read_ms']:.1f} ms, {stall['reads']} reads)")
+        extras(tmp, args)
+
+
+def extras(tmp: Path, args) -> None:
+    """Figures from the inbox and the console, when those parts are installed."""
+    try:
+        from tests.bench_inbox import measure_drop_latency
+    except ImportError:
+        measure_drop_latency = None
+    if measure_drop_latency is not None:
+        lat = measure_drop_latency(n_files=50 if args.quick else 200)
+        print(f"drop-to-ledger latency, watched inbox: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms "
+              f"({lat['n']} files)")
+    try:
+        from console.perf_probe import measure_console
+    except ImportError:
+        measure_console = None
+    if measure_console is not None:
+        res = measure_console(stored=args.stored, workdir=tmp)
+        print("console: " + ", ".join(f"{k} {v}" for k, v in res.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -11,15 +11,20 @@ from types import SimpleNamespace
 
 from peewee import (
     AutoField,
+    BigIntegerField,
     BooleanField,
     CompositeKey,
     Database,
-    FloatField,
+    DoubleField,
     ForeignKeyField,
     IntegerField,
     Model,
     TextField,
 )
+
+
+# Timestamps are epoch seconds in DoubleField: peewee's FloatField is a 4-byte REAL
+# on PostgreSQL, which would round today's epoch to the nearest couple of minutes.
 
 
 def bind_models(db: Database) -> SimpleNamespace:
@@ -30,7 +35,7 @@ def bind_models(db: Database) -> SimpleNamespace:
 
     class SchemaVersion(Base):
         version = IntegerField(primary_key=True)
-        applied_at = FloatField()
+        applied_at = DoubleField()
 
         class Meta:
             table_name = "schema_version"
@@ -41,8 +46,8 @@ def bind_models(db: Database) -> SimpleNamespace:
         frame_id = TextField(primary_key=True)
         frame_text = TextField()
         crc8 = TextField()
-        first_seen = FloatField(index=True)
-        last_seen = FloatField()
+        first_seen = DoubleField(index=True)
+        last_seen = DoubleField()
         seen_count = IntegerField()
         last_source = TextField()
 
@@ -61,8 +66,8 @@ def bind_models(db: Database) -> SimpleNamespace:
         need = TextField()
         headcount = IntegerField()
         pri = IntegerField()
-        first_seen = FloatField()
-        updated_at = FloatField()
+        first_seen = DoubleField()
+        updated_at = DoubleField()
         source = TextField()
         version = IntegerField(default=1)
 
@@ -81,7 +86,7 @@ def bind_models(db: Database) -> SimpleNamespace:
         need = TextField()
         headcount = IntegerField()
         pri = IntegerField()
-        replaced_at = FloatField()
+        replaced_at = DoubleField()
         quarantine_id = IntegerField(null=True)
 
         class Meta:
@@ -97,12 +102,12 @@ def bind_models(db: Database) -> SimpleNamespace:
         first_frame_id = TextField()
         first_text = TextField()
         reason = TextField()
-        first_seen = FloatField()
-        last_seen = FloatField()
+        first_seen = DoubleField()
+        last_seen = DoubleField()
         seen_count = IntegerField(default=1)
         source = TextField()
         status = TextField(default="open", index=True)
-        resolved_at = FloatField(null=True)
+        resolved_at = DoubleField(null=True)
         resolved_by = TextField(null=True)
 
         class Meta:
@@ -125,7 +130,7 @@ def bind_models(db: Database) -> SimpleNamespace:
         """Frames that were not frames, kept escaped and bounded for diagnosing senders."""
 
         id = AutoField()
-        ts = FloatField(index=True)
+        ts = DoubleField(index=True)
         source = TextField()
         outcome = TextField()
         reason = TextField()
@@ -141,7 +146,7 @@ def bind_models(db: Database) -> SimpleNamespace:
         """A bounded feed of recent outcomes for the console (oldest rows pruned)."""
 
         id = AutoField()
-        ts = FloatField()
+        ts = DoubleField()
         source = TextField()
         frame_id = TextField()
         outcome = TextField()
@@ -157,7 +162,7 @@ def bind_models(db: Database) -> SimpleNamespace:
 
         source = TextField()
         outcome = TextField()
-        count = IntegerField(default=0)
+        count = BigIntegerField(default=0)
 
         class Meta:
             table_name = "counters"
@@ -168,7 +173,7 @@ def bind_models(db: Database) -> SimpleNamespace:
 
         minute = IntegerField()
         source = TextField()
-        count = IntegerField(default=0)
+        count = BigIntegerField(default=0)
 
         class Meta:
             table_name = "arrival_minutes"
@@ -178,7 +183,7 @@ def bind_models(db: Database) -> SimpleNamespace:
         """Running totals kept in the ingest transaction, so status is O(1) on a big store."""
 
         name = TextField(primary_key=True)
-        value = IntegerField(default=0)
+        value = BigIntegerField(default=0)
 
         class Meta:
             table_name = "totals"
@@ -188,7 +193,7 @@ def bind_models(db: Database) -> SimpleNamespace:
 
         id = AutoField()
         retention_seconds = IntegerField()
-        set_at = FloatField()
+        set_at = DoubleField()
         set_by = TextField()
         reason = TextField(default="")
         is_exception = BooleanField(default=False)
@@ -201,12 +206,12 @@ def bind_models(db: Database) -> SimpleNamespace:
         """R7: every eviction run that removed anything, and every manual one."""
 
         id = AutoField()
-        ran_at = FloatField()
+        ran_at = DoubleField()
         retention_seconds = IntegerField()
-        cutoff = FloatField()
+        cutoff = DoubleField()
         removed = IntegerField()
-        oldest = FloatField(null=True)
-        newest = FloatField(null=True)
+        oldest = DoubleField(null=True)
+        newest = DoubleField(null=True)
         started_by = TextField()
 
         class Meta:

@@ -19,6 +19,7 @@ run: $(STAMP)
 	$(BIN)/ussd-console
 
 test: $(STAMP)
+	./scripts/ensure-postgres
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

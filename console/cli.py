@@ -32,6 +32,12 @@ def common_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help=f"home folder (default ${ENV_HOME} or ./{DEFAULT_HOME})",
     )
+    common.add_argument(
+        "--db",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="store: a SQLite path or postgresql://... (default <home>/receiver.db)",
+    )
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     return common
 
@@ -58,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     parser = build_parser()
     args = parser.parse_args(argv)
-    ctx = Context(home=Home.resolve(getattr(args, "home", None)), json=getattr(args, "json", False))
+    ctx = Context(
+        home=Home.resolve(getattr(args, "home", None)),
+        json=getattr(args, "json", False),
+        db=getattr(args, "db", None),
+    )
     handler = getattr(args, "handler", None)
     try:
         if handler is None:
@@ -72,11 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     except (peewee.OperationalError, sqlite3.OperationalError) as exc:
         reason = _one_line(exc)
         if "locked" in reason or "busy" in reason:
-            reason = f"the store {ctx.home.db} is locked by another process for too long ({reason})"
+            reason = f"the store {ctx.store_label} is locked by another process for too long ({reason})"
         print(f"ussd-console: error: store: {reason}", file=sys.stderr)
         return EXIT_ERROR
     except (peewee.DatabaseError, sqlite3.DatabaseError) as exc:
-        print(f"ussd-console: error: store {ctx.home.db}: {_one_line(exc)}", file=sys.stderr)
+        print(f"ussd-console: error: store {ctx.store_label}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:
         print(f"ussd-console: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import os
+
 from core import Receiver
 from core.home import Home
+from core.store import describe_target
+
+ENV_DB = "USSD_CONSOLE_DB"
 
 from .render import make_console
 
@@ -14,14 +19,23 @@ from .render import make_console
 class Context:
     home: Home
     json: bool = False
+    db: str | None = None  # --db; else $USSD_CONSOLE_DB; else <home>/receiver.db
     _receiver: Receiver | None = field(default=None, repr=False)
 
     @property
     def receiver(self) -> Receiver:
         if self._receiver is None:
             self.home.ensure()
-            self._receiver = Receiver(str(self.home.db))
+            self._receiver = Receiver(self.store_target)
         return self._receiver
+
+    @property
+    def store_target(self) -> str:
+        return self.db or os.environ.get(ENV_DB) or str(self.home.db)
+
+    @property
+    def store_label(self) -> str:
+        return describe_target(self.store_target)
 
     @property
     def out(self):

@@ -18,7 +18,7 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 from .decide import CaseRef, Outcome, decide_fields, reject
 from .frame import Frame, escape_text, parse
 from .retention import DEFAULT_SECONDS, check_retention
-from .store import StoreError, connect
+from .store import StoreError, connect, write_transaction
 
 log = logging.getLogger("ussd.receiver")
 
@@ -136,7 +136,7 @@ class Receiver:
         verdicts: list[Verdict] = []
         if not items:
             if within is not None:
-                with self.db.atomic():
+                with write_transaction(self.db):
                     within()
             return verdicts
         chunks = list(_chunks(items, CHUNK))
@@ -208,7 +208,7 @@ class Receiver:
         # Enum member lookups and ``.value`` are slow descriptors; hoist them out of the loop.
         APPLIED, DUPLICATE, CONFLICT = Outcome.APPLIED, Outcome.DUPLICATE, Outcome.CONFLICT_QUARANTINED
         value_of = {o: o.value for o in Outcome}
-        with self.db.atomic():
+        with write_transaction(self.db):
             seen, quarantined, cases, settled_texts, settled_payloads = self._gather(
                 [f for f in results if f.__class__ is Frame and f.trailer_ok]
             )
@@ -351,7 +351,7 @@ class Receiver:
         """Change the policy; refused below 72 h, and below 30 days unless signed."""
         seconds = int(seconds)
         is_exception = check_retention(seconds, signed)
-        with self.db.atomic():
+        with write_transaction(self.db):
             if seconds == self.retention_seconds() and self.m.Policy.select().exists():
                 return self.retention()
             self.m.Policy.create(
@@ -371,7 +371,7 @@ class Receiver:
         oldest = newest = None
         S = m.SeenFrame
         while True:
-            with self.db.atomic():
+            with write_transaction(self.db):
                 rows = list(
                     S.select(S.frame_id, S.first_seen)
                     .where(S.first_seen < cutoff)
@@ -391,7 +391,7 @@ class Receiver:
             if len(rows) < chunk:
                 break
         if removed or started_by != "schedule":
-            with self.db.atomic():
+            with write_transaction(self.db):
                 m.Eviction.create(
                     ran_at=now, retention_seconds=policy, cutoff=cutoff, removed=removed,
                     oldest=oldest, newest=newest, started_by=started_by,

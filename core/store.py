@@ -7,11 +7,12 @@ work that was never reported as done.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
-from peewee import Database, SqliteDatabase
+from peewee import Database, PostgresqlDatabase, SqliteDatabase
 
 from .models import bind_models
 
@@ -31,8 +32,45 @@ class StoreError(RuntimeError):
     """The store cannot be opened or used; the message is for the operator."""
 
 
+# Every writing transaction on PostgreSQL first takes this transaction-scoped
+# advisory lock: the same effect as SQLite's BEGIN IMMEDIATE. Decisions are
+# made on a snapshot no other writer can change until commit, and the unique
+# constraints stay underneath as the backstop.
+PG_WRITE_LOCK = 0x55_53_53_44  # "USSD"
+
+
+def is_postgres_url(target: str) -> bool:
+    return target.startswith(("postgresql://", "postgres://"))
+
+
+def is_postgres(db: Database) -> bool:
+    return isinstance(db, PostgresqlDatabase)
+
+
+@contextlib.contextmanager
+def write_transaction(db: Database) -> Iterator[None]:
+    """A transaction that holds the store's single write lock from its first statement."""
+    with db.atomic():
+        if is_postgres(db):
+            db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_WRITE_LOCK,))
+        yield
+
+
+def describe_target(target: str) -> str:
+    """The store's address for messages, without a password."""
+    if is_postgres_url(target):
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(target)
+        host = parts.hostname or "local socket"
+        return f"postgresql://{parts.username + '@' if parts.username else ''}{host}{parts.path}"
+    return target
+
+
 def open_database(target: str) -> Database:
-    """A peewee database for a SQLite path or ``:memory:``."""
+    """A peewee database for a PostgreSQL URL, a SQLite path or ``:memory:``."""
+    if is_postgres_url(target):
+        return PostgresqlDatabase(target, prefer_psycopg3=True)
     if target != ":memory:":
         parent = os.path.dirname(os.path.abspath(target))
         os.makedirs(parent, exist_ok=True)
@@ -80,7 +118,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
 
 def migrate(db: Database, m) -> int:
     """Bring the schema up to date; return the version now in force."""
-    with db.atomic():
+    with write_transaction(db):
         db.create_tables([m.SchemaVersion])
         current = m.SchemaVersion.select().order_by(m.SchemaVersion.version.desc()).first()
         have = current.version if current else 0
@@ -108,7 +146,8 @@ def connect(target: str):
     except StoreError:
         db.close()
         raise
-    except Exception as exc:  # peewee wraps sqlite3 errors in its own types
+    except Exception as exc:  # peewee wraps driver errors in its own types
         db.close()
-        raise StoreError(f"cannot open the store at {target}: {exc}") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise StoreError(f"cannot open the store at {describe_target(target)}: {first}") from exc
     return db, m

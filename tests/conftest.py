@@ -1,11 +1,61 @@
+import itertools
+import os
+
 import pytest
 
 from core import Receiver
 
+BACKENDS = ["sqlite", "postgres"]
+
+
+def _must_have_postgres() -> bool:
+    return bool(os.environ.get("CI")) or os.environ.get("USSD_REQUIRE_PG") == "1"
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """A PostgreSQL server for the run: $USSD_TEST_PG_URL, or a throwaway local one.
+
+    In CI (or with USSD_REQUIRE_PG=1) a missing server fails the tests loudly;
+    elsewhere they are skipped with the reason.
+    """
+    from tests.pg_server import PostgresUnavailable, ThrowawayPostgres
+
+    given = os.environ.get("USSD_TEST_PG_URL")
+    if given:
+        yield given
+        return
+    server = ThrowawayPostgres()
+    try:
+        url = server.start()
+    except (PostgresUnavailable, OSError) as exc:
+        server.stop()
+        if _must_have_postgres():
+            pytest.fail(f"PostgreSQL tests cannot run: {exc}", pytrace=False)
+        pytest.skip(f"PostgreSQL not available here: {exc}")
+    os.environ["USSD_TEST_PG_URL"] = url  # subprocesses started by tests find it too
+    try:
+        yield url
+    finally:
+        os.environ.pop("USSD_TEST_PG_URL", None)
+        server.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def new_store(request, tmp_path):
+    """A factory of fresh, empty store targets on the parametrized backend."""
+    if request.param == "sqlite":
+        counter = itertools.count()
+        return lambda: str(tmp_path / f"store{next(counter)}.db")
+    from tests.pg_server import fresh_schema_url
+
+    url = request.getfixturevalue("pg_url")
+    return lambda: fresh_schema_url(url)
+
 
 @pytest.fixture
-def receiver():
-    r = Receiver(":memory:")
+def receiver(new_store):
+    r = Receiver(new_store())
     yield r
     r.close()
 

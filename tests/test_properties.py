@@ -44,14 +44,15 @@ def render(record, seq, variant, how):
     return text, True
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops)
-def test_each_case_once_nothing_valid_lost(operations):
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(operations=ops)
+def test_each_case_once_nothing_valid_lost(new_store, operations):
     first_payload: dict[int, tuple] = {}
     now = T0
     pending: list[tuple] = []
     expected_kinds: list[tuple] = []
-    with Receiver(":memory:") as r:
+    with Receiver(new_store()) as r:
         def flush():
             verdicts = r.ingest_many([(fid, text) for fid, text, *_ in pending], now=now)
             assert len(verdicts) == len(pending)  # exactly one outcome per offered frame

@@ -136,7 +136,7 @@ def test_r7_retention_rules(receiver):
     assert policy["is_exception"] and receiver.retention_seconds() == 5 * DAY
 
 
-def test_store_is_durable_across_reopen(store_path):
+def test_sqlite_store_is_durable_across_reopen(store_path):
     with Receiver(store_path) as r:
         r.ingest_many([("k1-1", MED), ("k2-2", SHE)], now=T0)
     with Receiver(store_path) as r:
@@ -147,10 +147,10 @@ def test_store_is_durable_across_reopen(store_path):
         assert r.db.execute_sql("PRAGMA foreign_keys").fetchone()[0] == 1
 
 
-def test_batch_equals_one_at_a_time(tmp_path):
+def test_batch_equals_one_at_a_time(new_store):
     items = [("k1-1", MED), ("k1-1", frame(1, "Kakuma1", "MED", 5, 86)), ("k2-2", SHE), ("k2-3", frame(3, "Kakuma2", "SHE", 8, 71)),
              ("bad", "H1|x"), ("k3-3", bad_trailer(WAT)), ("k3-3", WAT), ("k2-2", SHE)]
-    with Receiver(":memory:") as a, Receiver(":memory:") as b:
+    with Receiver(new_store()) as a, Receiver(new_store()) as b:
         batch = a.ingest_many(items, now=T0)
         single = [b.ingest(fid, text, now=T0) for fid, text in items]
         assert outcomes(batch) == outcomes(single)

@@ -33,16 +33,16 @@ def run(r: Receiver, steps):
 
 
 @pytest.mark.parametrize("scenario", scenarios, ids=[s["name"] for s in scenarios])
-def test_scenario_one_frame_at_a_time(scenario):
-    with Receiver(":memory:") as r:
+def test_scenario_one_frame_at_a_time(scenario, new_store):
+    with Receiver(new_store()) as r:
         run(r, scenario["steps"])
         assert r.headcount_total() == scenario["headcount_total"]
 
 
 @pytest.mark.parametrize("scenario", scenarios, ids=[s["name"] for s in scenarios])
-def test_scenario_on_a_file_store_batched(scenario, tmp_path):
+def test_scenario_batched(scenario, new_store):
     """Runs of consecutive ingests at one timestamp go through ingest_many as one batch."""
-    with Receiver(str(tmp_path / "r.db")) as r:
+    with Receiver(new_store()) as r:
         steps = scenario["steps"]
         i = 0
         while i < len(steps):

@@ -152,7 +152,66 @@ def main() -> None:
             stall = eviction_stall(r, now=time.time())
             print(f"evict {stall['removed']:,} expired rows: {stall['seconds']:.1f} s; a console read meanwhile "
                   f"waited at most {stall['max_read_ms']:.1f} ms (p99 {stall['p99_read_ms']:.1f} ms, {stall['reads']} reads)")
+        postgres_rates(tmp, args.frames)
         extras(tmp, args)
+
+
+PG_WORKER = """
+import sys, time
+from core import Receiver
+from core.formats import plain_lines
+path = sys.argv[2]
+items = [(f, t, path, n) for f, t, n in plain_lines(open(path).read())]
+with Receiver(sys.argv[1]) as r:
+    sys.stdout.write("ready\\n"); sys.stdout.flush()
+    sys.stdin.readline()
+    t = time.perf_counter()
+    r.ingest_many(items, source="bench")
+    print(time.perf_counter() - t, len(items))
+"""
+
+
+def postgres_rates(tmp: Path, frames: int) -> None:
+    """Aggregate ingest rate with 1, 2 and 4 receiver processes on one PostgreSQL store."""
+    import subprocess
+    import sys
+
+    from tests.pg_server import PostgresUnavailable, ThrowawayPostgres, fresh_schema_url
+
+    server = ThrowawayPostgres(fsync=True)
+    try:
+        url = server.start()
+    except (PostgresUnavailable, OSError) as exc:
+        print(f"PostgreSQL: not measured ({exc})")
+        server.stop()
+        return
+    try:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        for n in (1, 2, 4):
+            target = fresh_schema_url(url)
+            Receiver(target).close()
+            procs = []
+            for g in range(n):
+                path = tmp / f"pg-{n}-{g}.txt"
+                # each gateway's own sessions, plus the same re-sends seen by the others
+                write_file(path, mixed_lines(frames // n, f"g{g}n", seed=g))
+                procs.append(subprocess.Popen([sys.executable, "-c", PG_WORKER, target, str(path)], env=env,
+                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+            for p in procs:
+                p.stdout.readline()
+            t = time.perf_counter()
+            for p in procs:
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            total = 0
+            for p in procs:
+                out, _ = p.communicate(timeout=600)
+                total += int(out.split()[-1])
+            wall = time.perf_counter() - t
+            print(f"ingest, PostgreSQL, {n} receiver{'s' if n > 1 else ' '}: {total / wall:>10,.0f} frames/s  "
+                  f"({total:,} frames in {wall:.2f} s)")
+    finally:
+        server.stop()
 
 
 def extras(tmp: Path, args) -> None:

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo run test bench screenshots clean
+.PHONY: demo run test bench fuzz screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,6 +21,9 @@ run: $(STAMP)
 test: $(STAMP)
 	./scripts/ensure-postgres
 	$(BIN)/python -m pytest
+
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py tests/test_properties.py
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

@@ -2,8 +2,16 @@ import itertools
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from core import Receiver
+
+# Bounded for `make test`; `make fuzz` selects the long profile.
+settings.register_profile("default", max_examples=200, deadline=None)
+settings.register_profile(
+    "fuzz", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 BACKENDS = ["sqlite", "postgres"]
 

@@ -179,13 +179,12 @@ class _Key(NamedTuple):
 def _entry_problem(row, digest: str, msg: bytes, keys: dict[str, _Key]) -> str | None:
     """Why one entry is not what its operator signed, or None."""
     key = keys.get(row.key)
-    signed_ok = key is not None and verify_signature(key.public_key, row.signature, msg)
-    if not signed_ok:
+    if key is None:
+        return f"unknown key: {str(row.key)[:16]} is not a registered operator key"
+    if not verify_signature(key.public_key, row.signature, msg):
         for other in keys.values():
             if other is not key and verify_signature(other.public_key, row.signature, msg):
                 return f"bad signature: signed with {other.name}'s key, not {row.operator}'s"
-        if key is None:
-            return f"unknown key: {row.key[:16]} is not a registered operator key"
         if digest != row.hash:
             return "edited: the entry's content no longer matches what was signed"
         return f"bad signature: not made by {row.operator}'s key"

@@ -18,6 +18,7 @@ import unicodedata
 from typing import NamedTuple
 
 from .audit_models import audit_models
+from .frame import escape_text
 from .operators import ActionError, Signer, verify_signature
 
 GENESIS = "0" * 64
@@ -146,14 +147,18 @@ def append(receiver, signer: Signer, action: str, target: str, reason: str, payl
 
 
 def entries(receiver, limit: int | None = None, offset: int = 0, newest_first: bool = False) -> list[dict]:
-    """The log as stored, in physical order (payload decoded where it is JSON)."""
-    E = audit_models(receiver.db).AuditEntry
-    q = E.select().order_by(E.id.desc() if newest_first else E.id.asc()).offset(offset)
-    if limit is not None:
-        q = q.limit(limit)
+    """The log as stored, in physical order; payload decoded where it is JSON.
+
+    Raw values are read so that a tampered log can still be listed and inspected.
+    """
+    sql = f"SELECT {', '.join(_Row._fields)} FROM audit_log ORDER BY id {'DESC' if newest_first else 'ASC'}"
+    params: list = []
+    if limit is not None or offset:
+        sql += " LIMIT ? OFFSET ?".replace("?", receiver.db.param)
+        params = [-1 if limit is None else int(limit), int(offset)]
     out = []
-    for row in q.dicts():
-        row.pop("id", None)
+    for values in receiver.db.execute_sql(sql, params).fetchall():
+        row = dict(zip(_Row._fields, values))
         try:
             row["payload"] = json.loads(row["payload"])
         except (TypeError, ValueError):
@@ -162,12 +167,23 @@ def entries(receiver, limit: int | None = None, offset: int = 0, newest_first: b
     return out
 
 
-def entry_for(receiver, seq: int) -> dict | None:
-    E = audit_models(receiver.db).AuditEntry
-    row = E.select().where(E.seq == seq).dicts().first()
-    if row is not None:
-        row.pop("id", None)
-    return row
+def _shown(value: object, limit: int = 40) -> str:
+    """A stored value quoted in a verdict: it may have been tampered with, so it is escaped."""
+    return escape_text(value, limit)
+
+
+class _Row(NamedTuple):
+    seq: object
+    action: object
+    target: object
+    reason: object
+    operator: object
+    key: object
+    at: object
+    prev_hash: object
+    payload: object
+    signature: object
+    hash: object
 
 
 class _Key(NamedTuple):
@@ -180,19 +196,19 @@ def _entry_problem(row, digest: str, msg: bytes, keys: dict[str, _Key]) -> str |
     """Why one entry is not what its operator signed, or None."""
     key = keys.get(row.key)
     if key is None:
-        return f"unknown key: {str(row.key)[:16]} is not a registered operator key"
+        return f"unknown key: {_shown(row.key, 16)} is not a registered operator key"
     if not verify_signature(key.public_key, row.signature, msg):
         for other in keys.values():
             if other is not key and verify_signature(other.public_key, row.signature, msg):
-                return f"bad signature: signed with {other.name}'s key, not {row.operator}'s"
+                return f"bad signature: signed with {other.name}'s key, not {_shown(row.operator)}'s"
         if digest != row.hash:
             return "edited: the entry's content no longer matches what was signed"
-        return f"bad signature: not made by {row.operator}'s key"
+        return f"bad signature: not made by {_shown(row.operator)}'s key"
     if key.name != row.operator:
-        return f"unknown key: the key belongs to {key.name}, not {row.operator}"
+        return f"unknown key: the key belongs to {key.name}, not {_shown(row.operator)}"
     if digest != row.hash:
         return "edited: the stored hash does not match the entry"
-    if key.retired_at is not None and row.at > key.retired_at:
+    if key.retired_at is not None and float(row.at) > key.retired_at:
         return f"unknown key: {key.name}'s key was retired before this entry was signed"
     return None
 
@@ -210,13 +226,16 @@ def verify(receiver, expect_head: str | None = None) -> VerifyResult:
             a.Operator.fingerprint, a.Operator.name, a.Operator.public_key, a.Operator.retired_at
         ).tuples()
     }
-    rows = list(a.AuditEntry.select().order_by(a.AuditEntry.id))
+    # Raw values, not model instances: a tampered column may hold any type, and
+    # reading it must end in a verdict, never in a conversion error.
+    cursor = receiver.db.execute_sql(f"SELECT {', '.join(_Row._fields)} FROM audit_log ORDER BY id")
+    rows = [_Row(*values) for values in cursor.fetchall()]
     present = {row.seq for row in rows}
     computed: list[str] = []
     for row in rows:
         try:
             msg = message(_fields_of(row))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
             msg = b""
         computed.append(entry_hash(msg, row.signature) if msg else "")
     position_of = {h: i + 1 for i, h in enumerate(computed) if h}
@@ -226,13 +245,14 @@ def verify(receiver, expect_head: str | None = None) -> VerifyResult:
         if not digest:
             return VerifyResult(False, ok_before, pos, "edited: the entry's fields cannot be read back")
         # The entry's own signature first: an edited number is an edit, not a gap.
-        problem = _entry_problem(row, digest, message(_fields_of(row)), keys)
+        problem = _entry_problem(row, digest, message(_fields_of(row)), keys)  # readable: digest is set
         if problem:
             return VerifyResult(False, ok_before, pos, problem)
         if row.seq != pos:
             if pos not in present:
                 return VerifyResult(False, ok_before, pos, f"removed: entry #{pos} is missing")
-            return VerifyResult(False, ok_before, pos, f"reordered: entry #{row.seq} stands where #{pos} belongs")
+            return VerifyResult(False, ok_before, pos,
+                                f"reordered: entry #{_shown(row.seq)} stands where #{pos} belongs")
         if row.prev_hash != prev:
             elsewhere = position_of.get(row.prev_hash)
             if elsewhere is not None and elsewhere != pos - 1:

@@ -233,3 +233,23 @@ def test_a_changed_operator_registry_is_caught(pristine, tmp_path):
 
 def test_triggers_are_what_the_migration_installs():
     assert all("RAISE(ABORT" in sql for sql in APPEND_ONLY_TRIGGERS)
+
+
+def test_hostile_values_in_a_tampered_log_are_reported_escaped(pristine, tmp_path, capsys, monkeypatch):
+    home, _ = pristine
+    monkeypatch.setenv("COLUMNS", "200")  # no wrapping inside the values looked for
+    copy = _copy(home, tmp_path / "copy")
+    con = _open(copy)
+    con.execute("UPDATE audit_log SET operator = ?, at = ? WHERE seq = 2", ("\x1b[31mmallory\x07", "not a time"))
+    con.commit()
+    con.close()
+    capsys.readouterr()
+    assert cli(copy, "audit", "verify") == 1
+    out = capsys.readouterr().out
+    assert "BAD at entry #2" in out and "\x1b" not in out and "\x07" not in out
+    assert cli(copy, "audit", "show") == 0
+    out = capsys.readouterr().out
+    assert "\\x1b[31mmallory\\x07" in out and "\x1b" not in out and "\x07" not in out
+    assert cli(copy, "audit", "show", "--json") == 0
+    shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert shown[-2]["at"] == "not a time" and shown[-2]["operator"] == "\x1b[31mmallory\x07"

@@ -254,9 +254,17 @@ def cmd_audit_verify(args, ctx) -> int:
         if result.ok:
             out.print(Text(f"audit log OK: {result.count} entries verified; head {head.hash}"), soft_wrap=True)
         else:
-            out.print(Text(f"audit log BAD at entry #{result.first_bad_seq}: {result.why} "
-                           f"({result.count} entries verified before it)", style="bold red"), soft_wrap=True)
+            out.print(Text(f"audit log BAD at entry #{result.first_bad_seq}: ", style="bold red")
+                      + safe(result.why) + Text(f" ({result.count} entries verified before it)"), soft_wrap=True)
     return 0 if result.ok else EXIT_BAD_LOG
+
+
+def _when(at) -> str:
+    """A stored time, or the stored value itself when it is no time (a tampered log)."""
+    try:
+        return when(float(at))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return str(at)
 
 
 def cmd_audit_show(args, ctx) -> int:
@@ -271,7 +279,7 @@ def cmd_audit_show(args, ctx) -> int:
     out.print(table(
         f"Audit log ({head.count} entries, newest first)",
         ["#", "time", "operator", "action", "target", "reason", "hash"],
-        [(r["seq"], when(r["at"]), r["operator"], r["action"], r["target"], r["reason"], r["hash"][:16])
+        [(r["seq"], _when(r["at"]), r["operator"], r["action"], r["target"], r["reason"], str(r["hash"])[:16])
          for r in rows],
     ))
     out.print(Text(f"head {head.hash}"), soft_wrap=True)

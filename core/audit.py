@@ -151,7 +151,7 @@ def entries(receiver, limit: int | None = None, offset: int = 0, newest_first: b
 
     Raw values are read so that a tampered log can still be listed and inspected.
     """
-    sql = f"SELECT {', '.join(_Row._fields)} FROM audit_log ORDER BY id {'DESC' if newest_first else 'ASC'}"
+    sql = f"SELECT {_columns(receiver.db)} FROM audit_log ORDER BY id {'DESC' if newest_first else 'ASC'}"
     params: list = []
     if limit is not None or offset:
         sql += " LIMIT ? OFFSET ?".replace("?", receiver.db.param)
@@ -184,6 +184,10 @@ class _Row(NamedTuple):
     payload: object
     signature: object
     hash: object
+
+
+def _columns(db) -> str:
+    return ", ".join(f"{db.quote[0]}{name}{db.quote[1]}" for name in _Row._fields)
 
 
 class _Key(NamedTuple):
@@ -228,7 +232,7 @@ def verify(receiver, expect_head: str | None = None) -> VerifyResult:
     }
     # Raw values, not model instances: a tampered column may hold any type, and
     # reading it must end in a verdict, never in a conversion error.
-    cursor = receiver.db.execute_sql(f"SELECT {', '.join(_Row._fields)} FROM audit_log ORDER BY id")
+    cursor = receiver.db.execute_sql(f"SELECT {_columns(receiver.db)} FROM audit_log ORDER BY id")
     rows = [_Row(*values) for values in cursor.fetchall()]
     present = {row.seq for row in rows}
     computed: list[str] = []

@@ -1,5 +1,9 @@
 """Tables for operators and the signed audit log (schema version 3).
 
+Times are ``DoubleField``: the entry time is part of the signed text, and a
+4-byte REAL (what ``FloatField`` becomes on PostgreSQL) would round it and
+break every signature.
+
 Kept apart from ``core.models`` so the dedup core does not depend on them;
 ``audit_models(db)`` binds them to a receiver's database once and reuses them.
 """
@@ -9,7 +13,7 @@ from __future__ import annotations
 import weakref
 from types import SimpleNamespace
 
-from peewee import AutoField, Database, FloatField, IntegerField, Model, TextField
+from peewee import AutoField, Database, DoubleField, IntegerField, Model, PostgresqlDatabase, TextField
 
 _BOUND: "weakref.WeakKeyDictionary[Database, SimpleNamespace]" = weakref.WeakKeyDictionary()
 
@@ -27,8 +31,8 @@ def bind_audit_models(db: Database) -> SimpleNamespace:
         name = TextField(unique=True)
         public_key = TextField()  # raw 32 bytes, hex
         fingerprint = TextField(unique=True)  # sha256 of the raw public key, hex
-        added_at = FloatField()
-        retired_at = FloatField(null=True)
+        added_at = DoubleField()
+        retired_at = DoubleField(null=True)
 
         class Meta:
             table_name = "operators"
@@ -47,7 +51,7 @@ def bind_audit_models(db: Database) -> SimpleNamespace:
         reason = TextField()
         operator = TextField()
         key = TextField()  # fingerprint of the signing key
-        at = FloatField()
+        at = DoubleField()
         prev_hash = TextField()
         payload = TextField()  # canonical JSON
         signature = TextField()  # hex
@@ -62,7 +66,7 @@ def bind_audit_models(db: Database) -> SimpleNamespace:
         id = IntegerField(primary_key=True)
         count = IntegerField()
         head_hash = TextField()
-        updated_at = FloatField()
+        updated_at = DoubleField()
 
         class Meta:
             table_name = "audit_head"
@@ -85,9 +89,18 @@ APPEND_ONLY_TRIGGERS = (
     "BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
 )
 
+PG_APPEND_ONLY_TRIGGERS = (
+    "CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$",
+    "CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log "
+    "FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()",
+    "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log "
+    "FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()",
+)
+
 
 def create_audit_tables(db: Database) -> None:
     a = audit_models(db)
     db.create_tables([a.Operator, a.AuditEntry, a.AuditHead])
-    for sql in APPEND_ONLY_TRIGGERS:
+    for sql in PG_APPEND_ONLY_TRIGGERS if isinstance(db, PostgresqlDatabase) else APPEND_ONLY_TRIGGERS:
         db.execute_sql(sql)

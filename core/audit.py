@@ -153,11 +153,12 @@ def entries(receiver, limit: int | None = None, offset: int = 0, newest_first: b
     """
     sql = f"SELECT {_columns(receiver.db)} FROM audit_log ORDER BY id {'DESC' if newest_first else 'ASC'}"
     params: list = []
-    if limit is not None or offset:
+    if limit is not None:
         sql += " LIMIT ? OFFSET ?".replace("?", receiver.db.param)
-        params = [-1 if limit is None else int(limit), int(offset)]
+        params = [int(limit), int(offset)]
+    found = receiver.db.execute_sql(sql, params).fetchall()
     out = []
-    for values in receiver.db.execute_sql(sql, params).fetchall():
+    for values in found if limit is not None else found[int(offset):]:
         row = dict(zip(_Row._fields, values))
         try:
             row["payload"] = json.loads(row["payload"])

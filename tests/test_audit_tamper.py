@@ -253,3 +253,13 @@ def test_hostile_values_in_a_tampered_log_are_reported_escaped(pristine, tmp_pat
     assert cli(copy, "audit", "show", "--json") == 0
     shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert shown[-2]["at"] == "not a time" and shown[-2]["operator"] == "\x1b[31mmallory\x07"
+
+
+def test_entries_page_through_the_log(pristine, tmp_path):
+    home, _ = pristine
+    copy = _copy(home, tmp_path / "copy")
+    with Receiver(str(copy.db)) as r:
+        assert [e["seq"] for e in audit.entries(r)] == list(range(1, 15))
+        assert [e["seq"] for e in audit.entries(r, offset=12)] == [13, 14]
+        assert [e["seq"] for e in audit.entries(r, limit=3, offset=1, newest_first=True)] == [13, 12, 11]
+        assert audit.entries(r, limit=1)[0]["payload"]["decision"] == "keep_first"

@@ -14,6 +14,7 @@ from typing import Callable, Iterator
 
 from peewee import Database, PostgresqlDatabase, SqliteDatabase
 
+from .audit_models import create_audit_tables
 from .models import bind_models
 
 BUSY_TIMEOUT_MS = 5000
@@ -110,18 +111,28 @@ def _v1_core_tables(db: Database, m) -> None:
     )
 
 
+def _v3_operators_and_audit(db: Database, m) -> None:
+    create_audit_tables(db)
+
+
 # Append only: a released store is upgraded by running the steps it lacks, in order.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core tables: dedup witnesses, ledger, quarantine, rejects, accounting, retention", _v1_core_tables),
+    (3, "operators, the signed audit log and its head", _v3_operators_and_audit),
 ]
 
 
 def migrate(db: Database, m) -> int:
-    """Bring the schema up to date; return the version now in force."""
+    """Bring the schema up to date; return the newest version now in force.
+
+    Steps are applied by membership, not by "newer than the highest": numbers
+    may have gaps while branches are merged, and a step that was missing when a
+    store was created is still applied later, in list order.
+    """
     with write_transaction(db):
         db.create_tables([m.SchemaVersion])
-        current = m.SchemaVersion.select().order_by(m.SchemaVersion.version.desc()).first()
-        have = current.version if current else 0
+        applied = {row.version for row in m.SchemaVersion.select(m.SchemaVersion.version)}
+        have = max(applied, default=0)
         latest = MIGRATIONS[-1][0]
         if have > latest:
             raise StoreError(
@@ -129,11 +140,11 @@ def migrate(db: Database, m) -> int:
                 "upgrade the program"
             )
         for version, _what, step in MIGRATIONS:
-            if version > have:
+            if version not in applied:
                 step(db, m)
                 m.SchemaVersion.create(version=version, applied_at=time.time())
-                have = version
-    return have
+                applied.add(version)
+    return max(applied)
 
 
 def connect(target: str):

@@ -1,0 +1,106 @@
+"""Tables for operators and the signed audit log (schema version 3).
+
+Times are ``DoubleField``: the entry time is part of the signed text, and a
+4-byte REAL (what ``FloatField`` becomes on PostgreSQL) would round it and
+break every signature.
+
+Kept apart from ``core.models`` so the dedup core does not depend on them;
+``audit_models(db)`` binds them to a receiver's database once and reuses them.
+"""
+
+from __future__ import annotations
+
+import weakref
+from types import SimpleNamespace
+
+from peewee import AutoField, Database, DoubleField, IntegerField, Model, PostgresqlDatabase, TextField
+
+_BOUND: "weakref.WeakKeyDictionary[Database, SimpleNamespace]" = weakref.WeakKeyDictionary()
+
+
+def bind_audit_models(db: Database) -> SimpleNamespace:
+    class Base(Model):
+        class Meta:
+            database = db
+            legacy_table_names = False
+
+    class Operator(Base):
+        """A name and its Ed25519 public key; names are never reused, keys never removed."""
+
+        id = AutoField()
+        name = TextField(unique=True)
+        public_key = TextField()  # raw 32 bytes, hex
+        fingerprint = TextField(unique=True)  # sha256 of the raw public key, hex
+        added_at = DoubleField()
+        retired_at = DoubleField(null=True)
+
+        class Meta:
+            table_name = "operators"
+
+    class AuditEntry(Base):
+        """One signed action. ``id`` is the physical order, ``seq`` the signed number.
+
+        Every column but ``id``, ``signature`` and ``hash`` is part of the signed
+        text, so an edit to any of them breaks the signature.
+        """
+
+        id = AutoField()
+        seq = IntegerField(unique=True)
+        action = TextField()
+        target = TextField()
+        reason = TextField()
+        operator = TextField()
+        key = TextField()  # fingerprint of the signing key
+        at = DoubleField()
+        prev_hash = TextField()
+        payload = TextField()  # canonical JSON
+        signature = TextField()  # hex
+        hash = TextField()  # sha256 over the signed text and the signature, hex
+
+        class Meta:
+            table_name = "audit_log"
+
+    class AuditHead(Base):
+        """The chain's last hash and length, written with every entry: a cut-off tail shows."""
+
+        id = IntegerField(primary_key=True)
+        count = IntegerField()
+        head_hash = TextField()
+        updated_at = DoubleField()
+
+        class Meta:
+            table_name = "audit_head"
+
+    return SimpleNamespace(Operator=Operator, AuditEntry=AuditEntry, AuditHead=AuditHead)
+
+
+def audit_models(db: Database) -> SimpleNamespace:
+    """The audit models bound to ``db``, bound once per database object."""
+    bound = _BOUND.get(db)
+    if bound is None:
+        bound = _BOUND[db] = bind_audit_models(db)
+    return bound
+
+
+APPEND_ONLY_TRIGGERS = (
+    "CREATE TRIGGER IF NOT EXISTS audit_log_no_update BEFORE UPDATE ON audit_log "
+    "BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
+    "CREATE TRIGGER IF NOT EXISTS audit_log_no_delete BEFORE DELETE ON audit_log "
+    "BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
+)
+
+PG_APPEND_ONLY_TRIGGERS = (
+    "CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$",
+    "CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log "
+    "FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()",
+    "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log "
+    "FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()",
+)
+
+
+def create_audit_tables(db: Database) -> None:
+    a = audit_models(db)
+    db.create_tables([a.Operator, a.AuditEntry, a.AuditHead])
+    for sql in PG_APPEND_ONLY_TRIGGERS if isinstance(db, PostgresqlDatabase) else APPEND_ONLY_TRIGGERS:
+        db.execute_sql(sql)

@@ -1,0 +1,167 @@
+"""Operators: key files, passphrases, names, retirement."""
+
+from __future__ import annotations
+
+import base64
+import getpass
+import logging
+import stat
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from core import Receiver
+from core.operators import (
+    ActionError,
+    add_operator,
+    key_path,
+    list_operators,
+    load_signer,
+    retire_operator,
+)
+
+from .signing import PASSPHRASES, add_operators, cli, json_lines, passfile
+
+
+@pytest.fixture
+def receiver_at(home):
+    r = Receiver(str(home.db))
+    yield r
+    r.close()
+
+
+def test_key_file_is_0600_encrypted_and_holds_no_raw_key(home, receiver_at):
+    add_operator(home, receiver_at, "alice", PASSPHRASES["alice"])
+    path = key_path(home, "alice")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    data = path.read_bytes()
+    assert data.startswith(b"-----BEGIN ENCRYPTED PRIVATE KEY-----")
+    signer = load_signer(home, receiver_at, "alice", PASSPHRASES["alice"])
+    raw = signer._key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    assert len(raw) == 32
+    body = b"".join(line for line in data.splitlines() if not line.startswith(b"-----"))
+    der = base64.b64decode(body)
+    for haystack in (data, der):
+        assert raw not in haystack
+        assert raw.hex().encode() not in haystack.lower()
+        assert base64.b64encode(raw).rstrip(b"=") not in haystack
+    # and the file is useless without the passphrase
+    with pytest.raises(TypeError):
+        serialization.load_pem_private_key(data, password=None)
+
+
+def test_wrong_passphrase_is_one_line_and_signs_nothing(home, receiver_at):
+    add_operator(home, receiver_at, "alice", PASSPHRASES["alice"])
+    with pytest.raises(ActionError) as err:
+        load_signer(home, receiver_at, "alice", "not the passphrase")
+    assert "wrong passphrase" in str(err.value) and "\n" not in str(err.value)
+    assert "not the passphrase" not in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["", "a" * 33, "al ice", "al/ice", "../x", ".hidden", "-x", "é", "a\nb"])
+def test_bad_names_are_refused(home, receiver_at, name):
+    with pytest.raises(ActionError):
+        add_operator(home, receiver_at, name, PASSPHRASES["alice"])
+    assert list_operators(receiver_at) == []
+    assert not home.operators.exists() or list(home.operators.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["a", "A" * 32, "field.ops_2-b"])
+def test_good_names(home, receiver_at, name):
+    info = add_operator(home, receiver_at, name, PASSPHRASES["alice"])
+    assert info["name"] == name and info["active"] and len(info["fingerprint"]) == 64
+
+
+def test_names_are_never_reused_and_short_passphrases_refused(home, receiver_at):
+    add_operator(home, receiver_at, "alice", PASSPHRASES["alice"])
+    retire_operator(receiver_at, "alice")
+    with pytest.raises(ActionError, match="never reused"):
+        add_operator(home, receiver_at, "alice", "another passphrase")
+    with pytest.raises(ActionError, match="at least 8"):
+        add_operator(home, receiver_at, "bob", "short")
+    assert [o["name"] for o in list_operators(receiver_at)] == ["alice"]
+    assert not key_path(home, "bob").exists()
+
+
+def test_retired_operator_cannot_sign_but_stays_listed(home, receiver_at):
+    add_operator(home, receiver_at, "alice", PASSPHRASES["alice"], now=100.0)
+    retire_operator(receiver_at, "alice", now=200.0)
+    with pytest.raises(ActionError, match="retired"):
+        load_signer(home, receiver_at, "alice", PASSPHRASES["alice"])
+    with pytest.raises(ActionError, match="already retired"):
+        retire_operator(receiver_at, "alice")
+    [info] = list_operators(receiver_at)
+    assert info["retired_at"] == 200.0 and not info["active"]
+
+
+def test_loose_key_file_mode_and_swapped_key_file_are_refused(home, receiver_at):
+    add_operator(home, receiver_at, "alice", PASSPHRASES["alice"])
+    add_operator(home, receiver_at, "bob", PASSPHRASES["alice"])
+    path = key_path(home, "alice")
+    path.chmod(0o644)
+    with pytest.raises(ActionError, match="chmod 600"):
+        load_signer(home, receiver_at, "alice", PASSPHRASES["alice"])
+    path.chmod(0o600)
+    # bob's file under alice's name: right passphrase, wrong key
+    path.write_bytes(key_path(home, "bob").read_bytes())
+    with pytest.raises(ActionError, match="does not match"):
+        load_signer(home, receiver_at, "alice", PASSPHRASES["alice"])
+
+
+def test_an_existing_key_file_is_never_overwritten(home, receiver_at):
+    home.operators.mkdir(mode=0o700)
+    key_path(home, "alice").write_bytes(b"precious")
+    with pytest.raises(ActionError, match="already exists"):
+        add_operator(home, receiver_at, "alice", PASSPHRASES["alice"])
+    assert key_path(home, "alice").read_bytes() == b"precious"
+    assert list_operators(receiver_at) == []  # the registration rolled back with it
+
+
+def test_cli_add_list_retire(home, tmp_path, capsys):
+    add_operators(home, tmp_path, "alice", "bob")
+    capsys.readouterr()
+    assert cli(home, "operator", "list", "--json") == 0
+    rows = json_lines(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == ["alice", "bob"]
+    assert all(r["active"] and r["retired_at"] is None for r in rows)
+    assert cli(home, "operator", "retire", "bob") == 0
+    assert cli(home, "operator", "list") == 0
+    out = capsys.readouterr().out
+    assert "alice" in out and "active" in out and rows[0]["fingerprint"][:4] in out
+    assert cli(home, "operator", "retire", "bob") == 2
+    assert "already retired" in capsys.readouterr().err
+
+
+def test_cli_asks_twice_without_echo_and_never_logs_the_passphrase(home, monkeypatch, capsys, caplog):
+    answers = iter(["typed passphrase 1", "typed passphrase 1"])
+    prompts = []
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr(getpass, "getpass", lambda prompt: prompts.append(prompt) or next(answers))
+    caplog.set_level(logging.DEBUG)
+    assert cli(home, "operator", "add", "alice") == 0
+    assert len(prompts) == 2
+    captured = capsys.readouterr()
+    for text in (captured.out, captured.err, caplog.text):
+        assert "typed passphrase" not in text
+    with Receiver(str(home.db)) as r:
+        assert load_signer(home, r, "alice", "typed passphrase 1").name == "alice"
+
+    answers = iter(["first one 123", "second one 123"])
+    assert cli(home, "operator", "add", "bob") == 2
+    assert "differ" in capsys.readouterr().err
+    with Receiver(str(home.db)) as r:
+        assert [o["name"] for o in list_operators(r)] == ["alice"]
+
+
+def test_cli_refuses_to_ask_without_a_terminal(home, tmp_path, capsys):
+    # pytest's stdin is not a terminal: the passphrase would be read in the clear.
+    assert cli(home, "operator", "add", "alice") == 2
+    assert "--passphrase-file" in capsys.readouterr().err
+    assert cli(home, "operator", "add", "alice", "--passphrase-file", str(tmp_path / "missing")) == 2
+    assert "cannot read the passphrase file" in capsys.readouterr().err
+    empty = passfile(tmp_path, "alice", "")
+    assert cli(home, "operator", "add", "alice", "--passphrase-file", empty) == 2
+    assert "empty first line" in capsys.readouterr().err

@@ -1,0 +1,48 @@
+"""Two operators signing at the same moment from two processes: still one hash chain."""
+
+import os
+import subprocess
+import sys
+
+from core import Receiver
+from core.audit import verify
+from core.home import Home
+from core.operators import add_operator
+from tests.helpers import ROOT
+
+SIGNER = """
+import sys
+from core import Receiver
+from core.actions import set_retention
+from core.home import Home
+home, target, name, n = Home.resolve(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+with Receiver(target) as r:
+    sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdin.readline()
+    for i in range(n):
+        set_retention(home, r, 31 + i + (0 if name == "alice" else 30), operator=name,
+                      passphrase=name + " passphrase", reason=f"round {i}")
+"""
+
+
+def test_simultaneous_signers_keep_a_single_chain(new_store, tmp_path):
+    home = Home(tmp_path / "home").ensure()
+    target = new_store()
+    with Receiver(target) as r:
+        for name in ("alice", "bob"):
+            add_operator(home, r, name, f"{name} passphrase")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", SIGNER, str(home.root), target, name, "15"], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name in ("alice", "bob")]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    with Receiver(target) as r:
+        result = verify(r)
+        assert result.ok, result
+        assert result.count == 30

@@ -490,7 +490,8 @@ def _process(claim_path: Path, resumer: str, receiver: Receiver, home: Home, con
     # Settled and read to the end: archive it.
     day = dt.date.fromtimestamp(time.time()).isoformat()
     folder = home.processed / day
-    _inside(home, home.processed)
+    folder.mkdir(parents=True, exist_ok=True)
+    _inside(home, folder)
     if config.keep_originals:
         archived = _link_unique(claim_path, folder, inbox_name)
     else:

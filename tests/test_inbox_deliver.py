@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import stat
 import threading
 import time
 
@@ -13,7 +14,7 @@ import pytest
 from core import Receiver
 from core import inbox as inbox_module
 from core.config import InboxConfig
-from core.inbox import claimed_dir, deliver, file_counts, prepare_home, recent_files
+from core.inbox import claimed_dir, deliver, file_counts, kind_skip, prepare_home, recent_files
 from tests.helpers import frame
 from tests.inbox_helpers import drop, frame_lines, text_of
 
@@ -197,6 +198,13 @@ def test_symlinks_fifos_folders_and_temp_names_are_skipped_untouched(inbox, tmp_
     assert len(listing(home.inbox)) == 8 and r.totals()["frames"] == 0 and file_counts(r) == {}
 
 
+def test_device_files_and_sockets_are_never_read():
+    assert kind_skip(os.stat_result((stat.S_IFCHR | 0o600,) + (0,) * 9)) == "device file"
+    assert kind_skip(os.stat_result((stat.S_IFBLK | 0o600,) + (0,) * 9)) == "device file"
+    assert kind_skip(os.stat_result((stat.S_IFSOCK | 0o600,) + (0,) * 9)) == "not a regular file"
+    assert kind_skip(os.stat_result((stat.S_IFREG | 0o600,) + (0,) * 9)) is None
+
+
 def test_nothing_outside_the_inbox_or_the_home_is_taken(inbox, tmp_path):
     home, r = inbox
     elsewhere = tmp_path / "elsewhere.txt"
@@ -210,6 +218,12 @@ def test_nothing_outside_the_inbox_or_the_home_is_taken(inbox, tmp_path):
     os.symlink(tmp_path / "shared-inbox", other.inbox)
     with pytest.raises(ValueError, match="outside the home"):
         prepare_home(other)
+    (tmp_path / "elsewhere-archive").mkdir()
+    os.symlink(tmp_path / "elsewhere-archive", home.processed / dt.date.today().isoformat())
+    path = drop(home, "z.txt", text_of(frame_lines("z", 1)), age=5)
+    with pytest.raises(ValueError, match="outside the home"):
+        deliver(path, "cli", r, home, CONFIG)
+    assert list((tmp_path / "elsewhere-archive").iterdir()) == []
 
 
 def test_archive_keeps_originals_only_when_asked(inbox):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 import pytest
@@ -169,3 +170,18 @@ def test_health_reports_both_paths_and_what_is_waiting(home, start):
     assert service.receiver.totals()["frames"] == 0
     service.stop()
     assert service.health()["observer"] == "off" and service.health()["sweep"] == "off"
+
+
+def test_odd_things_in_the_inbox_are_skipped_logged_once_and_left_alone(home, start, caplog, tmp_path):
+    caplog.set_level(logging.WARNING, logger="ussd.inbox")
+    target = tmp_path / "outside.txt"
+    target.write_text(text_of(frame_lines("o", 1)))
+    service = start(sweep_interval=0.05)
+    os.symlink(target, home.inbox / "link.txt")
+    os.mkfifo(home.inbox / "pipe")
+    first = service.health()["last_sweep"] or 0
+    wait_for(lambda: (service.health()["last_sweep"] or 0) > first + 0.2, what="several sweeps")
+    skips = [rec.getMessage() for rec in caplog.records if "skipping" in rec.getMessage()]
+    assert sorted(skips) == ["inbox: skipping link.txt: symlink (never read)", "inbox: skipping pipe: FIFO (never read)"]
+    assert sorted(p.name for p in home.inbox.iterdir()) == [".claimed", "link.txt", "pipe"]
+    assert service.health()["files_waiting"] == 0 and service.receiver.totals()["frames"] == 0

@@ -148,6 +148,7 @@ def test_a_gateway_export_with_bom_crlf_and_phone_numbers_leaves_no_number_under
         assert {x["file"] for x in r.rejects()} == {"export.csv"}
     log = (home.logs / "receiver.log").read_text()
     assert "claim won by watch: export.csv" in log and "SIGTERM received" in log
+    assert "scheduled eviction run" in log and "file export.csv done by watch" in log
     checked = 0
     for path in every_file_under(home.root):
         content = path.read_bytes()

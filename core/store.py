@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 from peewee import Database, PostgresqlDatabase, SqliteDatabase
 
 from .audit_models import create_audit_tables
+from .inbox_models import migrate_v2 as _v2_inbox_tables
 from .models import bind_models
 
 BUSY_TIMEOUT_MS = 5000
@@ -118,6 +119,7 @@ def _v3_operators_and_audit(db: Database, m) -> None:
 # Append only: a released store is upgraded by running the steps it lacks, in order.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core tables: dedup witnesses, ledger, quarantine, rejects, accounting, retention", _v1_core_tables),
+    (2, "inbox: claimed files with per-file progress, files per delivery path", _v2_inbox_tables),
     (3, "operators, the signed audit log and its head", _v3_operators_and_audit),
 ]
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import os
-
 from core import Receiver
 from core.home import Home
+from core.config import store_target
 from core.store import describe_target
 
-ENV_DB = "USSD_CONSOLE_DB"
 
 from .render import make_console
 
@@ -31,7 +29,7 @@ class Context:
 
     @property
     def store_target(self) -> str:
-        return self.db or os.environ.get(ENV_DB) or str(self.home.db)
+        return store_target(self.home, self.db)
 
     @property
     def store_label(self) -> str:

@@ -107,3 +107,18 @@ def load_inbox_config(config_path: Path, overrides: Mapping[str, Any] | None = N
     if given:
         config = InboxConfig.from_mapping({**dataclasses.asdict(config), **given}, where="command line")
     return config
+
+
+def store_target(home, given: str | None = None) -> str:
+    """Which store to open: ``--db``, then ``$USSD_CONSOLE_DB``, then ``db = "..."`` at the top of
+    ``<home>/config.toml``, then ``<home>/receiver.db``. A relative SQLite path is under the home."""
+    import os
+
+    chosen = given or os.environ.get("USSD_CONSOLE_DB") or read_toml(home.config).get("db")
+    if chosen is None:
+        return str(home.db)
+    if not isinstance(chosen, str) or not chosen.strip():
+        raise ValueError(f"{home.config}: db must be a SQLite path or a postgresql:// URL, not {chosen!r}")
+    if chosen.startswith(("postgresql://", "postgres://")) or chosen == ":memory:" or os.path.isabs(chosen):
+        return chosen
+    return str(home.root / chosen)

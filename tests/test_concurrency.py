@@ -88,3 +88,52 @@ def test_four_receivers_at_once_equal_one_clean_run(new_store, tmp_path):
     for g, feed in enumerate(feeds):
         assert sum(per_source[f"gw{g}"].values()) == len(feed)  # exact per-path accounting
     assert totals["applied"] == 1500 and totals["cases"] == 1500
+
+
+def test_four_watchers_on_overlapping_inboxes(new_store, tmp_path):
+    """Four `ussd-console watch` processes, each with its own inbox, on one store."""
+    import signal
+    import time
+
+    feeds = gateway_feeds(600, 4, seed=8)
+    target = new_store()
+    Receiver(target).close()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    homes, procs = [], []
+    for g in range(4):
+        home = tmp_path / f"gw{g}"
+        (home / "inbox").mkdir(parents=True)
+        homes.append(home)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "console.cli", "--home", str(home), "--db", target, "watch",
+             "--sweep-interval", "0.5", "--settle-time", "0.2"],
+            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    n_files = 0
+    for g, feed in enumerate(feeds):
+        for k in range(0, len(feed), 60):  # many small files, renamed in like a gateway does
+            part = homes[g] / "inbox" / f".f{k}.part"
+            part.write_text("".join(f"{fid} {text}\n" for fid, text in feed[k:k + 60]))
+            part.rename(homes[g] / "inbox" / f"f{k}.txt")
+            n_files += 1
+    deadline = time.time() + 120
+    done = 0
+    while time.time() < deadline:
+        done = sum(len(list((h / "processed").rglob("*.txt"))) for h in homes)
+        if done == n_files:
+            break
+        time.sleep(0.3)
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for p in procs:
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err[-2000:]
+    assert done == n_files
+    with Receiver(target) as r:
+        got = ledger(r)
+        totals = r.totals()
+    with Receiver(new_store()) as clean:
+        for feed in feeds:
+            clean.ingest_many(feed, now=1_700_000_000)
+        want = ledger(clean)
+    assert len(got[0]) == 600 and got[0] == want[0]
+    assert totals["applied"] == 600 and totals["frames"] == sum(len(f) for f in feeds)

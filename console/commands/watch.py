@@ -93,7 +93,7 @@ def cmd_watch(args, ctx) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    service = InboxService(home, config=config, on_verdicts=_alert_conflicts)
+    service = InboxService(home, db_path=ctx.store_target, config=config, on_verdicts=_alert_conflicts)
     try:
         service.start()
         log.info("watching %s; Ctrl-C or SIGTERM stops", home.inbox)

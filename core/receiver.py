@@ -18,7 +18,7 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 from .decide import CaseRef, Outcome, decide_fields, reject
 from .frame import Frame, escape_text, parse
 from .retention import DEFAULT_SECONDS, check_retention
-from .store import StoreError, connect, write_transaction
+from .store import StoreError, connect, is_postgres, write_transaction
 
 log = logging.getLogger("ussd.receiver")
 
@@ -74,6 +74,7 @@ class Receiver:
     def __init__(self, path: str, retention_seconds: int | None = None):
         self.path = path
         self.db, self.m = connect(path)
+        self._postgres = is_postgres(self.db)
         if retention_seconds is not None:
             self.set_retention(retention_seconds, set_by="config")
 
@@ -95,10 +96,17 @@ class Receiver:
     def _insert(self, model, fields: Sequence[str], rows: list, on_conflict: str = "") -> None:
         if not rows:
             return
+        table = self._q(model._meta.table_name)
         cols = ", ".join(self._q(model._meta.fields[f].column_name) for f in fields)
+        if self._postgres and not on_conflict:
+            # psycopg's executemany costs a round of Python work per row; COPY streams
+            # the rows in C. Upserts (a handful of counter rows) keep executemany.
+            with self.db.cursor().copy(f"COPY {table} ({cols}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return
         marks = ", ".join([self.db.param] * len(fields))
-        sql = f"INSERT INTO {self._q(model._meta.table_name)} ({cols}) VALUES ({marks}) {on_conflict}"
-        self.db.cursor().executemany(sql, rows)
+        self.db.cursor().executemany(f"INSERT INTO {table} ({cols}) VALUES ({marks}) {on_conflict}", rows)
 
     def _add(self, model, key_fields: Sequence[str], value_field: str, rows: list) -> None:
         """Upsert-increment: ``value += n`` per key, inserting missing keys."""
@@ -111,8 +119,10 @@ class Receiver:
         self._insert(model, [*key_fields, value_field], rows, conflict)
 
     def _execute_many(self, sql: str, rows: list) -> None:
-        if rows:
-            self.db.cursor().executemany(sql.replace("?", self.db.param), rows)
+        if not rows:
+            return
+        sql = sql.replace("?", self.db.param)
+        self.db.cursor().executemany(sql, rows)
 
     # -- ingest: the merge point ----------------------------------------------
     def ingest(self, frame_id, frame_text, now: float | None = None, source: str = "api") -> Verdict:

@@ -1,0 +1,165 @@
+"""The signing dialog's common body: operator, reason, passphrase, and exactly what will be signed.
+
+A subclass says what the action is (``describe`` and ``sign``, both run on the
+console's store thread). The preview is rebuilt from the store as the fields
+change, and the signature is made against that very preview (``expected=``), so
+the operator signs what they read or nothing at all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
+
+from core.frame import escape_text
+from core.operators import ActionError, list_operators
+from core.retention import RetentionError
+
+
+class SignForm(ModalScreen[bool]):
+    CSS_PATH = Path(__file__).with_name("signing.tcss")
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "sign", "Sign"),
+    ]
+    TITLE_TEXT = "Sign"
+    SIGN_LABEL = "Sign"
+
+    def __init__(self, home, **kwargs):
+        super().__init__(**kwargs)
+        self.home = home
+        self.preview = None
+
+    # -- what a subclass provides ----------------------------------------------------
+    def extra_fields(self) -> ComposeResult:
+        yield from ()
+
+    def form_values(self) -> dict:
+        """The dialog's own fields, read on the UI thread (widgets are not for other threads)."""
+        return {}
+
+    def describe(self, receiver, operator: str, reason: str, values: dict):
+        raise ActionError("no action")  # overridden by every dialog
+
+    def sign(self, receiver, operator: str, passphrase: str, reason: str, preview, values: dict) -> str:
+        raise ActionError("no action")  # overridden by every dialog
+
+    # -- layout ---------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Vertical(id="sign-box"):
+            yield Label(Text(self.TITLE_TEXT), id="sign-title")
+            yield from self.extra_fields()
+            yield Label("Operator")
+            yield Select([], prompt="choose who signs", id="operator", allow_blank=True)
+            yield Label("Reason (required)")
+            yield Input(placeholder="why, in one line", id="reason", max_length=500)
+            yield Label("What will be signed")
+            yield Static(Text("choose an operator and give a reason"), id="preview")
+            yield Label("Passphrase")
+            yield Input(password=True, placeholder="the operator's passphrase", id="passphrase")
+            yield Static(Text(""), id="sign-result")
+            with Horizontal(id="sign-buttons"):
+                yield Button(self.SIGN_LABEL + " (ctrl+s)", id="sign", variant="primary")
+                yield Button("Cancel (esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        self.load_operators()
+
+    @work(exclusive=True, group="operators")
+    async def load_operators(self) -> None:
+        rows = await self.app.view.run(lambda r: list_operators(r, include_retired=False))
+        select = self.query_one("#operator", Select)
+        select.set_options([(escape_text(o["name"], 40), o["name"]) for o in rows])
+        if len(rows) == 1:
+            select.value = rows[0]["name"]
+        if not rows:
+            self.show_result("No operators yet: add one with `ussd-console operator add NAME`.", error=True)
+        self.refresh_preview()
+
+    # -- preview ------------------------------------------------------------------------------
+    def _operator(self) -> str:
+        value = self.query_one("#operator", Select).value
+        return value if isinstance(value, str) else ""
+
+    def _reason(self) -> str:
+        return self.query_one("#reason", Input).value.strip()
+
+    @on(Select.Changed)
+    @on(Input.Changed, "#reason")
+    def _changed(self) -> None:
+        self.refresh_preview()
+
+    def refresh_preview(self) -> None:
+        self._update_preview(self._operator(), self._reason(), self.form_values())
+
+    @work(exclusive=True, group="preview")
+    async def _update_preview(self, operator: str, reason: str, values: dict) -> None:
+        box = self.query_one("#preview", Static)
+        self.preview = None
+        if not operator or not reason:
+            box.update(Text("choose an operator and give a reason"))
+            return
+        try:
+            preview = await self.app.view.run(lambda r: self.describe(r, operator, reason, values))
+        except (ActionError, RetentionError, ValueError) as exc:
+            box.update(Text(f"cannot sign: {escape_text(exc, 300)}"))
+            return
+        self.preview = preview
+        box.update(Text("\n".join(escape_text(line, 300) for line in preview.lines)))
+
+    # -- signing --------------------------------------------------------------------------------
+    def show_result(self, message: str, error: bool = False) -> None:
+        text = Text(("Not signed: " if error else "") + escape_text(message, 300))
+        if error:
+            text.stylize("bold")
+        self.query_one("#sign-result", Static).update(text)
+
+    @on(Button.Pressed, "#sign")
+    def _sign_pressed(self) -> None:
+        self.action_sign()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self) -> None:
+        self.action_cancel()
+
+    @on(Input.Submitted, "#passphrase")
+    def _passphrase_entered(self) -> None:
+        self.action_sign()
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+    def action_sign(self) -> None:
+        operator, reason = self._operator(), self._reason()
+        passphrase_box = self.query_one("#passphrase", Input)
+        passphrase = passphrase_box.value
+        passphrase_box.value = ""  # never kept on screen after a try
+        if not operator:
+            self.show_result("choose an operator", error=True)
+            return
+        if not reason:
+            self.show_result("a reason is required", error=True)
+            return
+        if self.preview is None:
+            self.show_result("nothing to sign yet: check the preview", error=True)
+            return
+        self._do_sign(operator, passphrase, reason, self.preview, self.form_values())
+
+    @work(exclusive=True, group="sign")
+    async def _do_sign(self, operator: str, passphrase: str, reason: str, preview, values: dict) -> None:
+        self.show_result("signing...")
+        try:
+            message = await self.app.view.run(lambda r: self.sign(r, operator, passphrase, reason, preview, values))
+        except (ActionError, RetentionError, ValueError) as exc:
+            self.show_result(str(exc), error=True)
+            self.refresh_preview()
+            return
+        self.app.notify(escape_text(message, 300), title="Signed", timeout=8)
+        self.dismiss(True)

@@ -13,6 +13,7 @@ from typing import Callable
 
 from peewee import Database, SqliteDatabase
 
+from .inbox_models import migrate_v2 as _v2_inbox_tables
 from .models import bind_models
 
 BUSY_TIMEOUT_MS = 5000
@@ -75,6 +76,7 @@ def _v1_core_tables(db: Database, m) -> None:
 # Append only: a released store is upgraded by running the steps it lacks, in order.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core tables: dedup witnesses, ledger, quarantine, rejects, accounting, retention", _v1_core_tables),
+    (2, "inbox: claimed files with per-file progress, files per delivery path", _v2_inbox_tables),
 ]
 
 

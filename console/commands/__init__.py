@@ -8,6 +8,7 @@ returns an exit code.
 MODULES = [
     "console.commands.ledger",
     "console.commands.demo",
+    "console.commands.watch",
     "console.commands.ui",
 ]
 

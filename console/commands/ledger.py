@@ -4,6 +4,7 @@ rejects, evictions, evict, retention."""
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 from collections import Counter
@@ -12,7 +13,9 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from core.formats import plain_lines
+from core.config import load_inbox_config
+from core.formats import FormatError, read_items
+from core.inbox import claimed_dir, deliver_until_done, file_counts, quiet_skip
 from core.retention import DAY, describe
 
 from ..errors import CommandError
@@ -70,17 +73,44 @@ def _read_items(path: Path):
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CommandError(f"{path} is not UTF-8 text (byte {exc.start})") from exc
-    return [(fid, frame, str(path), line) for fid, frame, line in plain_lines(text)]
+        items, _fmt = read_items(path.name, data)
+    except FormatError as exc:
+        raise CommandError(f"{path}: {exc}") from exc
+    return [(fid, frame, str(path), line) for fid, frame, line in items]
+
+
+def _in_inbox(home, path: Path) -> bool:
+    """A file in the inbox goes through the inbox's own delivery (claimed, archived), never around it."""
+    parent = Path(os.path.abspath(path)).parent.resolve()
+    return parent in (home.inbox.resolve(), claimed_dir(home).resolve())
+
+
+def _check_inbox_file(path: Path) -> None:
+    reason = quiet_skip(path.name) if path.parent.name != ".claimed" else None
+    if reason:
+        raise CommandError(f"{path}: a {reason} in the inbox is never read")
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise CommandError(f"{path} is not a regular file")
 
 
 def cmd_ingest(args, ctx) -> int:
     # Read every file first: a bad path stops the command before anything is applied.
-    files = [(Path(f), _read_items(Path(f))) for f in args.files]
+    # Files in the inbox are only checked here; `deliver` claims and reads them.
+    files = []
+    for f in args.files:
+        path = Path(f)
+        if _in_inbox(ctx.home, path):
+            _check_inbox_file(path)
+            files.append((path, None))
+        else:
+            files.append((path, _read_items(path)))
+    config = load_inbox_config(ctx.home.config) if any(items is None for _, items in files) else None
     receiver = ctx.receiver
-    total = sum(len(items) for _, items in files)
+    total = sum(len(items) for _, items in files if items is not None)
     tally: Counter = Counter()
     shown = 0
     out = make_console()
@@ -93,10 +123,25 @@ def cmd_ingest(args, ctx) -> int:
         )
         progress.start()
         task = progress.add_task("ingest", total=total)
-    try:
-        for _path, items in files:
+    notes = []
+
+    def batches(path, items):
+        if items is not None:
             for start in range(0, len(items), BATCH):
-                verdicts = receiver.ingest_many(items[start : start + BATCH], source="cli")
+                yield receiver.ingest_many(items[start : start + BATCH], source="cli")
+            return
+        result = deliver_until_done(path, "cli", receiver, ctx.home, config)
+        if result.status == "rejected":
+            notes.append(f"{result.name}: rejected ({result.reason}), moved to {result.archived}")
+        elif result.status == "done":
+            notes.append(f"{result.name}: moved to {result.archived}")
+        else:
+            notes.append(f"{result.name}: {result.status} ({result.reason})")
+        yield result.verdicts
+
+    try:
+        for path, items in files:
+            for verdicts in batches(path, items):
                 for v in verdicts:
                     tally[v.outcome.value] += 1
                     if ctx.json:
@@ -112,11 +157,13 @@ def cmd_ingest(args, ctx) -> int:
             progress.stop()
     if not ctx.json:
         out.print(table("Verdicts", ["file", "line", "frame_id", "outcome", "reason"], rows))
-        if total > shown:
-            out.print(f"... and {total - shown} more (use --json for every verdict)")
+        if sum(tally.values()) > shown:
+            out.print(f"... and {sum(tally.values()) - shown} more (use --json for every verdict)")
         summary = ", ".join(f"{k} {v}" for k, v in sorted(tally.items())) or "no frames"
         t = receiver.totals()
-        out.print(Text(f"{total} frames: {summary}"))
+        for note in notes:
+            out.print(safe(note, 400))
+        out.print(Text(f"{sum(tally.values())} frames: {summary}"))
         out.print(Text(f"ledger: {t['cases']} cases, {t['headcount_total']} people; "
                        f"{t['conflicts_open']} conflicts open"))
     return 0
@@ -140,9 +187,11 @@ def cmd_status(args, ctx) -> int:
     r = ctx.receiver
     t = r.totals()
     per_source = r.per_source()
+    files = file_counts(r)
     policy = r.retention()
     if ctx.json:
-        print_json({**t, "per_source": per_source, "retention": policy, "home": str(ctx.home.root)})
+        print_json({**t, "per_source": per_source, "files_per_path": files, "retention": policy,
+                    "home": str(ctx.home.root)})
         return 0
     out = make_console()
     out.print(Text(f"home {ctx.home.root}"))
@@ -153,6 +202,7 @@ def cmd_status(args, ctx) -> int:
     out.print(table("Frames per arrival path", ["path", *outcomes], [
         (src, *(counts.get(o, 0) for o in outcomes)) for src, counts in sorted(per_source.items())
     ]))
+    out.print(table("Inbox files", ["arrival path", "files"], sorted(files.items())))
     kind = "signed exception" if policy["is_exception"] else "policy"
     out.print(Text(f"retention: {describe(policy['retention_seconds'])} ({kind}, set by {policy['set_by']})"))
     return 0

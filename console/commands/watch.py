@@ -1,0 +1,116 @@
+"""``ussd-console watch``: the receiver without the console, for a server or a service manager.
+
+Runs both inbox paths (watchdog push, sweep pull) and the hourly eviction,
+logs to ``<home>/logs/receiver.log`` and stderr, and stops cleanly on SIGINT
+or SIGTERM: a file being read stays claimed at its last commit and is resumed
+by the next start, so a stop loses nothing and counts nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+
+from core.config import load_inbox_config
+from core.inbox import InboxService, prepare_home
+from core.retention import EVICT_EVERY_SECONDS
+
+LOG_NAME = "receiver.log"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+log = logging.getLogger("ussd.watch")
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser(
+        "watch", parents=[common],
+        help="headless receiver: watch and sweep the inbox, evict hourly (settings: <home>/config.toml [inbox])",
+    )
+    p.add_argument("--sweep-interval", type=float, metavar="S", help="seconds between sweeps (default 3)")
+    p.add_argument("--settle-time", type=float, metavar="S",
+                   help="seconds a file written in place must be unchanged before it is taken (default 1)")
+    p.add_argument("--max-file-bytes", type=int, metavar="N", help="larger files go to rejected/ (default 64 MiB)")
+    p.add_argument("--keep-originals", action="store_true", default=None,
+                   help="archive files as they came, phone-number columns included")
+    p.add_argument("--evict-every", type=float, metavar="S",
+                   help=f"seconds between scheduled evictions (default {EVICT_EVERY_SECONDS})")
+    p.add_argument("--batch-lines", type=int, metavar="N", help="frames per transaction (default 5000)")
+    p.add_argument("--no-observer", dest="observer", action="store_false", default=None,
+                   help="no watchdog observer: the sweep alone delivers (e.g. on a network share)")
+    p.add_argument("--no-sweep", dest="sweep", action="store_false", default=None,
+                   help="no periodic sweep (claimed files are still resumed at start)")
+    p.set_defaults(handler=cmd_watch)
+
+
+def _overrides(args) -> dict:
+    keys = ("sweep_interval", "settle_time", "max_file_bytes", "keep_originals", "evict_every", "batch_lines",
+            "observer", "sweep")
+    return {k: getattr(args, k, None) for k in keys}
+
+
+def _setup_logging(home) -> list[logging.Handler]:
+    """INFO and up from every ``ussd.*`` logger to the home's log file and to stderr."""
+    formatter = logging.Formatter(LOG_FORMAT)
+    handlers: list[logging.Handler] = [
+        logging.FileHandler(home.logs / LOG_NAME, encoding="utf-8"),
+        logging.StreamHandler(sys.stderr),
+    ]
+    root = logging.getLogger("ussd")
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    root.propagate = False  # the command line's own stderr handler would print every line twice
+    return handlers
+
+
+def _teardown_logging(handlers: list[logging.Handler]) -> None:
+    root = logging.getLogger("ussd")
+    for handler in handlers:
+        root.removeHandler(handler)
+        handler.close()
+    root.propagate = True
+
+
+def _alert_conflicts(verdicts, result) -> None:
+    for v in verdicts:
+        if v.alert:
+            log.warning("CONFLICT needs an operator: %s (%s) in %s line %s", v.frame_id, v.reason, result.name, v.line)
+
+
+def cmd_watch(args, ctx) -> int:
+    home = ctx.home.ensure()
+    config = load_inbox_config(home.config, _overrides(args))  # a bad value stops here, before anything runs
+    prepare_home(home)
+    handlers = _setup_logging(home)
+    stop = threading.Event()
+
+    def on_signal(signum, _frame):
+        log.info("%s received; stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    service = InboxService(home, config=config, on_verdicts=_alert_conflicts)
+    try:
+        service.start()
+        log.info("watching %s; Ctrl-C or SIGTERM stops", home.inbox)
+        next_eviction = time.monotonic()
+        while not stop.is_set():
+            if time.monotonic() >= next_eviction:
+                try:
+                    removed = service.receiver.evict(started_by="schedule")
+                    log.info("scheduled eviction run: %d dedup rows removed", removed)
+                except Exception as exc:  # noqa: BLE001 - a locked store now is retried next time
+                    log.warning("scheduled eviction failed: %s", exc)
+                next_eviction = time.monotonic() + config.evict_every
+            stop.wait(max(0.0, min(1.0, next_eviction - time.monotonic())))
+    finally:
+        clean = service.stop(timeout=10.0)
+        log.info("stopped%s", "" if clean else " (a file was still being read; it resumes at the next start)")
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _teardown_logging(handlers)
+    return 0

@@ -1,0 +1,109 @@
+"""Settings from ``<home>/config.toml`` (standard ``tomllib``), checked at start.
+
+A bad value is a ``ValueError`` naming the key when the program starts, never
+a crash an hour later. Command-line flags override the file (``overrides``).
+
+The inbox settings live in an ``[inbox]`` table::
+
+    [inbox]
+    sweep_interval = 3.0        # seconds between sweeps of the inbox (the pull path)
+    settle_time = 1.0           # seconds a file written in place must be unchanged before it is taken
+    max_file_bytes = 67108864   # larger files go to rejected/ unread (64 MiB)
+    keep_originals = false      # true: processed/ keeps the file as it came, phone columns included
+    evict_every = 3600.0        # seconds between scheduled evictions in `ussd-console watch`
+    observer = true             # the watchdog push path; false leaves only the sweep
+    sweep = true                # the sweep pull path; false leaves only the observer
+    batch_lines = 5000          # frames per transaction (a crash redoes at most one batch)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class InboxConfig:
+    sweep_interval: float = 3.0
+    settle_time: float = 1.0
+    max_file_bytes: int = 64 * 1024 * 1024
+    keep_originals: bool = False
+    evict_every: float = 3600.0
+    observer: bool = True
+    sweep: bool = True
+    batch_lines: int = 5000
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            _check(f.name, getattr(self, f.name))
+
+    def replace(self, **changes: Any) -> "InboxConfig":
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Any], where: str = "[inbox]") -> "InboxConfig":
+        known = {f.name for f in fields(cls)}
+        for key in table:
+            if key not in known:
+                raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
+        try:
+            return cls(**dict(table))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
+
+# (kind, lowest allowed, highest allowed); the ranges keep a typo from stalling delivery.
+_RULES: dict[str, tuple[type, float | None, float | None]] = {
+    "sweep_interval": (float, 0.05, 3600.0),
+    "settle_time": (float, 0.0, 600.0),
+    "max_file_bytes": (int, 1, 2**40),
+    "keep_originals": (bool, None, None),
+    "evict_every": (float, 1.0, 7 * 86400.0),
+    "observer": (bool, None, None),
+    "sweep": (bool, None, None),
+    "batch_lines": (int, 1, 1_000_000),
+}
+
+
+def _check(key: str, value: Any) -> None:
+    kind, low, high = _RULES[key]
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"inbox setting {key} must be true or false, not {value!r}")
+        return
+    # bool is an int in Python; `settle_time = true` is still a mistake.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"inbox setting {key} must be a number, not {value!r}")
+    if kind is int and not float(value).is_integer():
+        raise ValueError(f"inbox setting {key} must be a whole number, not {value!r}")
+    if value != value or (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"inbox setting {key} = {value!r} is out of range ({low:g} to {high:g})")
+
+
+def read_toml(path: Path) -> dict:
+    """The whole config file as a dict; an absent file is an empty config."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def load_inbox_config(config_path: Path, overrides: Mapping[str, Any] | None = None) -> InboxConfig:
+    """``[inbox]`` from the file, then ``overrides`` (flags left unset are ``None`` and ignored)."""
+    doc = read_toml(config_path)
+    table = doc.get("inbox", {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{config_path}: 'inbox' must be a table ([inbox])")
+    config = InboxConfig.from_mapping(table, where=f"{config_path} [inbox]")
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if given:
+        config = InboxConfig.from_mapping({**dataclasses.asdict(config), **given}, where="command line")
+    return config

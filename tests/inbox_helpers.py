@@ -1,0 +1,59 @@
+"""Builders for the inbox tests: gateway files, maildir-style drops, polling."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from core.home import Home
+from tests.helpers import frame
+
+NEEDS = ("MED", "SHE", "WAT", "FOO", "PRO")
+
+
+def frame_lines(prefix: str, count: int, start: int = 0) -> list[str]:
+    """``count`` distinct valid ``frame_id frame`` lines (one case each)."""
+    out = []
+    for n in range(start, start + count):
+        seq = n % 9 + 1
+        out.append(f"{prefix}{n}-{seq} {frame(seq, 'Site' + str(n % 7), NEEDS[n % 5], n % 40 + 1, n % 99 + 1)}")
+    return out
+
+
+def text_of(lines: list[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def drop(home: Home, name: str, data: str | bytes, age: float = 0.0) -> Path:
+    """Write under the home, then rename into the inbox (the maildir habit); ``age`` backdates the mtime."""
+    staging = home.root / "staging"
+    staging.mkdir(exist_ok=True)
+    src = staging / name
+    src.write_bytes(data.encode() if isinstance(data, str) else data)
+    if age:
+        past = time.time() - age
+        os.utime(src, (past, past))
+    target = home.inbox / name
+    os.rename(src, target)
+    return target
+
+
+def wait_for(predicate, timeout: float = 10.0, interval: float = 0.01, what: str = "condition"):
+    """Poll until ``predicate()`` is truthy; its value, or an AssertionError naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def every_file_under(root: Path):
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                yield path

@@ -1,0 +1,187 @@
+"""The two delivery paths end to end: a real watchdog observer, a real sweep, real files."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import pytest
+
+from core.config import InboxConfig
+from core.inbox import InboxService, _Handler, claimed_dir, file_counts, recent_files
+from tests.inbox_helpers import drop, frame_lines, text_of, wait_for
+
+
+@pytest.fixture
+def start(home):
+    services = []
+
+    def _start(on_verdicts=None, **settings) -> InboxService:
+        config = InboxConfig(**{"settle_time": 0.3, **settings})
+        service = InboxService(home, config=config, on_verdicts=on_verdicts)
+        services.append(service.start())
+        return service
+
+    yield _start
+    for service in services:
+        service.stop(timeout=10)
+
+
+def archived(home) -> list[str]:
+    return sorted(p.name for p in home.processed.rglob("*") if p.is_file())
+
+
+def settled_inbox(home) -> bool:
+    return not [p for p in home.inbox.iterdir() if p.name != ".claimed"] and not list(claimed_dir(home).iterdir())
+
+
+def test_a_renamed_file_is_applied_once_by_watch_and_its_resend_is_duplicates(home, start):
+    service = start()
+    lines = frame_lines("k", 3)
+    drop(home, "session.txt", text_of(lines))
+    r = service.receiver
+    wait_for(lambda: r.totals()["applied"] == 3, what="the frames in the ledger")
+    wait_for(lambda: archived(home) == ["session.txt"], what="the archive copy")
+    drop(home, "resend.txt", text_of(lines))
+    wait_for(lambda: archived(home) == ["resend.txt", "session.txt"], what="the re-send archived")
+    assert r.per_source() == {"watch": {"APPLIED": 3, "DUPLICATE": 3}}
+    assert r.totals()["cases"] == 3
+    assert file_counts(r) == {"watch": 2}
+    assert service.health()["claims_won"] == {"watch": 2}
+
+
+def test_with_the_observer_off_the_sweep_delivers_everything(home, start):
+    service = start(observer=False, sweep_interval=0.1)
+    for n in range(20):
+        drop(home, f"f{n:02d}.txt", text_of(frame_lines(f"s{n}x", 2)), age=5 if n % 2 else 0)
+    wait_for(lambda: len(archived(home)) == 20, what="20 files archived by the sweep")
+    assert file_counts(service.receiver) == {"sweep": 20}
+    assert service.receiver.per_source() == {"sweep": {"APPLIED": 40}}
+    health = service.health()
+    assert (health["observer"], health["sweep"]) == ("off", "running")
+
+
+def test_both_paths_on_200_files_deliver_every_frame_once_and_watch_carries_nearly_all(home, start):
+    """The one end-to-end test of both paths at once (SPEC §6): exactly once, honest per-path counts."""
+    service = start(sweep_interval=0.05, settle_time=0.2)
+    files, per_file = 200, 3
+    for n in range(files):
+        # Backdated, so the sweep may take any file it lists: only the claim keeps the paths apart.
+        drop(home, f"batch{n:03d}.txt", text_of(frame_lines(f"m{n}x", per_file)), age=30)
+    r = service.receiver
+    wait_for(lambda: len(archived(home)) == files, timeout=60, what="200 files archived")
+    wait_for(lambda: settled_inbox(home), what="an empty inbox")
+    counts = file_counts(r)
+    assert sum(counts.values()) == files
+    assert counts.get("watch", 0) >= 0.9 * files, counts
+    totals = r.totals()
+    assert (totals["applied"], totals["duplicates"], totals["cases"]) == (files * per_file, 0, files * per_file)
+    per_source = r.per_source()
+    for path, n in counts.items():  # frames are credited to the path that won each file
+        assert per_source[path] == {"APPLIED": n * per_file}
+    assert sum(service.health()["claims_won"].values()) == files
+    assert all(f["state"] == "done" for f in recent_files(r, limit=files))
+
+
+def test_a_file_written_slowly_in_place_is_taken_whole(home, start):
+    service = start(settle_time=0.3, sweep_interval=0.1)
+    text = text_of(frame_lines("slow", 12))
+    pieces = [text[i : i + 37] for i in range(0, len(text), 37)]  # cut anywhere, mid-line included
+    with open(home.inbox / "slow.txt", "w") as writer:
+        for piece in pieces:
+            writer.write(piece)
+            writer.flush()
+            time.sleep(0.08)
+    wait_for(lambda: archived(home) == ["slow.txt"], what="the slow file archived")
+    r = service.receiver
+    assert r.totals()["applied"] == 12 and r.rejects() == []
+    assert sum(file_counts(r).values()) == 1
+    assert next(home.processed.rglob("slow.txt")).read_text() == text
+
+
+def test_a_dead_observer_is_restarted_and_delivers_again(home, start):
+    service = start(sweep_interval=3600)  # only the observer can deliver here
+    first = service._observer
+    first.stop()
+    first.join(5)
+    wait_for(lambda: service._observer is not first and service.health()["observer"] == "running",
+             what="the observer restarted")
+    drop(home, "after.txt", text_of(frame_lines("d", 2)))
+    wait_for(lambda: service.receiver.totals()["applied"] == 2, what="delivery by the new observer")
+    assert file_counts(service.receiver) == {"watch": 1}
+
+
+def test_the_sweep_covers_events_the_observer_never_saw(home, start):
+    service = start(sweep_interval=0.1)
+    service._stop_observer()  # dead, and the monitor has not noticed yet
+    drop(home, "missed.txt", text_of(frame_lines("z", 2)), age=5)
+    assert service.sweep_now() >= 0
+    wait_for(lambda: service.receiver.totals()["applied"] == 2, what="the sweep's delivery")
+    assert service.receiver.per_source() in ({"sweep": {"APPLIED": 2}}, {"watch": {"APPLIED": 2}})
+
+
+def test_on_verdicts_sees_every_file_and_its_errors_never_stop_delivery(home, start, caplog):
+    seen = []
+
+    def callback(verdicts, result):
+        seen.append((result.name, [v.outcome.value for v in verdicts]))
+        raise RuntimeError("the UI fell over")
+
+    service = start(on_verdicts=callback)
+    drop(home, "a.txt", text_of(frame_lines("a", 1)))
+    drop(home, "b.txt", text_of(frame_lines("b", 1)))
+    wait_for(lambda: len(archived(home)) == 2, what="both files archived")
+    assert ("a.txt", ["APPLIED"]) in seen and ("b.txt", ["APPLIED"]) in seen
+    assert any("on_verdicts callback failed" in rec.getMessage() for rec in caplog.records)
+    assert service.receiver.totals()["applied"] == 2
+
+
+def test_the_event_handler_never_raises(home, start, caplog):
+    service = start()
+    caplog.set_level(logging.ERROR, logger="ussd.inbox")
+    _Handler(service).dispatch(object())  # an event with no attributes at all
+    assert any("event handler failed" in rec.getMessage() for rec in caplog.records)
+    assert service.health()["observer"] == "running"
+
+
+def test_a_stop_mid_file_leaves_it_claimed_and_a_restart_counts_nothing_twice(home, start):
+    service = start(batch_lines=50)
+    drop(home, "long.txt", text_of(frame_lines("L", 15000)))
+    wait_for(lambda: (recent_files(service.receiver) or [{}])[0].get("line", 0) > 0, what="the first batch")
+    assert service.stop(timeout=10)
+    left = recent_files(service.receiver)[0]
+    assert left["state"] == "claimed" and 0 < left["line"] < 15000
+    assert len(list(claimed_dir(home).iterdir())) == 1
+    again = start(batch_lines=5000)
+    wait_for(lambda: archived(home) == ["long.txt"], timeout=30, what="the resumed file archived")
+    assert again.receiver.per_source() == {"watch": {"APPLIED": 15000}}
+    assert file_counts(again.receiver) == {"watch": 1}
+
+
+def test_health_reports_both_paths_and_what_is_waiting(home, start):
+    service = start(settle_time=30, sweep_interval=0.1)
+    (home.inbox / "inplace.txt").write_text(text_of(frame_lines("h", 1)))  # written in place: must settle
+    wait_for(lambda: service.health()["last_sweep"] is not None, what="a sweep")
+    health = service.health()
+    assert health["observer"] == "running" and health["sweep"] == "running"
+    assert health["files_waiting"] == 1 and health["claims_lost"] == 0 and health["last_error"] is None
+    assert service.sweep_now() == 0  # not settled: the sweep leaves it
+    assert service.receiver.totals()["frames"] == 0
+    service.stop()
+    assert service.health()["observer"] == "off" and service.health()["sweep"] == "off"
+
+
+def test_odd_things_in_the_inbox_are_skipped_logged_once_and_left_alone(home, start, caplog, tmp_path):
+    caplog.set_level(logging.WARNING, logger="ussd.inbox")
+    target = tmp_path / "outside.txt"
+    target.write_text(text_of(frame_lines("o", 1)))
+    service = start(sweep_interval=0.05)
+    os.symlink(target, home.inbox / "link.txt")
+    os.mkfifo(home.inbox / "pipe")
+    first = service.health()["last_sweep"] or 0
+    wait_for(lambda: (service.health()["last_sweep"] or 0) > first + 0.2, what="several sweeps")
+    skips = [rec.getMessage() for rec in caplog.records if "skipping" in rec.getMessage()]
+    assert sorted(skips) == ["inbox: skipping link.txt: symlink (never read)", "inbox: skipping pipe: FIFO (never read)"]
+    assert sorted(p.name for p in home.inbox.iterdir()) == [".claimed", "link.txt", "pipe"]
+    assert service.health()["files_waiting"] == 0 and service.receiver.totals()["frames"] == 0

@@ -10,6 +10,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Sparkline, Static
 
+from core.inbox import file_counts
+
 from .keyed_table import KeyedTable
 from .panel import PAGE, Panel
 from .ui_text import basename, count, number, outcome, reason, safe, stamp
@@ -102,7 +104,7 @@ class ActivityPanel(Panel):
             "arrivals": receiver.arrivals_per_minute(MINUTES, now=now),
             "per_source": receiver.per_source(),
             "rejects": receiver.rejects(limit=PAGE),
-            "files": {},
+            "files": file_counts(receiver),
         }
 
     def show(self, data) -> None:

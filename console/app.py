@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -27,13 +28,17 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.lazy import Lazy
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from core import Receiver
+from core.config import InboxConfig
 from core.frame import escape_text
 from core.home import Home
+from core.inbox import InboxService
 from core.retention import EVICT_EVERY_SECONDS, describe
 
 from . import hooks
@@ -58,12 +63,9 @@ SLOW_LOAD_SECONDS = 0.4  # show the loading indicator when an operator's request
 FIRST_EVICTION_AFTER = 60.0  # seconds after start; then hourly
 
 
-def inbox_service(home: Home, on_verdicts: Callable) -> Any:
-    """The real inbox: watchdog push plus the periodic sweep (SPEC §6)."""
-    from core.config import InboxConfig
-    from core.inbox import InboxService
-
-    return InboxService(home, config=InboxConfig.load(home), on_verdicts=on_verdicts)
+def inbox_service(home: Home, on_verdicts: Callable, config: InboxConfig | None = None) -> InboxService:
+    """The real inbox: watchdog push plus the periodic sweep (SPEC §6), settings from config.toml."""
+    return InboxService(home, config=config, on_verdicts=on_verdicts)
 
 
 def probe_store(receiver: Receiver, service: Any, last_version: int | None) -> dict:
@@ -76,6 +78,10 @@ def probe_store(receiver: Receiver, service: Any, last_version: int | None) -> d
     return out
 
 
+class RefreshWanted(Message):
+    """Posted from a worker thread: its work changed the store, refresh now."""
+
+
 class Arrived(Message):
     """Posted from the inbox's thread: verdicts for one file were committed."""
 
@@ -86,7 +92,7 @@ class Arrived(Message):
 
 
 class ConsoleApp(App):
-    CSS_PATH = "console.tcss"
+    CSS_PATH = Path(__file__).with_name("console.tcss")
     TITLE = "USSD console"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
 
@@ -136,6 +142,7 @@ class ConsoleApp(App):
         self._running_refresh = False
         self._conflict_mark: int | None = None
         self._idle = asyncio.Event()
+        self._inbox_settled = threading.Event()  # the inbox start finished, one way or the other
 
     # -- layout ------------------------------------------------------------------------
     def compose(self):
@@ -143,12 +150,19 @@ class ConsoleApp(App):
         with TabbedContent(id="tabs", initial=PANELS[0].TAB_ID):
             for n, panel in enumerate(PANELS, start=1):
                 with TabPane(f"{n} {panel.TITLE}", id=panel.TAB_ID):
-                    yield panel()
+                    yield panel() if n == 1 else Lazy(panel())
         yield Footer()
 
     def panel(self, tab_id: str | None = None) -> Panel:
         tab_id = tab_id or self.query_one(TabbedContent).active
         return self.query_one(f"#panel-{tab_id}", Panel)
+
+    def mounted_panel(self, tab_id: str | None = None) -> Panel | None:
+        """The panel, or None in the moment before a lazily mounted one arrives."""
+        try:
+            return self.panel(tab_id)
+        except NoMatches:
+            return None
 
     # -- lifecycle -----------------------------------------------------------------------
     async def on_mount(self) -> None:
@@ -165,28 +179,41 @@ class ConsoleApp(App):
     def _start_inbox(self) -> None:
         """Start the inbox on its own threads; the first sweep may take a while on a full inbox."""
         try:
-            self.service = self.service_factory(self.home, self._verdicts_from_inbox)
-            self.service.start()
+            service = self.service_factory(self.home, self._verdicts_from_inbox)
+            service.start()
+            self.service = service
+            for companion in self.companions:
+                companion.start()
         except Exception as exc:
             log.exception("inbox did not start")
-            self.call_from_thread(self.notify, f"The inbox did not start: {escape_text(exc, 160)}",
-                                  title="Inbox", severity="error", markup=False, timeout=20)
+            self.notify(f"The inbox did not start: {escape_text(exc, 160)}",
+                        title="Inbox", severity="error", markup=False, timeout=20)
             return
-        for companion in self.companions:
-            companion.start()
-        self.call_from_thread(self.request_refresh, True)
+        finally:
+            self._inbox_settled.set()
+        self._post(RefreshWanted())
+
+    def _post(self, message: Message) -> None:
+        """Thread-safe and never blocking, unlike ``call_from_thread``, which could wait
+        forever on a console that is shutting down while the inbox stops."""
+        try:
+            self.post_message(message)
+        except RuntimeError:  # the event loop has already closed: the console is exiting
+            pass
 
     def _verdicts_from_inbox(self, verdicts: list, result: Any) -> None:
         """Called on the inbox's threads: hand over to the UI thread and return at once."""
-        try:
-            self.post_message(Arrived(verdicts, result))
-        except RuntimeError:  # the event loop has already closed: the console is exiting
-            pass
+        self._post(Arrived(verdicts, result))
 
     def on_arrived(self, message: Arrived) -> None:
         self.request_refresh()
 
+    def on_refresh_wanted(self, message: RefreshWanted) -> None:
+        self.request_refresh(force=True)
+
     async def on_unmount(self) -> None:
+        if self.service_factory is not None:
+            await asyncio.to_thread(self._inbox_settled.wait, 30.0)
         for companion in self.companions:
             await asyncio.to_thread(companion.stop)
         if self.service is not None:
@@ -230,7 +257,11 @@ class ConsoleApp(App):
             self._conflicts(probe["newest_conflicts"], self.totals["conflicts_open"])
         header.show(self.totals, self.health, self.service is not None)
         self.version = probe["version"]
-        panel = self.panel()
+        panel = self.mounted_panel()
+        if panel is None:
+            self._wanted = True  # try again once it is mounted
+            await asyncio.sleep(0.05)
+            return
         plan = panel.plan(self.version, force, now)
         if plan is None:
             return
@@ -292,8 +323,15 @@ class ConsoleApp(App):
     # -- actions -----------------------------------------------------------------------------
     def action_show_panel(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id
-        self.panel(tab_id).focus_main()
+        self._focus_panel(tab_id)
         self.request_refresh()
+
+    def _focus_panel(self, tab_id: str) -> None:
+        panel = self.mounted_panel(tab_id)
+        if panel is not None:
+            panel.focus_main()
+        else:
+            self.set_timer(0.05, lambda: self._focus_panel(tab_id))
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -366,16 +404,14 @@ class ConsoleApp(App):
         """Age-only eviction on its own connection, in short transactions (R7)."""
         try:
             with Receiver(str(self.home.db)) as receiver:
-                removed = receiver.evict(now=time.time(), started_by=started_by)
+                removed = receiver.evict(now=self.clock(), started_by=started_by)
         except Exception as exc:
             log.exception("eviction failed")
-            self.call_from_thread(self.notify, f"Eviction failed: {escape_text(exc, 160)}",
-                                  severity="error", markup=False)
+            self.notify(f"Eviction failed: {escape_text(exc, 160)}", severity="error", markup=False)
             return
         if started_by != "schedule" or removed:
-            self.call_from_thread(self.notify, f"Eviction removed {count(removed)} dedup witnesses.",
-                                  title="Retention", markup=False)
-        self.call_from_thread(self.request_refresh, True)
+            self.notify(f"Eviction removed {count(removed)} dedup witnesses.", title="Retention", markup=False)
+        self._post(RefreshWanted())
 
     def _eviction_tick(self) -> None:
         if self.next_eviction_at is not None and self.clock() >= self.next_eviction_at:
@@ -392,13 +428,10 @@ class ConsoleApp(App):
                 rows = write_dispatch_csv(receiver, target)
         except Exception as exc:
             log.exception("export failed")
-            self.call_from_thread(self.notify, f"Export failed: {escape_text(exc, 160)}",
-                                  severity="error", markup=False)
+            self.notify(f"Export failed: {escape_text(exc, 160)}", severity="error", markup=False)
             return
-        self.call_from_thread(
-            self.notify, f"{count(rows)} cases in dispatch order written to {escape_text(target, 160)}",
-            title="Export", markup=False, timeout=10,
-        )
+        self.notify(f"{count(rows)} cases in dispatch order written to {escape_text(target, 160)}",
+                    title="Export", markup=False, timeout=10)
 
     def action_sweep_now(self) -> None:
         if self.service is None:
@@ -408,13 +441,21 @@ class ConsoleApp(App):
 
     @work(thread=True, group="sweep", exclusive=True, exit_on_error=False)
     def _sweep(self) -> None:
-        self.service.sweep_now()
-        self.call_from_thread(self.request_refresh, True)
+        try:
+            handled = self.service.sweep_now()
+        except Exception as exc:
+            log.exception("sweep failed")
+            self.notify(f"Sweep failed: {escape_text(exc, 160)}", severity="error", markup=False)
+            return
+        self.notify(f"Sweep done: {count(handled)} file(s) taken.", title="Inbox", markup=False)
+        self._post(RefreshWanted())
 
     def _panel_action(self, tab_id: str, action: str, *args) -> Callable[[], None]:
         def run() -> None:
             self.action_show_panel(tab_id)
-            getattr(self.panel(tab_id), f"action_{action}")(*args)
+            panel = self.mounted_panel(tab_id)
+            if panel is not None:
+                getattr(panel, f"action_{action}")(*args)
         return run
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -455,8 +496,6 @@ class ConsoleApp(App):
         yield from super().get_system_commands(screen)
 
     def _page(self, step: int) -> None:
-        page = getattr(self.panel(), "action_page", None)
-        if page is None:
-            self.notify("This screen has a single window.", markup=False)
-        else:
-            page(step)
+        panel = self.mounted_panel()
+        if panel is not None:
+            panel.action_page(step)

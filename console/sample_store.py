@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core import Receiver
-from core.formats import plain_lines
+from core.formats import read_items
 from core.home import Home
 
 from .gateway_sim import SAMPLES, STORY
@@ -22,9 +22,10 @@ DAY = 86400.0
 SOURCES = ["watch", "watch", "watch", "sweep", "watch", "watch", "cli", "watch", "watch", "watch"]
 
 
-def sample_items(path: Path) -> list[tuple]:
-    text = path.read_bytes().decode("utf-8-sig")
-    return [(fid, frame, path.name, line) for fid, frame, line in plain_lines(text)]
+def sample_items(path: Path, name: str | None = None) -> list[tuple]:
+    """The file's frames as the inbox reads them (plain, CSV or JSON lines), named ``name``."""
+    items, _fmt = read_items(path.name, path.read_bytes())
+    return [(fid, frame, name or path.name, line) for fid, frame, line in items]
 
 
 def build(home: Home, now: float = FIXED_NOW, samples: Path = SAMPLES) -> Home:
@@ -37,9 +38,6 @@ def build(home: Home, now: float = FIXED_NOW, samples: Path = SAMPLES) -> Home:
         receiver.evict(now=now - 2 * 3600, started_by="schedule")
         at = now - 50 * MINUTE
         for step, source in zip(STORY, SOURCES):
-            if step.sample.endswith(".csv"):
-                continue
             at += step.after * MINUTE / 2
-            items = [(fid, text, step.name, line) for fid, text, _file, line in sample_items(samples / step.sample)]
-            receiver.ingest_many(items, now=at, source=source)
+            receiver.ingest_many(sample_items(samples / step.sample, step.name), now=at, source=source)
     return home

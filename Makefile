@@ -21,6 +21,9 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+screenshots: $(STAMP)
+	$(BIN)/python -m console.screenshots
+
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
 

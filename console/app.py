@@ -141,6 +141,7 @@ class ConsoleApp(App):
         self._force = False
         self._running_refresh = False
         self._conflict_mark: int | None = None
+        self._come_back_timer = None
         self._idle = asyncio.Event()
         self._inbox_settled = threading.Event()  # the inbox start finished, one way or the other
 
@@ -264,6 +265,7 @@ class ConsoleApp(App):
             return
         plan = panel.plan(self.version, force, now)
         if plan is None:
+            self._come_back(panel.wait_left(self.version))
             return
         asked = panel.params() != panel.loaded_params
         slow = self.set_timer(SLOW_LOAD_SECONDS, lambda: setattr(panel, "loading", asked))
@@ -279,6 +281,17 @@ class ConsoleApp(App):
             slow.stop()
             panel.loading = False
         panel.loaded(plan, self.version, now, started, data)
+
+    def _come_back(self, delay: float | None) -> None:
+        """A load the store asked for was held back: refresh again when it may run."""
+        if delay is None or self._come_back_timer is not None:
+            return
+
+        def due() -> None:
+            self._come_back_timer = None
+            self.request_refresh()
+
+        self._come_back_timer = self.set_timer(max(delay, 0.05), due)
 
     async def settled(self, timeout: float = 10.0) -> None:
         """Wait until no refresh is running or wanted (tests and screenshots)."""

@@ -82,6 +82,12 @@ class GatewaySim:
         self._thread = threading.Thread(target=self.run, name="gateway-sim", daemon=True)
         self._thread.start()
 
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the story to end; True if it has."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.finished
+
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         if self._thread is not None:

@@ -64,11 +64,21 @@ class Panel(Vertical):
             return params
         if self.minute_bound() and minute != self.loaded_minute:
             return params
-        if version != self.loaded_version:
-            wait = max(self.MIN_INTERVAL, SLOW_FACTOR * self.cost)
-            if time.monotonic() - self.loaded_at >= wait:
-                return params
+        if version != self.loaded_version and self.wait_left(version) == 0:
+            return params
         return None
+
+    def wait_left(self, version: int) -> float | None:
+        """Seconds before a load the store asks for may run (None: nothing to load).
+
+        A load that proved slow waits ``SLOW_FACTOR`` times its cost, so a
+        steady trickle of frames cannot keep the store thread busy; the app
+        comes back when the wait is over, so nothing stays stale.
+        """
+        if version == self.loaded_version:
+            return None
+        wait = max(self.MIN_INTERVAL, SLOW_FACTOR * self.cost)
+        return max(0.0, wait - (time.monotonic() - self.loaded_at))
 
     @staticmethod
     def load(receiver, params: Any, now: float) -> Any:

@@ -56,13 +56,20 @@ class RankingPanel(Panel):
     def plan(self, version, force, now):
         """The page is cheap (an index walk); the bars scan every case, so they wait longer."""
         params = super().plan(version, force, now)
-        bars_due = force or self.bars_version is None or (
-            version != self.bars_version
-            and time.monotonic() - self.bars_at >= max(self.MIN_INTERVAL, SLOW_FACTOR * self.bars_cost)
-        )
+        bars_due = force or self.bars_version is None or self._bars_wait(version) == 0
         if params is None and not bars_due:
             return None
         return (*self.params(), bars_due)
+
+    def _bars_wait(self, version: int) -> float | None:
+        if version == self.bars_version:
+            return None
+        wait = max(self.MIN_INTERVAL, SLOW_FACTOR * self.bars_cost)
+        return max(0.0, wait - (time.monotonic() - self.bars_at))
+
+    def wait_left(self, version: int) -> float | None:
+        waits = [w for w in (super().wait_left(version), self._bars_wait(version)) if w is not None]
+        return min(waits) if waits else None
 
     def loaded(self, params, version, now, started, data):
         if data.get("bars_cost") is not None:

@@ -26,7 +26,7 @@ EVICTION_COLUMNS = [
     ("removed", "removed"),
     ("oldest", "oldest"),
     ("newest", "newest"),
-    ("by", "started by"),
+    ("by", "by"),
 ]
 
 
@@ -86,13 +86,13 @@ class RetentionPanel(Panel):
         grid.add_row("Policy in force", policy_text(policy))
         if policy.get("reason"):
             grid.add_row("Reason", safe(policy["reason"], 120))
-        grid.add_row("Rule", Text(f"{describe(EXCEPTION_BELOW)} unless an operator signs an exception; "
-                                  f"never below {FLOOR_SECONDS // 3600} hours"))
+        grid.add_row("Rule", Text(f"under {describe(EXCEPTION_BELOW)} needs a signed exception; "
+                                  f"never under {FLOOR_SECONDS // 3600} hours"))
         oldest = witnesses["oldest"]
-        kept = Text(f"{count(witnesses['kept'])} dedup witnesses kept")
+        kept = Text(f"{count(witnesses['kept'])} kept")
         if oldest is not None:
             kept.append(f"; oldest {stamp(oldest)}, expires {stamp(oldest + policy['retention_seconds'])}")
-        grid.add_row("Witnesses", kept)
+        grid.add_row("Dedup rows", kept)
         grid.add_row("Due now", Text(f"{count(witnesses['due'])} older than the cutoff {stamp(witnesses['cutoff'])}"))
         due_at = self.app.next_eviction_at
         grid.add_row("Next eviction", Text(

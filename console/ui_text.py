@@ -18,9 +18,19 @@ from core.frame import NEED_NAMES, escape_text
 
 
 def safe(value: object, limit: int = 80, style: str = "") -> Text:
+    """Outside text for a widget: printable ASCII as it is (bounded), anything else escaped.
+
+    The store keeps reject lines already escaped; passing printable ASCII
+    through unchanged shows them once-escaped rather than doubly.
+    """
     if value is None:
         return Text("-", style="dim")
-    return Text(escape_text(value, limit), style=style)
+    text = str(value)
+    if text.isascii() and text.isprintable():
+        shown = text if len(text) <= limit else text[:limit] + "..."
+    else:
+        shown = escape_text(text, limit)
+    return Text(shown, style=style)
 
 
 def basename(path: object, limit: int = 40) -> Text:

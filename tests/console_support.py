@@ -67,3 +67,16 @@ async def press_and_settle(pilot, *keys: str) -> None:
         await app.settled()
     await pilot.pause()
     await pilot.pause()
+
+
+def sync(test):
+    """Run an async test in its own event loop (no asyncio plugin needed)."""
+    import functools
+    import inspect
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+
+    run.__signature__ = inspect.signature(test)
+    return run

@@ -108,5 +108,5 @@ def print_story(home: Home, samples: Path) -> int:
             f"{t['cases']} cases, {t['headcount_total']} people, each applied once; "
             f"{t['duplicates']} re-sent frames dropped as duplicates; "
             f"{t['conflicts_open']} conflict(s) waiting in quarantine; {t['rejects']} rejects."
-        ))
+        ), soft_wrap=True)
     return 0

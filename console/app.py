@@ -369,7 +369,7 @@ class ConsoleApp(App):
         if screen.maximized is not None:
             screen.minimize()
         elif screen.focused is not None:
-            screen.maximize(screen.focused)
+            screen.maximize(screen.focused, container=False)
 
     def dialog(self, name: str) -> type[Screen] | None:
         if name not in self.dialogs:

@@ -82,6 +82,9 @@ async def test_cases_filter_and_sort(sample_home):
         assert app.focused is app.query_one("#cases-table")  # back to the table after Enter
         await press_and_settle(pilot, "escape")
         assert len(cells(app, "cases-table", "frame_id")) == 10
+        await press_and_settle(pilot, "slash", "q", "1")  # typed into the box, not quit or switch
+        assert app.is_running and app.query_one("#cases-filter").value == "q1"
+        await press_and_settle(pilot, "escape")
 
         await press_and_settle(pilot, "s")  # next column: pri, highest first
         assert cells(app, "cases-table", "frame_id")[0] == "kak06-1"

@@ -12,7 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from .ui_text import OUTCOMES
+from .ui_text import MEANINGS, OUTCOMES
 
 KEY_NAMES = {
     "slash": "/",
@@ -76,8 +76,8 @@ class HelpScreen(ModalScreen[None]):
         table.add_row(Text("What the marks mean", style="bold underline"), "")
         for mark, meaning in LEGEND:
             table.add_row(Text(mark), Text(meaning))
-        for label, _style in OUTCOMES.values():
-            table.add_row(Text(label), Text("outcome of a frame (Activity)"))
+        for code, (label, _style) in OUTCOMES.items():
+            table.add_row(Text(label), Text(MEANINGS[code]))
         return table
 
     def action_dismiss(self) -> None:

@@ -79,6 +79,13 @@ OUTCOMES = {
     "REJECT_BAD_FORMAT": ("x bad format", "underline"),
     "REJECT_BAD_CRC": ("x bad trailer", "underline"),
 }
+MEANINGS = {
+    "APPLIED": "first valid arrival of a case: the ledger changed",
+    "DUPLICATE": "already applied (a re-send or a re-rank): counted, nothing else",
+    "CONFLICT_QUARANTINED": "same identity, different payload: held in Quarantine",
+    "REJECT_BAD_FORMAT": "not a frame: listed under Rejects with file and line",
+    "REJECT_BAD_CRC": "the trailer does not match the frame: listed under Rejects",
+}
 
 
 def outcome(code: str) -> Text:

@@ -69,7 +69,7 @@ async def press_and_settle(pilot, *keys: str) -> None:
     await pilot.pause()
 
 
-def sync(test):
+def run_async(test):
     """Run an async test in its own event loop (no asyncio plugin needed)."""
     import functools
     import inspect

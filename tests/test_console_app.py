@@ -17,7 +17,7 @@ from console.help_screen import HelpScreen, section
 from console.keyed_table import KeyedTable
 from console.panel import PAGE
 from core import Receiver
-from tests.console_support import fixed_app, press_and_settle, sample_home, sync, until, utc  # noqa: F401
+from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
 from tests.helpers import frame
 
 
@@ -40,7 +40,7 @@ def add_cases(home, count: int, start: int = 0, now: float | None = None, site: 
                       now=now, source="cli")
 
 
-@sync
+@run_async
 async def test_header_shows_home_totals_badge_and_the_injected_clock(sample_home):
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -50,7 +50,7 @@ async def test_header_shows_home_totals_badge_and_the_injected_clock(sample_home
         assert "cases 10 | people 150 | duplicates 15 | rejects 2 |  ! 1 CONFLICT OPEN" in text
 
 
-@sync
+@run_async
 async def test_a_refresh_keeps_the_cursor_on_the_operators_row(sample_home):
     add_cases(sample_home, 40)
     app = fixed_app(sample_home)
@@ -70,7 +70,7 @@ async def test_a_refresh_keeps_the_cursor_on_the_operators_row(sample_home):
         assert table.cursor_row - table.scroll_y == screen_row  # same line of the screen: no jump
 
 
-@sync
+@run_async
 async def test_cases_filter_and_sort(sample_home):
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -92,7 +92,7 @@ async def test_cases_filter_and_sort(sample_home):
         assert cells(app, "cases-table", "frame_id")[0] == "dad03-3"  # lowest pri first
 
 
-@sync
+@run_async
 async def test_a_big_ledger_is_shown_one_window_at_a_time(sample_home):
     add_cases(sample_home, 450)
     app = fixed_app(sample_home)
@@ -111,7 +111,7 @@ async def test_a_big_ledger_is_shown_one_window_at_a_time(sample_home):
         assert len(table.row_keys) == PAGE
 
 
-@sync
+@run_async
 async def test_outside_text_is_shown_escaped_never_as_markup_or_control(sample_home):
     with Receiver(str(sample_home.db)) as r:
         r.ingest_many([
@@ -137,7 +137,7 @@ async def test_outside_text_is_shown_escaped_never_as_markup_or_control(sample_h
                     "red" not in str(span.style) for span in cell.spans)
 
 
-@sync
+@run_async
 async def test_ranking_export_writes_the_dispatch_list(sample_home):
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -150,7 +150,7 @@ async def test_ranking_export_writes_the_dispatch_list(sample_home):
         assert not list(sample_home.exports.glob(".dispatch-*"))  # no temporary left behind
 
 
-@sync
+@run_async
 async def test_evict_now_asks_first_and_logs_the_run(sample_home):
     app = fixed_app(sample_home, clock=lambda: 1714642200.0 + 40 * 86400)  # everything has expired
     async with app.run_test(size=(80, 24)) as pilot:
@@ -181,7 +181,7 @@ class RecordingDialog(ModalScreen):
         self.dismiss(True)
 
 
-@sync
+@run_async
 async def test_resolve_keys_are_disabled_without_a_signing_dialog(sample_home):
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -194,7 +194,7 @@ async def test_resolve_keys_are_disabled_without_a_signing_dialog(sample_home):
         assert not any(t.startswith("Quarantine:") for t in titles)
 
 
-@sync
+@run_async
 async def test_resolve_keys_open_the_dialog_they_are_given(sample_home):
     RecordingDialog.opened.clear()
     app = fixed_app(sample_home, dialogs={"resolve": RecordingDialog})
@@ -207,7 +207,7 @@ async def test_resolve_keys_open_the_dialog_they_are_given(sample_home):
         assert opened["home"] == sample_home
 
 
-@sync
+@run_async
 async def test_help_lists_every_key_of_every_screen(sample_home):
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -226,7 +226,7 @@ async def test_help_lists_every_key_of_every_screen(sample_home):
         assert not isinstance(app.screen, HelpScreen)
 
 
-@sync
+@run_async
 async def test_the_command_palette_offers_every_action(sample_home):
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -244,7 +244,7 @@ async def test_the_command_palette_offers_every_action(sample_home):
         assert app.query_one("TabbedContent").active == "ranking"
 
 
-@sync
+@run_async
 async def test_every_screen_is_reachable_by_keyboard_alone(sample_home):
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -255,7 +255,7 @@ async def test_every_screen_is_reachable_by_keyboard_alone(sample_home):
                 app.focused in app.panel(panel.TAB_ID).query("*")
 
 
-@sync
+@run_async
 async def test_retention_shows_the_policy_and_its_signed_exceptions(sample_home):
     with Receiver(str(sample_home.db)) as r:
         r.set_retention(14 * 86400, set_by="amina", reason="disk nearly full", signed=True, now=1714640000.0)

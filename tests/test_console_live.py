@@ -16,7 +16,7 @@ from console.gateway_sim import SAMPLES, deliver
 from console.header_bar import HeaderBar
 from console.keyed_table import KeyedTable
 from core.config import InboxConfig
-from tests.console_support import HOME_LABEL, sync, until, utc  # noqa: F401  (fixture)
+from tests.console_support import HOME_LABEL, run_async, until, utc  # noqa: F401  (fixture)
 
 FAST = InboxConfig(sweep_interval=0.5, settle_time=0.2)
 
@@ -49,7 +49,7 @@ def cell_texts(t: KeyedTable, column: str) -> list[str]:
     return [str(getattr(v, "plain", v)) for v in t.get_column(column)]
 
 
-@sync
+@run_async
 async def test_a_dropped_file_reaches_cases_ranking_and_activity(home, utc):
     # A long timer: only the inbox's verdicts message can make this refresh happen in time.
     app = live_app(home, refresh_every=60.0)
@@ -81,7 +81,7 @@ async def test_a_dropped_file_reaches_cases_ranking_and_activity(home, utc):
         assert "cases 3 | people 23 | duplicates 3" in app.query_one(HeaderBar).render().plain
 
 
-@sync
+@run_async
 async def test_a_conflict_raises_the_badge_and_a_notification_anywhere(home, utc):
     app = live_app(home)
     notes = recorded_notifications(app)
@@ -110,7 +110,7 @@ async def test_a_conflict_raises_the_badge_and_a_notification_anywhere(home, utc
         assert len([n for n in notes if "Conflict" in n[0]]) == before
 
 
-@sync
+@run_async
 async def test_header_reports_inbox_health_and_stops_it_on_exit(home, utc):
     app = live_app(home)
     async with app.run_test(size=(80, 24)):
@@ -121,7 +121,7 @@ async def test_header_reports_inbox_health_and_stops_it_on_exit(home, utc):
     assert service.health()["sweep"] == "off"
 
 
-@sync
+@run_async
 async def test_sweep_now_key_takes_a_file_the_observer_never_saw(home, utc):
     app = live_app(home, service_factory=functools.partial(
         inbox_service, config=InboxConfig(observer=False, sweep=False, settle_time=0.0)))

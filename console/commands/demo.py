@@ -20,6 +20,7 @@ from core.config import InboxConfig
 from core.home import Home
 from core.inbox import InboxService
 
+from ..errors import CommandError
 from ..gateway_sim import SAMPLES, STORY, GatewaySim, deliver
 from ..render import make_console, table, when
 from .ui import logs_to_file
@@ -41,8 +42,6 @@ def cmd_demo(args, ctx) -> int:
     samples = Path(args.samples)
     missing = [step.sample for step in STORY if not (samples / step.sample).is_file()]
     if missing:
-        from ..errors import CommandError
-
         raise CommandError(f"sample files missing in {samples}: {', '.join(missing)}")
     interactive = not args.printed and sys.stdin.isatty() and sys.stdout.isatty()
     root = Path(tempfile.mkdtemp(prefix="ussd-demo-"))

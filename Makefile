@@ -25,6 +25,9 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py tests/test_properties.py
 
+screenshots: $(STAMP)
+	$(BIN)/python -m console.screenshots
+
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
 

@@ -547,3 +547,45 @@ class Receiver:
             .tuples()
         )
         return [int(counts.get(minute, 0)) for minute in range(start, end + 1)]
+
+    # -- read queries for the operator console (issue 4) --------------------------
+    # Kept apart so the console's needs are visible at a glance; all read-only.
+    def data_version(self) -> int:
+        """Changes whenever another connection commits to the store: a cheap "anything new?" probe."""
+        return self.db.execute_sql("PRAGMA data_version").fetchone()[0]
+
+    def cases_by_arrival(self, limit: int = 100, offset: int = 0, descending: bool = True,
+                         filter: str | None = None) -> list[dict]:
+        """One page of the ledger in arrival (rowid) order, which stays instant on a big store."""
+        C = self.m.Case
+        order = C.id.desc() if descending else C.id.asc()
+        q = self._case_filter(C.select(), filter).order_by(order).limit(limit).offset(offset)
+        return list(q.dicts())
+
+    def retention_history(self, limit: int = 50) -> list[dict]:
+        """Every policy change, newest first (exceptions are the rows with ``is_exception``)."""
+        P = self.m.Policy
+        return list(P.select().order_by(P.id.desc()).limit(limit).dicts())
+
+    def witnesses(self, now: float | None = None) -> dict:
+        """Dedup witnesses kept, the oldest one's age, and how many the policy has expired now."""
+        from peewee import fn
+
+        S = self.m.SeenFrame
+        now = time.time() if now is None else float(now)
+        cutoff = now - self.retention_seconds()
+        oldest = S.select(fn.MIN(S.first_seen)).scalar()
+        due = S.select().where(S.first_seen < cutoff).count()
+        return {"kept": self._total("seen_frames"), "oldest": oldest, "cutoff": cutoff, "due": due}
+
+    def ranking_rows(self) -> Iterable[tuple]:
+        """The whole dispatch order streamed from one cursor (for exports), as
+        ``(frame_id, site, need, headcount, pri, first_seen)``; paging by offset
+        would cost quadratic time on a big store."""
+        C = self.m.Case
+        q = (
+            C.select(C.frame_id, C.site, C.need, C.headcount, C.pri, C.first_seen)
+            .order_by(C.pri.desc(), C.headcount.desc(), C.first_seen.asc(), C.id.asc())
+            .tuples()
+        )
+        return q.iterator()

@@ -10,10 +10,12 @@ MODULES = [
     "console.commands.demo",
     "console.commands.operators",
     "console.commands.watch",
+    "console.commands.ui",
 ]
 
 
 def default_command(args, ctx, parser) -> int:
-    """No sub-command: show what there is to do."""
-    parser.print_help()
-    return 0
+    """No sub-command: open the operator console on the home."""
+    from .ui import open_console
+
+    return open_console(ctx)

@@ -1,47 +1,111 @@
-"""``ussd-console demo``: the sample sessions ingested into a throwaway home, start to finish."""
+"""``ussd-console demo``: the console on a throwaway home, fed by a simulated gateway.
+
+Over about a minute the gateway drops the sample sessions into the inbox with
+the field's usual troubles, and every panel comes alive. ``--print`` (or no
+terminal, as in CI) runs the same story at once through the same inbox and
+prints each file's verdicts instead.
+"""
 
 from __future__ import annotations
 
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 from rich.text import Text
 
 from core import Receiver
-from core.formats import plain_lines
+from core.config import InboxConfig
+from core.home import Home
+from core.inbox import InboxService
 
+from ..errors import CommandError
+from ..gateway_sim import SAMPLES, STORY, GatewaySim, deliver
 from ..render import make_console, table, when
-
-SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
+from .ui import logs_to_file
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("demo", parents=[common], help="ingest the sample sessions into a throwaway home")
+    p = sub.add_parser("demo", parents=[common],
+                       help="the console on a throwaway home fed by a simulated gateway (about a minute)")
+    p.add_argument("--print", dest="printed", action="store_true",
+                   help="no console: run the story at once and print what happened (the default without a terminal)")
+    p.add_argument("--pace", type=float, default=1.0, metavar="X",
+                   help="scale the gateway's delays (0.5 is twice as fast; default 1)")
+    p.add_argument("--keep", action="store_true", help="keep the throwaway home and say where it is")
     p.add_argument("--samples", default=str(SAMPLES), help="folder of sample files (default data/samples)")
     p.set_defaults(handler=cmd_demo)
 
 
 def cmd_demo(args, ctx) -> int:
+    samples = Path(args.samples)
+    missing = [step.sample for step in STORY if not (samples / step.sample).is_file()]
+    if missing:
+        raise CommandError(f"sample files missing in {samples}: {', '.join(missing)}")
+    interactive = not args.printed and sys.stdin.isatty() and sys.stdout.isatty()
+    root = Path(tempfile.mkdtemp(prefix="ussd-demo-"))
+    home = Home(root).ensure()
+    try:
+        if interactive:
+            return run_console(home, samples, args.pace)
+        return print_story(home, samples)
+    finally:
+        if args.keep:
+            print(f"the demo home is kept at {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def run_console(home: Home, samples: Path, pace: float) -> int:
+    from ..app import ConsoleApp
+
+    sim = GatewaySim(home.inbox, samples, pace=pace)
+    app = ConsoleApp(home, companions=[sim])
+
+    def on_step(number: int, step) -> None:
+        app.notify(step.story, title=f"Gateway {number}/{len(STORY)}: {step.name}", timeout=9, markup=False)
+
+    def on_done() -> None:
+        app.notify(f"The gateway is done. The console keeps watching {home.inbox}: drop your own files "
+                   "there, or press q to leave (the demo home is then deleted).",
+                   title="Demo", timeout=30, markup=False)
+
+    sim.on_step, sim.on_done = on_step, on_done
+    app.notify("A simulated gateway will deliver the sample sessions over about a minute. "
+               "1-5 switch screens, ? lists every key.", title="Demo", timeout=10, markup=False)
+    with logs_to_file(home):
+        app.run()
+    return app.return_code or 0
+
+
+def print_story(home: Home, samples: Path) -> int:
+    """The same story through the same inbox, file by file, printed (for CI and scripts)."""
     out = make_console()
-    samples = sorted(Path(args.samples).glob("*.txt"))
-    with tempfile.TemporaryDirectory(prefix="ussd-demo-") as home:
-        with Receiver(str(Path(home) / "receiver.db")) as r:
-            for path in samples:
-                text = path.read_text(encoding="utf-8")
-                comment = next((l[1:].strip() for l in text.splitlines() if l.startswith("#")), "")
-                items = [(fid, frame, path.name, line) for fid, frame, line in plain_lines(text)]
-                verdicts = r.ingest_many(items, source="demo")
-                out.rule(Text(f"{path.name}: {comment}"))
-                out.print(table("", ["line", "frame_id", "outcome", "reason"],
-                                [(v.line, v.frame_id, v.outcome.value, v.reason) for v in verdicts]))
-            t = r.totals()
-            out.rule(Text("Ledger"))
-            out.print(table("Dispatch ranking", ["rank", "frame_id", "site", "need", "headcount", "pri", "first seen"],
-                            [(c["rank"], c["frame_id"], c["site"], c["need"], c["headcount"], c["pri"],
-                              when(c["first_seen"])) for c in r.ranking(limit=20)]))
-            out.print(Text(
-                f"{t['cases']} cases, {t['headcount_total']} people applied once; "
-                f"{t['duplicates']} re-sent frames dropped as duplicates; "
-                f"{t['conflicts_open']} conflict waiting in quarantine; {t['rejects']} rejects."
-            ))
+    results: list = []
+    service = InboxService(home, config=InboxConfig(observer=False, sweep=False, settle_time=0.0),
+                           on_verdicts=lambda verdicts, result: results.append((result, verdicts)))
+    service.start()
+    try:
+        for number, step in enumerate(STORY, start=1):
+            deliver(home.inbox, samples / step.sample, step.name)
+            results.clear()
+            service.sweep_now()
+            out.rule(Text(f"{number}/{len(STORY)} {step.name}"), align="left")
+            out.print(Text(step.story))
+            rows = [(v.line, v.frame_id, v.outcome.value, v.reason) for _result, verdicts in results for v in verdicts]
+            out.print(table("", ["line", "frame_id", "outcome", "reason"], rows))
+    finally:
+        service.stop()
+    with Receiver(str(home.db)) as receiver:
+        t = receiver.totals()
+        out.rule(Text("Ledger"), align="left")
+        out.print(table("Dispatch ranking", ["rank", "frame_id", "site", "need", "headcount", "pri", "first seen"],
+                        [(c["rank"], c["frame_id"], c["site"], c["need"], c["headcount"], c["pri"],
+                          when(c["first_seen"])) for c in receiver.ranking(limit=20)]))
+        out.print(Text(
+            f"{t['cases']} cases, {t['headcount_total']} people, each applied once; "
+            f"{t['duplicates']} re-sent frames dropped as duplicates; "
+            f"{t['conflicts_open']} conflict(s) waiting in quarantine; {t['rejects']} rejects."
+        ), soft_wrap=True)
     return 0

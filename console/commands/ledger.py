@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from core.inbox import claimed_dir, deliver_until_done, file_counts, quiet_skip
 from core.retention import DAY, describe
 
 from ..errors import CommandError
+from ..exports import export_path, write_dispatch_csv, write_rows
 from ..render import make_console, print_json, safe, table, when
 
 PRINT_LIMIT = 1000  # per-frame rows printed for people; --json prints every one
@@ -43,6 +46,8 @@ def register(sub, common) -> None:
     p = sub.add_parser("ranking", parents=[common], help="dispatch order: pri, then headcount, then first seen")
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--csv", nargs="?", const="", default=None, metavar="PATH",
+                   help="write the whole dispatch list as CSV (default <home>/exports/dispatch-<time>.csv; - for stdout)")
     p.set_defaults(handler=cmd_ranking)
 
     p = sub.add_parser("quarantine", parents=[common], help="conflicts waiting for an operator")
@@ -220,6 +225,8 @@ def cmd_cases(args, ctx) -> int:
 
 
 def cmd_ranking(args, ctx) -> int:
+    if args.csv is not None:
+        return _ranking_csv(args, ctx)
     rows = ctx.receiver.ranking(limit=args.limit, offset=args.offset)
     if ctx.json:
         for row in rows:
@@ -229,6 +236,23 @@ def cmd_ranking(args, ctx) -> int:
         "Dispatch ranking", ["rank", "frame_id", "site", "need", "headcount", "pri", "first seen"],
         [(c["rank"], c["frame_id"], c["site"], c["need"], c["headcount"], c["pri"], when(c["first_seen"])) for c in rows],
     ))
+    return 0
+
+
+def _ranking_csv(args, ctx) -> int:
+    if args.csv == "-":
+        try:
+            write_rows(ctx.receiver, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    target = Path(args.csv) if args.csv else export_path(ctx.home.exports, time.time())
+    rows = write_dispatch_csv(ctx.receiver, target)
+    if ctx.json:
+        print_json({"path": str(target), "cases": rows})
+    else:
+        make_console().print(Text(f"{rows} cases in dispatch order written to {target}"), soft_wrap=True)
     return 0
 
 

@@ -1,0 +1,134 @@
+"""Activity: the live feed of outcomes, arrivals per minute, per-path counts, and rejects."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Sparkline, Static
+
+from core.inbox import file_counts
+
+from .keyed_table import KeyedTable
+from .panel import PAGE, Panel
+from .ui_text import basename, count, number, outcome, reason, safe, stamp
+
+FEED_COLUMNS = [
+    ("ts", "time"),
+    ("outcome", "outcome"),
+    ("frame_id", "frame id"),
+    ("reason", "reason"),
+    ("source", "path"),
+    ("where", "file:line"),
+]
+REJECT_COLUMNS = [
+    ("ts", "when"),
+    ("file", "file"),
+    ("line", "line"),
+    ("reason", "reason"),
+    ("frame_id", "frame id"),
+    ("text", "text"),
+]
+MINUTES = 60
+PATH_OUTCOMES = [
+    ("APPLIED", "applied"),
+    ("DUPLICATE", "dup"),
+    ("CONFLICT_QUARANTINED", "conflict"),
+]
+
+
+def clock_time(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%H:%M:%S")
+
+
+def where(file: str | None, line: int | None) -> Text:
+    if not file:
+        return Text("-", style="dim")
+    out = basename(file, 32)
+    if line is not None:
+        out.append(f":{line}")
+    return out
+
+
+def per_path_table(per_source: dict, files: dict, claims_lost: int | None) -> Table:
+    grid = Table.grid(padding=(0, 1))
+    for _ in range(7):
+        grid.add_column(justify="right")
+    grid.columns[0].justify = "left"
+    grid.add_row(*(Text(h, style="bold") for h in
+                   ("path", "frames", "applied", "dup", "conflict", "rejected", "files")))
+    for source in sorted(set(per_source) | set(files)):
+        counts = per_source.get(source, {})
+        frames = sum(counts.values())
+        rejected = counts.get("REJECT_BAD_FORMAT", 0) + counts.get("REJECT_BAD_CRC", 0)
+        grid.add_row(
+            safe(source, 16), Text(count(frames)),
+            *(Text(count(counts.get(code, 0))) for code, _ in PATH_OUTCOMES),
+            Text(count(rejected)), Text(count(files.get(source)) if source in files else "-"),
+        )
+    if not per_source and not files:
+        grid.add_row(Text("nothing has arrived yet", style="dim"), *([""] * 6))
+    if claims_lost:
+        grid.add_row(Text(f"races lost: {count(claims_lost)} (logged; the other path took the file)",
+                          style="dim"), *([""] * 6))
+    return grid
+
+
+class ActivityPanel(Panel):
+    TAB_ID = "activity"
+    TITLE = "Activity"
+
+    BINDINGS = [
+        Binding("w", "app.sweep_now", "Sweep inbox now"),
+    ]
+
+    def compose(self):
+        yield Static(id="arrivals-label")
+        yield Sparkline([], id="arrivals")
+        yield Static(id="per-path")
+        yield Static(Text("Live feed (newest first)", style="bold"), classes="section")
+        yield KeyedTable(FEED_COLUMNS, id="feed-table")
+        yield Static(Text("Rejects (newest first)", style="bold"), classes="section")
+        yield KeyedTable(REJECT_COLUMNS, id="rejects-table")
+
+    def minute_bound(self) -> bool:
+        return True  # the sparkline's window moves with the clock
+
+    @staticmethod
+    def load(receiver, params, now):
+        return {
+            "feed": receiver.activity(limit=PAGE),
+            "arrivals": receiver.arrivals_per_minute(MINUTES, now=now),
+            "per_source": receiver.per_source(),
+            "rejects": receiver.rejects(limit=PAGE),
+            "files": file_counts(receiver),
+        }
+
+    def show(self, data) -> None:
+        arrivals = data["arrivals"]
+        label = Text("Arrivals per minute, last hour: ", style="bold")
+        label.append(f"this minute {count(arrivals[-1] if arrivals else 0)}, "
+                     f"peak {count(max(arrivals, default=0))}, hour total {count(sum(arrivals))}")
+        self.query_one("#arrivals-label", Static).update(label)
+        self.query_one("#arrivals", Sparkline).data = arrivals
+        health = self.app.health or {}
+        self.query_one("#per-path", Static).update(
+            per_path_table(data["per_source"], data["files"], health.get("claims_lost"))
+        )
+        self.query_one("#feed-table", KeyedTable).sync([
+            (str(a["id"]), (
+                Text(clock_time(a["ts"])), outcome(a["outcome"]), safe(a["frame_id"], 64),
+                reason(a["reason"]), safe(a["source"], 16), where(a["file"], a["line"]),
+            ))
+            for a in data["feed"]
+        ])
+        self.query_one("#rejects-table", KeyedTable).sync([
+            (str(r["id"]), (
+                Text(stamp(r["ts"])), basename(r["file"], 32), number(r["line"]), reason(r["reason"]),
+                safe(r["frame_id"], 64), safe(r["frame_text"], 80),
+            ))
+            for r in data["rejects"]
+        ])

@@ -1,0 +1,144 @@
+"""Cases: the applied ledger, one page at a time, sortable and filterable."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Input
+
+from .keyed_table import KeyedTable
+from .panel import PAGE, InfoLine, Panel, window_text
+from .ui_text import need, number, safe, stamp
+
+COLUMNS = [
+    ("frame_id", "frame id"),
+    ("site", "site"),
+    ("need", "need"),
+    ("headcount", "people"),
+    ("pri", "pri"),
+    ("first_seen", "first seen"),
+    ("version", "ver"),
+    ("source", "path"),
+]
+# Column -> the store's sort. "first seen" sorts by arrival (row order): the same
+# order, and instant on a store of a million cases where a sort on the time is not.
+SORTS = {
+    "first_seen": "arrival",
+    "frame_id": "frame_id",
+    "site": "site",
+    "need": "need",
+    "headcount": "headcount",
+    "pri": "pri",
+}
+SORT_CYCLE = ["first_seen", "pri", "headcount", "site", "need", "frame_id"]
+SORT_NAMES = dict(COLUMNS)
+
+
+class CasesPanel(Panel):
+    TAB_ID = "cases"
+    TITLE = "Cases"
+
+    BINDINGS = [
+        Binding("slash", "filter", "Filter"),
+        Binding("s", "next_sort", "Sort"),
+        Binding("r", "reverse", "Reverse"),
+        Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
+        Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.sort = "first_seen"
+        self.descending = True
+        self.filter = ""
+
+    def compose(self):
+        with Horizontal(classes="panel-top"):
+            yield InfoLine(id="cases-info")
+            yield Input(placeholder="/ filter: site, need or id", id="cases-filter", max_length=64)
+        yield KeyedTable(COLUMNS, id="cases-table")
+
+    def params(self):
+        return (self.sort, self.descending, self.filter, self.page_offset)
+
+    @staticmethod
+    def load(receiver, params, now):
+        sort, descending, text, offset = params
+        text = text or None
+        if sort == "first_seen":
+            rows = receiver.cases_by_arrival(limit=PAGE, offset=offset, descending=descending, filter=text)
+        else:
+            rows = receiver.cases(limit=PAGE, offset=offset, sort=SORTS[sort], descending=descending, filter=text)
+        return {"rows": rows, "total": receiver.count_cases(text)}
+
+    def show(self, data) -> None:
+        self.total = data["total"]
+        table = self.query_one(KeyedTable)
+        table.sync([
+            (str(c["id"]), (
+                safe(c["frame_id"], 64), safe(c["site"], 8), need(c["need"]), number(c["headcount"]),
+                number(c["pri"]), Text(stamp(c["first_seen"])), number(c["version"]), safe(c["source"], 16),
+            ))
+            for c in data["rows"]
+        ])
+        self._show_info(len(data["rows"]))
+
+    def _show_info(self, shown: int | None = None) -> None:
+        shown = len(self.query_one(KeyedTable).row_keys) if shown is None else shown
+        info = window_text(self.page_offset, shown, self.total, "cases")
+        arrow = "v" if self.descending else "^"
+        info.append(f" | sort {SORT_NAMES[self.sort]} {arrow}", style="dim")
+        if self.filter:
+            info.append(" | filter ", style="dim")
+            info.append_text(safe(self.filter, 24, style="bold"))
+        if self.busy:
+            info.append(" | loading...", style="italic")
+        self.query_one("#cases-info", InfoLine).update(info)
+
+    # -- actions ---------------------------------------------------------------------
+    def action_filter(self) -> None:
+        self.query_one("#cases-filter", Input).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#cases-filter", Input)
+        if box.value or self.filter:
+            box.value = ""
+            self._set_filter("")
+        self.query_one(KeyedTable).focus()
+
+    @on(Input.Submitted, "#cases-filter")
+    def _submitted(self, event: Input.Submitted) -> None:
+        self._set_filter(event.value.strip())
+        self.query_one(KeyedTable).focus()
+
+    def _set_filter(self, text: str) -> None:
+        if text != self.filter:
+            self.filter = text
+            self.page_offset = 0
+            self.request_refresh()
+
+    def action_next_sort(self) -> None:
+        self._sort_by(SORT_CYCLE[(SORT_CYCLE.index(self.sort) + 1) % len(SORT_CYCLE)])
+
+    def action_reverse(self) -> None:
+        self.descending = not self.descending
+        self.page_offset = 0
+        self.request_refresh()
+
+    def _sort_by(self, column: str) -> None:
+        if column not in SORTS:
+            return
+        if column == self.sort:
+            self.descending = not self.descending
+        else:
+            self.sort = column
+            self.descending = column not in ("site", "need", "frame_id")
+        self.page_offset = 0
+        self.request_refresh()
+
+    @on(DataTable.HeaderSelected, "#cases-table")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        self._sort_by(event.column_key.value)

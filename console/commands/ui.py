@@ -1,0 +1,76 @@
+"""``ussd-console`` (no sub-command) or ``ussd-console console``: the operator console."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import sys
+
+from core.config import load_inbox_config
+from core.home import Home
+
+from ..errors import CommandError
+
+LOG_NAME = "receiver.log"  # the same file `watch` writes: one log per home
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("console", parents=[common], help="open the operator console (the default)")
+    p.add_argument("--no-inbox", action="store_true",
+                   help="show the store without taking files from the inbox (another process does)")
+    p.set_defaults(handler=cmd_console)
+
+
+def need_terminal() -> None:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CommandError("the console needs a terminal; from scripts use a sub-command "
+                           "(status, cases, ranking, ...), see --help")
+
+
+@contextlib.contextmanager
+def logs_to_file(home: Home):
+    """While the console owns the terminal, log lines go to ``<home>/logs`` and never to the screen."""
+    home.logs.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(home.logs / LOG_NAME, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    ours = logging.getLogger("ussd")
+    hidden = [h for h in root.handlers if isinstance(h, logging.StreamHandler)
+              and not isinstance(h, logging.FileHandler)]
+    for h in hidden:
+        root.removeHandler(h)
+    root.addHandler(handler)
+    level = ours.level
+    ours.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        ours.setLevel(level)
+        root.removeHandler(handler)
+        handler.close()
+        for h in hidden:
+            root.addHandler(h)
+
+
+def open_console(ctx, inbox: bool = True) -> int:
+    need_terminal()
+    home = ctx.home.ensure()
+    config = load_inbox_config(home.config)  # a bad setting is one line here, not a broken screen
+    _ = ctx.receiver  # open and migrate the store here too, for the same reason
+    ctx.close()
+    from ..app import ConsoleApp, inbox_service
+
+    app = ConsoleApp(
+        home,
+        service_factory=functools.partial(inbox_service, config=config) if inbox else None,
+        evict_every=config.evict_every,
+    )
+    with logs_to_file(home):
+        app.run()
+    return app.return_code or 0
+
+
+def cmd_console(args, ctx) -> int:
+    return open_console(ctx, inbox=not args.no_inbox)

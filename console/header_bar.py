@@ -1,0 +1,126 @@
+"""The header: home, inbox health, totals with the conflict badge, and the clock.
+
+Two lines so it fits 80 columns. Every state is a word ("watch ok", "watch
+DEAD", "! 2 CONFLICTS OPEN"); colour only repeats what the words say.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from rich.text import Text
+from textual.widget import Widget
+
+from core.frame import escape_text
+
+from .ui_text import count
+
+OBSERVER = {
+    "running": ("watch ok", "ok"),
+    "dead": ("watch DEAD", "bad"),
+    "off": ("watch off", "dim"),
+    "restarting": ("watch restarting", "bad"),
+}
+SWEEP = {
+    "running": ("sweep ok", "ok"),
+    "off": ("sweep off", "dim"),
+}
+
+
+def clip_left(text: str, width: int) -> str:
+    """Keep the end of a path, which names the home; the start is the least telling part."""
+    if len(text) <= width:
+        return text
+    if width <= 3:
+        return text[-width:] if width > 0 else ""
+    return "..." + text[-(width - 3):]
+
+
+class HeaderBar(Widget):
+    COMPONENT_CLASSES = {"headerbar--alert", "headerbar--ok", "headerbar--bad", "headerbar--dim",
+                         "headerbar--title"}
+
+    DEFAULT_CSS = """
+    HeaderBar { height: 2; background: $panel; color: $foreground; padding: 0 1; }
+    HeaderBar > .headerbar--alert { background: $error; color: $text; text-style: bold; }
+    HeaderBar > .headerbar--ok { color: $text-success; }
+    HeaderBar > .headerbar--bad { background: $warning; color: $text; text-style: bold; }
+    HeaderBar > .headerbar--dim { color: $text-muted; }
+    HeaderBar > .headerbar--title { text-style: bold; }
+    """
+
+    def __init__(self, home: str, clock: Callable[[], float] = time.time, **kwargs):
+        super().__init__(**kwargs)
+        self.home = escape_text(home, 200)
+        self.clock = clock
+        self.totals: dict | None = None
+        self.health: dict | None = None
+        self.service = False
+        self.error: str | None = None
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self.refresh)
+
+    def show(self, totals: dict | None, health: dict | None, service: bool, error: str | None = None) -> None:
+        if totals is not None:
+            self.totals = totals
+        self.health = health
+        self.service = service
+        self.error = error
+        self.refresh()
+
+    def _style(self, name: str):
+        return self.get_component_rich_style(f"headerbar--{name}")
+
+    def _health(self) -> Text:
+        out = Text()
+        if not self.service:
+            out.append("inbox off", style=self._style("dim"))
+            return out
+        h = self.health or {}
+        word, kind = OBSERVER.get(h.get("observer"), (f"watch {h.get('observer', '?')}", "bad"))
+        out.append(word, style=self._style(kind))
+        out.append(" | ")
+        word, kind = SWEEP.get(h.get("sweep"), (f"sweep {h.get('sweep', '?')}", "bad"))
+        out.append(word, style=self._style(kind))
+        waiting = h.get("files_waiting") or 0
+        if waiting:
+            out.append(f" | {count(waiting)} waiting")
+        if h.get("last_error"):
+            out.append(" | ! inbox error", style=self._style("bad"))
+        return out
+
+    def render(self) -> Text:
+        width = max(self.size.width, 20)
+        now = time.strftime("%H:%M:%S", time.localtime(self.clock()))
+        right = self._health()
+        right.append(f" | {now}")
+        title = Text("USSD console ", style=self._style("title"))
+        room = width - len(title) - len(right) - 1
+        line = title + Text(clip_left(self.home, max(room, 0)))
+        line.append(" " * max(1, width - len(line) - len(right)))
+        line.append_text(right)
+        line.truncate(width)
+        line.append("\n")
+        line.append_text(self._totals_line())
+        return line
+
+    def _totals_line(self) -> Text:
+        out = Text()
+        if self.error:
+            out.append(f"! store error: {escape_text(self.error, 100)}", style=self._style("bad"))
+            return out
+        t = self.totals
+        if t is None:
+            out.append("reading the store...", style=self._style("dim"))
+            return out
+        out.append(f"cases {count(t['cases'])} | people {count(t['headcount_total'])} | "
+                   f"duplicates {count(t['duplicates'])} | rejects {count(t['rejects'])} | ")
+        open_ = t["conflicts_open"]
+        if open_:
+            word = "CONFLICT" if open_ == 1 else "CONFLICTS"
+            out.append(f" ! {count(open_)} {word} OPEN ", style=self._style("alert"))
+        else:
+            out.append("conflicts 0")
+        return out

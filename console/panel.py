@@ -1,0 +1,123 @@
+"""What every screen of the console shares: when to reload, and the split of work.
+
+A panel is one tab. ``load`` is a static function that runs on the store
+thread and returns plain data; ``show`` puts that data on screen on the UI
+thread. ``plan`` decides, on each tick of the refresh loop, whether a load is
+due: when the operator changed what the panel shows (page, sort, filter),
+when the store changed since the panel last loaded, or when the clock made
+the panel's view of time stale. A load that proved slow on a big store is
+repeated less often, so a steady trickle of frames cannot keep a core busy.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar, Hashable
+
+from rich.text import Text
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from .ui_text import count
+
+PAGE = 200  # rows a table holds at most: one window of the store, never the whole table
+SLOW_FACTOR = 4  # a load that took t seconds waits at least SLOW_FACTOR * t before it repeats
+
+
+class InfoLine(Static):
+    """One line above a table: what window of how much, and how it is ordered."""
+
+    DEFAULT_CSS = """
+    InfoLine { height: 1; width: 1fr; }
+    """
+
+
+class Panel(Vertical):
+    TAB_ID: ClassVar[str] = ""
+    TITLE: ClassVar[str] = ""
+    MIN_INTERVAL: ClassVar[float] = 1.0
+
+    def __init__(self, **kwargs):
+        super().__init__(id=f"panel-{self.TAB_ID}", **kwargs)
+        self.loaded_params: Hashable = None
+        self.loaded_version: int | None = None
+        self.loaded_minute: int | None = None
+        self.loaded_at = 0.0
+        self.cost = 0.0
+        self.busy = False
+        self.page_offset = 0  # first row of the window this panel shows
+        self.total = 0  # rows the store holds for this panel, as of the last load
+
+    # -- the refresh protocol ------------------------------------------------------
+    def params(self) -> Hashable:
+        """What the operator chose to see (page, sort, filter, selection)."""
+        return ()
+
+    def minute_bound(self) -> bool:
+        """True when what the panel shows depends on the current minute (rates, due times)."""
+        return False
+
+    def plan(self, version: int, force: bool, now: float) -> Hashable | None:
+        params = self.params()
+        minute = int(now // 60)
+        if force or params != self.loaded_params or self.loaded_version is None:
+            return params
+        if self.minute_bound() and minute != self.loaded_minute:
+            return params
+        if version != self.loaded_version and self.wait_left(version) == 0:
+            return params
+        return None
+
+    def wait_left(self, version: int) -> float | None:
+        """Seconds before a load the store asks for may run (None: nothing to load).
+
+        A load that proved slow waits ``SLOW_FACTOR`` times its cost, so a
+        steady trickle of frames cannot keep the store thread busy; the app
+        comes back when the wait is over, so nothing stays stale.
+        """
+        if version == self.loaded_version:
+            return None
+        wait = max(self.MIN_INTERVAL, SLOW_FACTOR * self.cost)
+        return max(0.0, wait - (time.monotonic() - self.loaded_at))
+
+    @staticmethod
+    def load(receiver, params: Any, now: float) -> Any:
+        raise NotImplementedError
+
+    def show(self, data: Any) -> None:
+        raise NotImplementedError
+
+    def loaded(self, params: Hashable, version: int, now: float, started: float, data: Any) -> None:
+        """Record the load and show it, unless the operator has moved on meanwhile."""
+        self.cost = time.monotonic() - started
+        self.loaded_at = time.monotonic()
+        self.loaded_version = version
+        self.loaded_minute = int(now // 60)
+        if params == self.params():
+            self.loaded_params = params
+            self.show(data)
+
+    def focus_main(self) -> None:
+        """Give the keyboard to the panel's main widget when the panel is shown."""
+        table = self.query("KeyedTable").first()
+        if table is not None:
+            table.focus()
+
+    def action_page(self, step: int) -> None:
+        """Move the window by a page of the store (keys ``[`` and ``]``)."""
+        offset = self.page_offset + step * PAGE
+        if 0 <= offset < max(self.total, 1):
+            self.page_offset = offset
+            self.request_refresh()
+
+    def request_refresh(self) -> None:
+        refresh = getattr(self.app, "request_refresh", None)
+        if refresh is not None:
+            refresh()
+
+
+def window_text(offset: int, shown: int, total: int, what: str) -> Text:
+    """Say which window of how many rows is shown, e.g. "cases 1-200 of 12,345"."""
+    if not shown:
+        return Text(f"{what}: none" + (f" (of {count(total)})" if total else ""))
+    return Text(f"{what} {count(offset + 1)}-{count(offset + shown)} of {count(total)}")

@@ -1,0 +1,159 @@
+"""Quarantine: open conflicts, the first and the newcomer side by side.
+
+Differing fields are marked with ``≠`` and a reverse style, so the difference
+reads without colour. The resolve keys open the signing dialog when one is
+installed (see ``console.hooks``); this panel never changes the store itself.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.binding import Binding
+from textual.widgets import DataTable, Static
+
+from core.frame import Frame, parse
+
+from .keyed_table import KeyedTable
+from .panel import PAGE, InfoLine, Panel, window_text
+from .ui_text import count, need, number, reason, safe, stamp
+
+COLUMNS = [
+    ("id", "#"),
+    ("frame_id", "frame id"),
+    ("reason", "reason"),
+    ("seen", "seen"),
+    ("last_seen", "last seen"),
+]
+FIELDS = [
+    ("frame id", lambda f, fid: fid),
+    ("pack rank", lambda f, fid: f.seq if f else None),
+    ("site", lambda f, fid: f.site if f else None),
+    ("need", lambda f, fid: f.need if f else None),
+    ("people", lambda f, fid: f.headcount if f else None),
+    ("pri", lambda f, fid: f.pri if f else None),
+    ("trailer", lambda f, fid: f.text[-2:] if f else None),
+]
+
+
+def _frame(frame_id: str, text: str) -> Frame | None:
+    parsed = parse(frame_id, text)
+    return parsed if isinstance(parsed, Frame) else None
+
+
+def compare(item: dict) -> Table:
+    """First (applied) and newcomer (held) field by field; ``≠`` marks a difference."""
+    first = _frame(item["first_frame_id"], item["first_text"])
+    newcomer = _frame(item["frame_id"], item["frame_text"])
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), expand=False, show_edge=False, pad_edge=False)
+    table.add_column("", width=1)
+    table.add_column("field")
+    table.add_column("first (applied)")
+    table.add_column("newcomer (held)")
+    for label, get in FIELDS:
+        a = get(first, item["first_frame_id"])
+        b = get(newcomer, item["frame_id"])
+        differs = a != b
+        style = "bold reverse" if differs else ""
+        show = need if label == "need" else safe
+        cell_a = show(a) if a is not None else safe(None)
+        cell_b = show(b) if b is not None else safe(None)
+        cell_a.stylize(style)
+        cell_b.stylize(style)
+        table.add_row(Text("≠" if differs else " ", style="bold"), Text(label), cell_a, cell_b)
+    table.add_row(Text(" "), Text("frame"), safe(item["first_text"], 40), safe(item["frame_text"], 40))
+    return table
+
+
+def summary(item: dict) -> Text:
+    out = Text(f"#{item['id']} ", style="bold")
+    out.append_text(reason(item["reason"]))
+    out.append(f" | seen {count(item['seen_count'])}x, first {stamp(item['first_seen'])}, "
+               f"last {stamp(item['last_seen'])} via ")
+    out.append_text(safe(item["source"], 16))
+    return out
+
+
+class QuarantinePanel(Panel):
+    TAB_ID = "quarantine"
+    TITLE = "Quarantine"
+
+    BINDINGS = [
+        Binding("k", "resolve('keep_first')", "Keep first"),
+        Binding("a", "resolve('accept_correction')", "Accept correction"),
+        Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
+        Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
+    ]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.items: dict[str, dict] = {}
+
+    def compose(self):
+        yield InfoLine(id="quarantine-info")
+        yield KeyedTable(COLUMNS, id="quarantine-table")
+        yield Static(id="quarantine-detail")
+
+    def params(self):
+        return (self.page_offset,)
+
+    @staticmethod
+    def load(receiver, params, now):
+        (offset,) = params
+        return {
+            "rows": receiver.quarantine(status="open", limit=PAGE, offset=offset),
+            "total": receiver.totals()["conflicts_open"],
+        }
+
+    def show(self, data) -> None:
+        rows = data["rows"]
+        self.total = data["total"]
+        self.items = {str(q["id"]): q for q in rows}
+        self.query_one(KeyedTable).sync([
+            (str(q["id"]), (
+                number(q["id"]), safe(q["frame_id"], 64), reason(q["reason"]),
+                number(q["seen_count"]), Text(stamp(q["last_seen"])),
+            ))
+            for q in rows
+        ])
+        info = window_text(self.page_offset, len(rows), self.total, "open conflicts")
+        if self.total:
+            info.append(" | first write wins until an operator signs", style="dim")
+        self.query_one("#quarantine-info", InfoLine).update(info)
+        self._show_detail()
+
+    def selected(self) -> dict | None:
+        key = self.query_one(KeyedTable).cursor_key
+        return self.items.get(key) if key is not None else None
+
+    def _show_detail(self) -> None:
+        item = self.selected()
+        detail = self.query_one("#quarantine-detail", Static)
+        if item is None:
+            detail.update(Text("No open conflicts. A conflict is a frame that disagrees with what was "
+                               "applied first; it waits here for an operator.", style="dim"))
+            return
+        out = Table.grid()
+        out.add_row(summary(item))
+        out.add_row(compare(item))
+        out.add_row(Text("≠ differs | k keep first, a accept correction (signed)", style="dim"))
+        detail.update(out)
+
+    @on(DataTable.RowHighlighted, "#quarantine-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    # -- actions ---------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "resolve":
+            return True if self.app.dialog("resolve") is not None else None
+        return True
+
+    def action_resolve(self, action: str) -> None:
+        item = self.selected()
+        if item is None:
+            self.app.notify("No conflict selected.", markup=False)
+            return
+        self.app.open_dialog("resolve", item=item, action=action)

@@ -1,0 +1,107 @@
+"""Ranking: the dispatch order, headcount by need and by site, and the CSV export."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+
+from .bars import Bars
+from .keyed_table import KeyedTable
+from .panel import PAGE, SLOW_FACTOR, InfoLine, Panel, window_text
+from .ui_text import need, number, safe, stamp
+
+COLUMNS = [
+    ("rank", "rank"),
+    ("frame_id", "frame id"),
+    ("site", "site"),
+    ("need", "need"),
+    ("headcount", "people"),
+    ("pri", "pri"),
+    ("first_seen", "first seen"),
+]
+BARS_LIMIT = 50  # groups fetched for the bars; the widget shows the largest few
+
+
+class RankingPanel(Panel):
+    TAB_ID = "ranking"
+    TITLE = "Ranking"
+
+    BINDINGS = [
+        Binding("e", "app.export_ranking", "Export CSV"),
+        Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
+        Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
+    ]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.bars_version: int | None = None
+        self.bars_at = 0.0
+        self.bars_cost = 0.0
+
+    def compose(self):
+        with Horizontal(id="ranking-body"):
+            with Vertical(id="ranking-main"):
+                yield InfoLine(id="ranking-info")
+                yield KeyedTable(COLUMNS, id="ranking-table")
+            with Horizontal(id="ranking-bars"):
+                yield Bars("People by need", limit=5, id="bars-need")
+                yield Bars("People by site", limit=5, id="bars-site")
+
+    def params(self):
+        return (self.page_offset,)
+
+    def plan(self, version, force, now):
+        """The page is cheap (an index walk); the bars scan every case, so they wait longer."""
+        params = super().plan(version, force, now)
+        bars_due = force or self.bars_version is None or self._bars_wait(version) == 0
+        if params is None and not bars_due:
+            return None
+        return (*self.params(), bars_due)
+
+    def _bars_wait(self, version: int) -> float | None:
+        if version == self.bars_version:
+            return None
+        wait = max(self.MIN_INTERVAL, SLOW_FACTOR * self.bars_cost)
+        return max(0.0, wait - (time.monotonic() - self.bars_at))
+
+    def wait_left(self, version: int) -> float | None:
+        waits = [w for w in (super().wait_left(version), self._bars_wait(version)) if w is not None]
+        return min(waits) if waits else None
+
+    def loaded(self, params, version, now, started, data):
+        if data.get("bars_cost") is not None:
+            self.bars_version = version
+            self.bars_at = time.monotonic()
+            self.bars_cost = data["bars_cost"]
+        super().loaded(params[:-1], version, now, started, data)
+
+    @staticmethod
+    def load(receiver, params, now):
+        offset, with_bars = params
+        data = {"rows": receiver.ranking(limit=PAGE, offset=offset), "total": receiver.count_cases()}
+        if with_bars:
+            started = time.monotonic()
+            data["by_need"] = receiver.headcount_by("need", limit=BARS_LIMIT)
+            data["by_site"] = receiver.headcount_by("site", limit=BARS_LIMIT)
+            data["bars_cost"] = time.monotonic() - started
+        return data
+
+    def show(self, data) -> None:
+        self.total = data["total"]
+        rows = data["rows"]
+        self.query_one(KeyedTable).sync([
+            (str(c["id"]), (
+                number(c["rank"]), safe(c["frame_id"], 64), safe(c["site"], 8), need(c["need"]),
+                number(c["headcount"]), number(c["pri"]), Text(stamp(c["first_seen"])),
+            ))
+            for c in rows
+        ])
+        if "by_need" in data:
+            self.query_one("#bars-need", Bars).rows = tuple((r["key"], r["headcount"]) for r in data["by_need"])
+            self.query_one("#bars-site", Bars).rows = tuple((r["key"], r["headcount"]) for r in data["by_site"])
+        info = window_text(self.page_offset, len(rows), self.total, "dispatch order")
+        info.append(" | pri, then people, then first seen", style="dim")
+        self.query_one("#ranking-info", InfoLine).update(info)

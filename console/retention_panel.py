@@ -1,0 +1,127 @@
+"""Retention: the policy in force, signed exceptions, the next eviction and the eviction log."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import Static
+
+from core.retention import EXCEPTION_BELOW, FLOOR_SECONDS, describe
+
+from .keyed_table import KeyedTable
+from .panel import Panel
+from .ui_text import count, number, safe, stamp
+
+EXCEPTION_COLUMNS = [
+    ("set_at", "signed at"),
+    ("retention", "retention"),
+    ("set_by", "by"),
+    ("reason", "reason"),
+]
+EVICTION_COLUMNS = [
+    ("ran_at", "ran at"),
+    ("policy", "policy"),
+    ("cutoff", "cutoff"),
+    ("removed", "removed"),
+    ("oldest", "oldest"),
+    ("newest", "newest"),
+    ("by", "by"),
+]
+
+
+def policy_text(policy: dict) -> Text:
+    out = Text(describe(policy["retention_seconds"]), style="bold")
+    if policy["set_by"] == "default":
+        out.append(" (default)")
+    elif policy["is_exception"]:
+        out.append(" SIGNED EXCEPTION", style="bold reverse")
+        out.append(" by ")
+        out.append_text(safe(policy["set_by"], 24))
+        out.append(f" at {stamp(policy['set_at'])}")
+    else:
+        out.append(" set by ")
+        out.append_text(safe(policy["set_by"], 24))
+        out.append(f" at {stamp(policy['set_at'])}")
+    return out
+
+
+class RetentionPanel(Panel):
+    TAB_ID = "retention"
+    TITLE = "Retention"
+
+    BINDINGS = [
+        Binding("e", "evict_now", "Evict now"),
+        Binding("x", "sign_exception", "Sign exception"),
+    ]
+
+    def compose(self):
+        yield Static(id="retention-summary")
+        yield Static(Text("Signed exceptions", style="bold"), classes="section")
+        yield Static(Text("none: the policy has never gone below 30 days", style="dim"), id="exceptions-none")
+        yield KeyedTable(EXCEPTION_COLUMNS, id="exceptions-table")
+        yield Static(Text("Eviction log (newest first)", style="bold"), classes="section")
+        yield KeyedTable(EVICTION_COLUMNS, id="evictions-table")
+
+    def minute_bound(self) -> bool:
+        return True  # the count due for eviction grows with the clock
+
+    def params(self):
+        return (self.app.next_eviction_at,)
+
+    @staticmethod
+    def load(receiver, params, now):
+        return {
+            "policy": receiver.retention(),
+            "history": receiver.retention_history(limit=50),
+            "witnesses": receiver.witnesses(now),
+            "evictions": receiver.evictions(limit=100),
+        }
+
+    def show(self, data) -> None:
+        policy, witnesses = data["policy"], data["witnesses"]
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column()
+        grid.add_row("Policy in force", policy_text(policy))
+        if policy.get("reason"):
+            grid.add_row("Reason", safe(policy["reason"], 120))
+        grid.add_row("Rule", Text(f"under {describe(EXCEPTION_BELOW)} needs a signed exception; "
+                                  f"never under {FLOOR_SECONDS // 3600} hours"))
+        oldest = witnesses["oldest"]
+        kept = Text(f"{count(witnesses['kept'])} kept")
+        if oldest is not None:
+            kept.append(f"; oldest {stamp(oldest)}, expires {stamp(oldest + policy['retention_seconds'])}")
+        grid.add_row("Dedup rows", kept)
+        grid.add_row("Due now", Text(f"{count(witnesses['due'])} older than the cutoff {stamp(witnesses['cutoff'])}"))
+        due_at = self.app.next_eviction_at
+        grid.add_row("Next eviction", Text(
+            (f"{stamp(due_at)} (hourly, by this console)" if due_at else "not scheduled by this console")
+            + "; e runs one now"
+        ))
+        self.query_one("#retention-summary", Static).update(grid)
+        exceptions = [p for p in data["history"] if p["is_exception"]]
+        self.query_one("#exceptions-none").display = not exceptions
+        self.query_one("#exceptions-table").display = bool(exceptions)
+        self.query_one("#exceptions-table", KeyedTable).sync([
+            (str(p["id"]), (Text(stamp(p["set_at"])), Text(describe(p["retention_seconds"])),
+                            safe(p["set_by"], 24), safe(p["reason"], 60)))
+            for p in exceptions
+        ])
+        self.query_one("#evictions-table", KeyedTable).sync([
+            (str(e["id"]), (Text(stamp(e["ran_at"])), Text(describe(e["retention_seconds"])),
+                            Text(stamp(e["cutoff"])), number(e["removed"]), Text(stamp(e["oldest"])),
+                            Text(stamp(e["newest"])), safe(e["started_by"], 24)))
+            for e in data["evictions"]
+        ])
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "sign_exception":
+            return True if self.app.dialog("exception") is not None else None
+        return True
+
+    def action_evict_now(self) -> None:
+        self.app.action_evict_now()
+
+    def action_sign_exception(self) -> None:
+        self.app.action_sign_exception()

@@ -1,0 +1,43 @@
+"""The demo story in a store at fixed times: the data of the snapshot tests and screenshots.
+
+The same sample files the demo's gateway delivers, ingested through the
+receiver with a fixed clock, so every picture of the console is the same on
+every machine (given the same time zone).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core import Receiver
+from core.formats import read_items
+from core.home import Home
+
+from .gateway_sim import SAMPLES, STORY
+
+# 2024-05-02 09:30:00 UTC: the fixed "now" of the pictures.
+FIXED_NOW = 1714642200.0
+MINUTE = 60.0
+DAY = 86400.0
+SOURCES = ["watch", "watch", "watch", "sweep", "watch", "watch", "cli", "watch", "watch", "watch"]
+
+
+def sample_items(path: Path, name: str | None = None) -> list[tuple]:
+    """The file's frames as the inbox reads them (plain, CSV or JSON lines), named ``name``."""
+    items, _fmt = read_items(path.name, path.read_bytes())
+    return [(fid, frame, name or path.name, line) for fid, frame, line in items]
+
+
+def build(home: Home, now: float = FIXED_NOW, samples: Path = SAMPLES) -> Home:
+    """Fill ``home``'s store with the story; return the home."""
+    home.ensure()
+    with Receiver(str(home.db)) as receiver:
+        # Forty days ago Ifo sent its session once; the hourly eviction has since
+        # removed those dedup witnesses (the cases stay).
+        receiver.ingest_many(sample_items(samples / "08-ifo-session.txt"), now=now - 40 * DAY, source="watch")
+        receiver.evict(now=now - 2 * 3600, started_by="schedule")
+        at = now - 50 * MINUTE
+        for step, source in zip(STORY, SOURCES):
+            at += step.after * MINUTE / 2
+            receiver.ingest_many(sample_items(samples / step.sample, step.name), now=at, source=source)
+    return home

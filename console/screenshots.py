@@ -1,0 +1,75 @@
+"""``python -m console.screenshots``: an SVG of every screen, from Textual's own export.
+
+The console runs headless on the sample store (the demo's story at a fixed
+time), with the inbox running on an empty inbox, and each screen is saved
+under ``screenshots/`` (``make screenshots``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from core.home import Home
+
+from .sample_store import FIXED_NOW, build
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENS = [
+    ("cases", "1"),
+    ("ranking", "2"),
+    ("quarantine", "3"),
+    ("retention", "4"),
+    ("activity", "5"),
+    ("help", "question_mark"),
+]
+HOME_LABEL = "/srv/ussd"
+
+
+def take(out: Path, size: tuple[int, int]) -> list[Path]:
+    from .app import ConsoleApp
+
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    with tempfile.TemporaryDirectory(prefix="ussd-shots-") as tmp:
+        home = build(Home(Path(tmp) / "home"))
+        app = ConsoleApp(home, clock=lambda: FIXED_NOW, evict_every=None, home_label=HOME_LABEL)
+
+        async def pilot(p) -> None:
+            await app.settled()
+            await p.pause(0.3)  # the inbox has started and reported its health
+            for name, key in SCREENS:
+                await p.press(key)
+                await p.pause()
+                await app.settled()
+                await p.pause()
+                target = out / f"{name}.svg"
+                target.write_text(app.export_screenshot(title=f"ussd-console: {name}"), encoding="utf-8")
+                written.append(target)
+                if name == "help":
+                    await p.press("escape")
+            app.exit()
+
+        app.run(headless=True, size=size, auto_pilot=pilot)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m console.screenshots", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "screenshots"), help="folder for the SVG files")
+    parser.add_argument("--size", default="80x24", help="terminal size, WIDTHxHEIGHT (default 80x24)")
+    args = parser.parse_args(argv)
+    width, height = (int(n) for n in args.size.lower().split("x"))
+    os.environ["TZ"] = "UTC"  # the pictures show the same times on every machine
+    time.tzset()
+    for path in take(Path(args.out), (width, height)):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

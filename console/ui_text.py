@@ -1,0 +1,118 @@
+"""Text for the console's widgets: escaped, compact, and never colour alone.
+
+Everything a widget shows that came from outside (ids, frame texts, file
+names, reject lines) goes through ``safe``: ``escape_text`` bounds it and
+turns control bytes into visible escapes, and a Rich ``Text`` is never parsed
+as markup, so neither markup nor a terminal sequence from an input can reach
+the screen.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from rich.text import Text
+
+from core.frame import NEED_NAMES, escape_text
+
+
+def safe(value: object, limit: int = 80, style: str = "") -> Text:
+    """Outside text for a widget: printable ASCII as it is (bounded), anything else escaped.
+
+    The store keeps reject lines already escaped; passing printable ASCII
+    through unchanged shows them once-escaped rather than doubly.
+    """
+    if value is None:
+        return Text("-", style="dim")
+    text = str(value)
+    if text.isascii() and text.isprintable():
+        shown = text if len(text) <= limit else text[:limit] + "..."
+    else:
+        shown = escape_text(text, limit)
+    return Text(shown, style=style)
+
+
+def basename(path: object, limit: int = 40) -> Text:
+    """A file name from the store, escaped; the folder is noise at 80 columns."""
+    if not path:
+        return Text("-", style="dim")
+    return safe(os.path.basename(str(path)), limit)
+
+
+def stamp(ts: float | None) -> str:
+    """Month-day and minute: enough to tell arrivals apart, short enough for 80 columns."""
+    if ts is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ts).strftime("%m-%d %H:%M")
+
+
+def full_stamp(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def count(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def number(n: int | None) -> Text:
+    """A right-aligned count for a table cell."""
+    return Text(count(n), justify="right")
+
+
+def need(code: str) -> Text:
+    """The need code with its name when known ("WAT water"); unknown codes stay valid."""
+    name = NEED_NAMES.get(code)
+    text = safe(code, 8)
+    if name:
+        text.append(f" {name}", style="dim")
+    return text
+
+
+# Every outcome carries its own word and a leading mark; style only repeats it.
+OUTCOMES = {
+    "APPLIED": ("+ applied", "bold"),
+    "DUPLICATE": ("= duplicate", "dim"),
+    "CONFLICT_QUARANTINED": ("! CONFLICT", "bold reverse"),
+    "REJECT_BAD_FORMAT": ("x bad format", "underline"),
+    "REJECT_BAD_CRC": ("x bad trailer", "underline"),
+}
+MEANINGS = {
+    "APPLIED": "first valid arrival of a case: the ledger changed",
+    "DUPLICATE": "already applied (a re-send or a re-rank): counted, nothing else",
+    "CONFLICT_QUARANTINED": "same identity, different payload: held in Quarantine",
+    "REJECT_BAD_FORMAT": "not a frame: listed under Rejects with file and line",
+    "REJECT_BAD_CRC": "the trailer does not match the frame: listed under Rejects",
+}
+
+
+def outcome(code: str) -> Text:
+    label, style = OUTCOMES.get(code, (code, ""))
+    return Text(label, style=style)
+
+
+# The store's reason codes are exact; these say the long ones in fewer columns.
+REASONS = {
+    "same_frame_id_different_payload": "same id, new payload",
+    "same_case_different_payload": "same case, new payload",
+}
+
+
+def reason(code: str | None) -> Text:
+    return safe(REASONS.get(code, code), 40)
+
+
+EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(value: float, largest: float, width: int) -> str:
+    """A horizontal bar in eighth-cell steps: its length carries the meaning, not its colour."""
+    if width <= 0 or largest <= 0 or value <= 0:
+        return ""
+    cells = value / largest * width
+    full = int(cells)
+    part = int((cells - full) * 8)
+    text = "█" * full + (EIGHTHS[part] if part and full < width else "")
+    return text or "▏"

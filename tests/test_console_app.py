@@ -1,0 +1,268 @@
+"""The console's behaviour on a known store, driven by keys (Pilot), without the inbox."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from rich.console import Console
+
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from console.app import PANELS
+from console.confirm_dialog import ConfirmDialog
+from console.header_bar import HeaderBar
+from console.help_screen import HelpScreen, section
+from console.keyed_table import KeyedTable
+from console.panel import PAGE
+from core import Receiver
+from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
+from tests.helpers import frame
+
+
+def cells(app, table_id: str, column: str) -> list[str]:
+    t = app.query_one(f"#{table_id}", KeyedTable)
+    return [str(getattr(v, "plain", v)) for v in t.get_column(column)]
+
+
+def static_text(widget: Static) -> str:
+    """What a Static shows, as plain text (its content may be a Rich table)."""
+    out = Console(width=200, record=True, file=io.StringIO())
+    out.print(widget.content)
+    return out.export_text()
+
+
+def add_cases(home, count: int, start: int = 0, now: float | None = None, site: str = "Lodwar") -> None:
+    """New cases written by another connection, as the inbox or a CLI ingest would."""
+    with Receiver(str(home.db)) as r:
+        r.ingest_many([(f"new{i}-1", frame(1, site, "FOO", 2, 40)) for i in range(start, start + count)],
+                      now=now, source="cli")
+
+
+@run_async
+async def test_header_shows_home_totals_badge_and_the_injected_clock(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot)
+        text = app.query_one(HeaderBar).render().plain
+        assert "/srv/ussd" in text and "inbox off" in text and "09:30:00" in text
+        assert "cases 10 | people 150 | duplicates 15 | rejects 2 |  ! 1 CONFLICT OPEN" in text
+
+
+@run_async
+async def test_a_refresh_keeps_the_cursor_on_the_operators_row(sample_home):
+    add_cases(sample_home, 40)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot)
+        table = app.query_one("#cases-table", KeyedTable)
+        for _ in range(25):  # far enough down that the table has scrolled
+            await pilot.press("down")
+        await pilot.pause()
+        assert table.scroll_y > 0
+        chosen, row, screen_row = table.cursor_key, table.cursor_row, table.cursor_row - table.scroll_y
+        add_cases(sample_home, 2, start=40)  # newest first: two rows arrive above the cursor
+        await until(lambda: len(table.row_keys) == 52)
+        await pilot.pause()
+        assert table.cursor_key == chosen
+        assert table.cursor_row == row + 2
+        assert table.cursor_row - table.scroll_y == screen_row  # same line of the screen: no jump
+
+
+@run_async
+async def test_cases_filter_and_sort(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "slash")
+        for key in "Ifo2":
+            await pilot.press(key)
+        await press_and_settle(pilot, "enter")
+        assert sorted(cells(app, "cases-table", "frame_id")) == ["ifo01-1", "ifo02-2", "ifo03-3"]
+        assert app.focused is app.query_one("#cases-table")  # back to the table after Enter
+        await press_and_settle(pilot, "escape")
+        assert len(cells(app, "cases-table", "frame_id")) == 10
+        await press_and_settle(pilot, "slash", "q", "1")  # typed into the box, not quit or switch
+        assert app.is_running and app.query_one("#cases-filter").value == "q1"
+        await press_and_settle(pilot, "escape")
+
+        await press_and_settle(pilot, "s")  # next column: pri, highest first
+        assert cells(app, "cases-table", "frame_id")[0] == "kak06-1"
+        await press_and_settle(pilot, "r")
+        assert cells(app, "cases-table", "frame_id")[0] == "dad03-3"  # lowest pri first
+
+
+@run_async
+async def test_a_big_ledger_is_shown_one_window_at_a_time(sample_home):
+    add_cases(sample_home, 450)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot)
+        table = app.query_one("#cases-table", KeyedTable)
+        info = app.query_one("#cases-info", Static)
+        assert len(table.row_keys) == PAGE
+        assert "cases 1-200 of 460" in str(info.render())
+        await press_and_settle(pilot, "right_square_bracket", "right_square_bracket")
+        assert len(table.row_keys) == 60
+        assert "cases 401-460 of 460" in str(info.render())
+        await press_and_settle(pilot, "right_square_bracket")  # no page beyond the last
+        assert "cases 401-460 of 460" in str(info.render())
+        await press_and_settle(pilot, "left_square_bracket")
+        assert len(table.row_keys) == PAGE
+
+
+@run_async
+async def test_outside_text_is_shown_escaped_never_as_markup_or_control(sample_home):
+    with Receiver(str(sample_home.db)) as r:
+        r.ingest_many([
+            ("[bold red]x", "H1|1|A|MED|1|1|#00", "[red]evil\x1b[2J.txt", 1),
+            ("ok-1", "H1|1|A|MED|1|1|\x1b]0;owned\x07", "plain.txt", 2),
+        ], source="cli")
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await press_and_settle(pilot, "5")
+        table = app.query_one("#rejects-table", KeyedTable)
+        ids = cells(app, "rejects-table", "frame_id")
+        texts = cells(app, "rejects-table", "text")
+        files = cells(app, "rejects-table", "file")
+        assert "[bold red]x" in ids  # shown as typed, not as bold red
+        assert any(t.endswith("|\\x1b]0;owned\\x07") for t in texts)  # escaped once, visibly
+        assert any("[red]evil\\x1b[2J.txt" in f for f in files)
+        for column in ("frame_id", "text", "file", "reason"):
+            for value in cells(app, "rejects-table", column):
+                assert value.isprintable() and "\x1b" not in value
+        for row in range(len(table.row_keys)):
+            for cell in table.get_row_at(row):
+                assert not getattr(cell, "spans", []) or all(
+                    "red" not in str(span.style) for span in cell.spans)
+
+
+@run_async
+async def test_ranking_export_writes_the_dispatch_list(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "2", "e")
+        await until(lambda: list(sample_home.exports.glob("dispatch-*.csv")))
+        (path,) = sample_home.exports.glob("dispatch-*.csv")
+        rows = list(csv.DictReader(path.open(encoding="utf-8")))
+        assert [r["frame_id"] for r in rows[:3]] == ["kak06-1", "ifo01-1", "kak01-1"]
+        assert len(rows) == 10 and rows[0]["need_name"] == "protection"
+        assert not list(sample_home.exports.glob(".dispatch-*"))  # no temporary left behind
+
+
+@run_async
+async def test_evict_now_asks_first_and_logs_the_run(sample_home):
+    app = fixed_app(sample_home, clock=lambda: 1714642200.0 + 40 * 86400)  # everything has expired
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "4", "e")
+        await until(lambda: isinstance(app.screen, ConfirmDialog))
+        await press_and_settle(pilot, "n")
+        with Receiver(str(sample_home.db)) as r:
+            assert [e["started_by"] for e in r.evictions()] == ["schedule"]
+        await press_and_settle(pilot, "e")
+        await until(lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.press("y")
+        evictions = app.query_one("#evictions-table", KeyedTable)
+        await until(lambda: len(evictions.row_keys) == 2)
+        assert cells(app, "evictions-table", "by")[0] == "console"
+        assert cells(app, "evictions-table", "removed")[0] == "13"
+
+
+class RecordingDialog(ModalScreen):
+    """Stands in for the signing dialog: records what the console hands it."""
+
+    opened: list[dict] = []
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        RecordingDialog.opened.append(kwargs)
+
+    def on_mount(self) -> None:
+        self.dismiss(True)
+
+
+@run_async
+async def test_resolve_keys_are_disabled_without_a_signing_dialog(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "3")
+        panel = app.panel("quarantine")
+        assert panel.check_action("resolve", ("keep_first",)) is None  # shown, but disabled
+        await press_and_settle(pilot, "k")
+        assert app.screen is app.screen_stack[0]
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert not any(t.startswith("Quarantine:") for t in titles)
+
+
+@run_async
+async def test_resolve_keys_open_the_dialog_they_are_given(sample_home):
+    RecordingDialog.opened.clear()
+    app = fixed_app(sample_home, dialogs={"resolve": RecordingDialog})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "3", "a")
+        await until(lambda: RecordingDialog.opened)
+        (opened,) = RecordingDialog.opened
+        assert opened["action"] == "accept_correction"
+        assert opened["item"]["frame_id"] == "kak01-1" and opened["item"]["frame_text"].endswith("#95")
+        assert opened["home"] == sample_home
+
+
+@run_async
+async def test_help_lists_every_key_of_every_screen(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        out = Console(width=120, record=True, file=io.StringIO())
+        for title, bindings in app.screen.sections:
+            out.print(section(title, bindings))
+        text = out.export_text()
+        for number, panel in enumerate(PANELS, start=1):
+            assert f"{number} {panel.TITLE}" in text
+            for binding in panel.BINDINGS:
+                assert binding.description in text
+        assert "[" in text and "]" in text and "?" in text  # keys by their names, not their codes
+        await press_and_settle(pilot, "escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+@run_async
+async def test_the_command_palette_offers_every_action(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot)
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        for panel in PANELS:
+            assert f"Show {panel.TITLE}" in titles
+        for title in ("Cases: filter", "Cases: sort by next column", "Cases: reverse sort", "Next page",
+                      "Previous page", "Ranking: export dispatch list to CSV", "Retention: run eviction now",
+                      "Inbox: sweep now", "Refresh now", "Help: keys", "Quit"):
+            assert title in titles
+        run = {c.title: c.callback for c in app.get_system_commands(app.screen)}
+        run["Show Ranking"]()
+        await press_and_settle(pilot)
+        assert app.query_one("TabbedContent").active == "ranking"
+
+
+@run_async
+async def test_every_screen_is_reachable_by_keyboard_alone(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for number, panel in enumerate(PANELS, start=1):
+            await press_and_settle(pilot, str(number))
+            assert app.query_one("TabbedContent").active == panel.TAB_ID
+            assert app.focused is not None and panel.TAB_ID in str(app.focused.id or "") or \
+                app.focused in app.panel(panel.TAB_ID).query("*")
+
+
+@run_async
+async def test_retention_shows_the_policy_and_its_signed_exceptions(sample_home):
+    with Receiver(str(sample_home.db)) as r:
+        r.set_retention(14 * 86400, set_by="amina", reason="disk nearly full", signed=True, now=1714640000.0)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "4")
+        summary = static_text(app.query_one("#retention-summary", Static))
+        assert "14 days SIGNED EXCEPTION by amina" in summary and "disk nearly full" in summary
+        assert cells(app, "exceptions-table", "set_by") == ["amina"]
+        assert cells(app, "exceptions-table", "retention") == ["14 days"]

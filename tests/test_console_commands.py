@@ -1,0 +1,114 @@
+"""The console's command-line side: demo, ranking --csv, no-terminal errors, the gateway, the probes."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from console.cli import main
+from console.gateway_sim import SAMPLES, STORY, GatewaySim
+from core import Receiver
+from core.formats import read_items
+from core.frame import Frame, parse
+from tests.console_support import sample_home, utc  # noqa: F401  (fixtures)
+
+
+def test_every_sample_frame_is_well_formed_except_the_deliberate_rejects():
+    """The demo's data carries exactly the troubles it claims: only 05 holds broken frames."""
+    for step in STORY:
+        items, _fmt = read_items(step.sample, (SAMPLES / step.sample).read_bytes())
+        results = [parse(fid, text) for fid, text, _line in items]
+        ok = [r for r in results if isinstance(r, Frame) and r.trailer_ok]
+        if step.sample == "05-bad-lines.txt":
+            assert not ok
+        else:
+            assert len(ok) == len(items) > 0, step.sample
+
+
+def test_the_gateway_delivers_the_story_like_a_careful_writer(tmp_path):
+    inbox = tmp_path / "inbox"
+    steps = []
+    sim = GatewaySim(inbox, pace=0.0, on_step=lambda n, step: steps.append(n))
+    sim.start()
+    assert sim.join(timeout=10)
+    assert steps == list(range(1, len(STORY) + 1))
+    assert sorted(p.name for p in inbox.iterdir()) == sorted(step.name for step in STORY)  # no temp names left
+    assert (inbox / "dadaab-export.csv").read_bytes() == (SAMPLES / "07-legacy-export.csv").read_bytes()
+
+
+def test_gateway_stops_between_steps(tmp_path):
+    sim = GatewaySim(tmp_path / "inbox", pace=100.0)
+    sim.start()
+    sim.stop(timeout=5)
+    assert not sim.delivered
+
+
+def test_demo_print_runs_the_whole_story_through_the_inbox(capsys):
+    assert main(["demo", "--print"]) == 0
+    out = capsys.readouterr().out
+    assert "10 cases, 150 people, each applied once" in out
+    assert "12 re-sent frames dropped as duplicates" in out
+    assert "1 conflict(s) waiting in quarantine; 2 rejects" in out
+    assert out.count("rerank") == 3 and "CONFLICT_QUARANTINED" in out and "REJECT_BAD_CRC" in out
+    assert "+254" not in out  # the phone numbers of the CSV export go nowhere
+
+
+def test_console_without_a_terminal_is_one_line_not_a_traceback(home, capsys):
+    assert main(["--home", str(home.root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ussd-console: error: the console needs a terminal") and err.count("\n") == 1
+
+
+def test_console_with_a_bad_config_stops_before_the_screen(home, capsys, monkeypatch):
+    monkeypatch.setattr("console.commands.ui.need_terminal", lambda: None)
+    home.config.write_text("[inbox]\nsweep_interval = 0\n", encoding="utf-8")
+    assert main(["--home", str(home.root), "console"]) == 2
+    assert "sweep_interval" in capsys.readouterr().err
+
+
+def test_ranking_csv_from_the_command_line(sample_home, capsys, tmp_path):
+    target = tmp_path / "out" / "dispatch.csv"
+    assert main(["--home", str(sample_home.root), "ranking", "--csv", str(target)]) == 0
+    rows = list(csv.DictReader(target.open(encoding="utf-8")))
+    with Receiver(str(sample_home.db)) as r:
+        assert [row["frame_id"] for row in rows] == [c["frame_id"] for c in r.ranking(limit=100)]
+    assert rows[0]["rank"] == "1" and rows[0]["first_seen"].startswith("2024-05-02T08:")
+
+    capsys.readouterr()
+    assert main(["--home", str(sample_home.root), "--json", "ranking", "--csv"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cases"] == 10 and report["path"].startswith(str(sample_home.exports))
+
+    assert main(["--home", str(sample_home.root), "ranking", "--csv", "-"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("rank,frame_id,site,need")
+
+
+def test_export_guards_cells_a_spreadsheet_would_run(tmp_path):
+    from console.exports import write_dispatch_csv
+    from tests.helpers import frame
+
+    with Receiver(str(tmp_path / "r.db")) as r:
+        r.ingest("-cmd", frame(1, "A", "MED", 1, 1))  # an opaque id may start with a dash
+        target = tmp_path / "d.csv"
+        assert write_dispatch_csv(r, target) == 1
+    (row,) = list(csv.DictReader(target.open(encoding="utf-8")))
+    assert row["frame_id"] == "'-cmd"
+
+
+def test_screenshots_writes_an_svg_per_screen(tmp_path, utc):
+    from console.screenshots import SCREENS, main as shots
+
+    assert shots(["--out", str(tmp_path)]) == 0
+    for name, _key in SCREENS:
+        svg = (tmp_path / f"{name}.svg").read_text(encoding="utf-8")
+        assert svg.startswith("<svg") and ("USSD&#160;console" in svg or name == "help")
+    assert "Keys&#160;(Esc" in (tmp_path / "help.svg").read_text(encoding="utf-8")
+
+
+def test_perf_probe_reports_open_time_and_memory(tmp_path):
+    from console.perf_probe import measure
+
+    result = measure(500, str(tmp_path))
+    assert result["frames"] == 500 and result["rows_shown"] == 200
+    assert 0 < result["open_s"] < 30 and 10 < result["rss_mb"] < 1000
+    assert set(result) >= {"import_s", "open_s", "rss_mb", "peak_rss_mb", "build_s", "store_mb"}

@@ -35,7 +35,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from core import Receiver
-from core.config import InboxConfig
+from core.config import InboxConfig, store_target
 from core.frame import escape_text
 from core.home import Home
 from core.inbox import InboxService
@@ -63,9 +63,10 @@ SLOW_LOAD_SECONDS = 0.4  # show the loading indicator when an operator's request
 FIRST_EVICTION_AFTER = 60.0  # seconds after start; then hourly
 
 
-def inbox_service(home: Home, on_verdicts: Callable, config: InboxConfig | None = None) -> InboxService:
+def inbox_service(home: Home, on_verdicts: Callable, config: InboxConfig | None = None,
+                  db_path: str | None = None) -> InboxService:
     """The real inbox: watchdog push plus the periodic sweep (SPEC §6), settings from config.toml."""
-    return InboxService(home, config=config, on_verdicts=on_verdicts)
+    return InboxService(home, db_path=db_path, config=config, on_verdicts=on_verdicts)
 
 
 def probe_store(receiver: Receiver, service: Any, last_version: int | None) -> dict:
@@ -116,15 +117,18 @@ class ConsoleApp(App):
         evict_every: float | None = EVICT_EVERY_SECONDS,
         companions: Iterable[Any] = (),
         home_label: str | None = None,
+        db: str | None = None,
     ):
         """``service_factory=None`` opens the console without the inbox (read-only views);
         ``companions`` are started after the inbox and stopped before it (the demo's gateway);
-        ``home_label`` replaces the home's path in the header (fixed pictures)."""
+        ``home_label`` replaces the home's path in the header (fixed pictures);
+        ``db`` is the store (default: ``db =`` in config.toml, else ``<home>/receiver.db``)."""
         super().__init__()
         self.home = home.ensure()
         self.home_label = home_label or str(home.root)
         self.clock = clock
-        self.view = StoreView(str(home.db))
+        self.store = db or store_target(self.home)
+        self.view = StoreView(self.store)
         self.service_factory = service_factory
         self.service: Any = None
         self.dialogs = dict(dialogs or {})
@@ -416,7 +420,7 @@ class ConsoleApp(App):
     def _evict(self, started_by: str) -> None:
         """Age-only eviction on its own connection, in short transactions (R7)."""
         try:
-            with Receiver(str(self.home.db)) as receiver:
+            with Receiver(self.store) as receiver:
                 removed = receiver.evict(now=self.clock(), started_by=started_by)
         except Exception as exc:
             log.exception("eviction failed")
@@ -437,7 +441,7 @@ class ConsoleApp(App):
     @work(thread=True, group="export", exclusive=True, exit_on_error=False)
     def _export(self, target: Path) -> None:
         try:
-            with Receiver(str(self.home.db)) as receiver:
+            with Receiver(self.store) as receiver:
                 rows = write_dispatch_csv(receiver, target)
         except Exception as exc:
             log.exception("export failed")

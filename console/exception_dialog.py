@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.containers import Horizontal
 from textual.widgets import Input, Label, Static
 
 from core import actions
@@ -23,8 +24,10 @@ class ExceptionDialog(SignForm):
 
     def extra_fields(self) -> ComposeResult:
         yield Static(Text(f"in force: {describe(self.policy['retention_seconds'])}"), id="sign-subject")
-        yield Label("New retention, in days")
-        yield Input(placeholder="e.g. 10", id="days", type="integer", max_length=5)
+        with Horizontal(classes="field"):
+            yield Label("Days")
+            yield Input(placeholder="new retention in whole days, e.g. 10", id="days", type="integer",
+                        max_length=5, compact=True)
 
     def form_values(self) -> dict:
         value = self.query_one("#days", Input).value.strip()

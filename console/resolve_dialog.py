@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from rich.text import Text
-from textual.app import ComposeResult
-from textual.widgets import Static
-
 from core import actions
-from core.frame import escape_text
 
 from .sign_form import SignForm
 
 LABELS = {
-    actions.KEEP_FIRST: "keep the first (dismiss the newcomer; the ledger stays)",
-    actions.ACCEPT_CORRECTION: "accept the correction (the ledger takes the newcomer's values)",
+    actions.KEEP_FIRST: "keep the first",
+    actions.ACCEPT_CORRECTION: "accept the correction",
 }
 
 
@@ -26,13 +21,8 @@ class ResolveDialog(SignForm):
             raise ValueError(f"unknown decision {action!r}")
         self.item = item
         self.decision = action
+        # The preview below shows the first and the newcomer in full.
         self.TITLE_TEXT = f"Resolve conflict #{item['id']}: {LABELS[action]}"
-
-    def extra_fields(self) -> ComposeResult:
-        yield Static(Text(f"{escape_text(self.item['first_frame_id'], 64)} first: "
-                          f"{escape_text(self.item['first_text'], 64)}\n"
-                          f"{escape_text(self.item['frame_id'], 64)} newcomer: "
-                          f"{escape_text(self.item['frame_text'], 64)}"), id="sign-subject")
 
     def describe(self, receiver, operator, reason, values):
         return actions.describe_resolve(receiver, self.item["id"], self.decision, operator, reason)

@@ -14,7 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from core import Receiver
 from core.home import Home
+from core.operators import add_operator
 
 from .sample_store import FIXED_NOW, build
 
@@ -30,6 +32,27 @@ SCREENS = [
 HOME_LABEL = "/srv/ussd"
 
 
+async def signing_dialog(app, p, out: Path) -> Path:
+    """The resolve dialog on the sample conflict, filled in but not signed."""
+    from textual.widgets import Input
+
+    await p.press("3")
+    await app.settled()
+    await p.press("a")
+    for _ in range(100):
+        if getattr(app.screen, "preview", None) is None and hasattr(app.screen, "refresh_preview"):
+            app.screen.query_one("#reason", Input).value = "Kakuma1 radioed the corrected headcount"
+            app.screen.query_one("#passphrase", Input).value = "correct horse"
+        if getattr(app.screen, "preview", None) is not None:
+            break
+        await p.pause(0.05)
+    await p.pause()
+    target = out / "signing.svg"
+    target.write_text(app.export_screenshot(title="ussd-console: signing a resolve"), encoding="utf-8")
+    await p.press("escape")
+    return target
+
+
 def take(out: Path, size: tuple[int, int]) -> list[Path]:
     from .app import ConsoleApp
 
@@ -37,6 +60,8 @@ def take(out: Path, size: tuple[int, int]) -> list[Path]:
     written: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="ussd-shots-") as tmp:
         home = build(Home(Path(tmp) / "home"))
+        with Receiver(str(home.db)) as receiver:  # someone to sign in the dialog's picture
+            add_operator(home, receiver, "amina", "correct horse")
         app = ConsoleApp(home, clock=lambda: FIXED_NOW, evict_every=None, home_label=HOME_LABEL)
 
         async def pilot(p) -> None:
@@ -52,6 +77,7 @@ def take(out: Path, size: tuple[int, int]) -> list[Path]:
                 written.append(target)
                 if name == "help":
                     await p.press("escape")
+            written.append(await signing_dialog(app, p, out))
             app.exit()
 
         app.run(headless=True, size=size, auto_pilot=pilot)

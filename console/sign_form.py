@@ -53,23 +53,27 @@ class SignForm(ModalScreen[bool]):
 
     # -- layout ---------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        # Compact fields, one line each with the label beside them: the whole form fits 80x24.
         with Vertical(id="sign-box"):
             yield Label(Text(self.TITLE_TEXT), id="sign-title")
             yield from self.extra_fields()
-            yield Label("Operator")
-            yield Select([], prompt="choose who signs", id="operator", allow_blank=True)
-            yield Label("Reason (required)")
-            yield Input(placeholder="why, in one line", id="reason", max_length=500)
-            yield Label("What will be signed")
+            with Horizontal(classes="field"):
+                yield Label("Operator")
+                yield Select([], prompt="choose who signs", id="operator", allow_blank=True, compact=True)
+            with Horizontal(classes="field"):
+                yield Label("Reason")
+                yield Input(placeholder="why, in one line (required)", id="reason", max_length=500, compact=True)
             yield Static(Text("choose an operator and give a reason"), id="preview")
-            yield Label("Passphrase")
-            yield Input(password=True, placeholder="the operator's passphrase", id="passphrase")
+            with Horizontal(classes="field"):
+                yield Label("Passphrase")
+                yield Input(password=True, placeholder="the operator's passphrase", id="passphrase", compact=True)
             yield Static(Text(""), id="sign-result")
             with Horizontal(id="sign-buttons"):
-                yield Button(self.SIGN_LABEL + " (ctrl+s)", id="sign", variant="primary")
-                yield Button("Cancel (esc)", id="cancel")
+                yield Button(self.SIGN_LABEL + " (ctrl+s)", id="sign", variant="primary", compact=True)
+                yield Button("Cancel (esc)", id="cancel", compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#preview", Static).border_title = "what will be signed"
         self.load_operators()
 
     @work(exclusive=True, group="operators")

@@ -552,6 +552,10 @@ class Receiver:
     # Kept apart so the console's needs are visible at a glance; all read-only.
     def data_version(self) -> int:
         """Changes whenever another connection commits to the store: a cheap "anything new?" probe."""
+        if self._postgres:
+            # The snapshot's xmax moves on with every commit on the server (a superset of
+            # this store's commits: an extra refresh at worst, never a missed one).
+            return int(self.db.execute_sql("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()[0])
         return self.db.execute_sql("PRAGMA data_version").fetchone()[0]
 
     def cases_by_arrival(self, limit: int = 100, offset: int = 0, descending: bool = True,

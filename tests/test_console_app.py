@@ -182,19 +182,6 @@ class RecordingDialog(ModalScreen):
 
 
 @run_async
-async def test_resolve_keys_are_disabled_without_a_signing_dialog(sample_home):
-    app = fixed_app(sample_home)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await press_and_settle(pilot, "3")
-        panel = app.panel("quarantine")
-        assert panel.check_action("resolve", ("keep_first",)) is None  # shown, but disabled
-        await press_and_settle(pilot, "k")
-        assert app.screen is app.screen_stack[0]
-        titles = [c.title for c in app.get_system_commands(app.screen)]
-        assert not any(t.startswith("Quarantine:") for t in titles)
-
-
-@run_async
 async def test_resolve_keys_open_the_dialog_they_are_given(sample_home):
     RecordingDialog.opened.clear()
     app = fixed_app(sample_home, dialogs={"resolve": RecordingDialog})

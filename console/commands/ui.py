@@ -64,8 +64,9 @@ def open_console(ctx, inbox: bool = True) -> int:
 
     app = ConsoleApp(
         home,
-        service_factory=functools.partial(inbox_service, config=config) if inbox else None,
+        service_factory=functools.partial(inbox_service, config=config, db_path=ctx.store_target) if inbox else None,
         evict_every=config.evict_every,
+        db=ctx.store_target,
     )
     with logs_to_file(home):
         app.run()

@@ -1,0 +1,143 @@
+"""Signed actions through the console (Pilot): resolve both ways, a retention exception,
+and a wrong passphrase that changes nothing."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, Static
+
+from console.exception_dialog import ExceptionDialog
+from console.resolve_dialog import ResolveDialog
+from core import Receiver
+from core.audit import verify
+from core.operators import add_operator
+from core.retention import DAY
+from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
+
+PASS = "alice passphrase"
+
+
+def with_operator(home):
+    with Receiver(str(home.db)) as r:
+        add_operator(home, r, "alice", PASS)
+        open_item = r.quarantine(status="open")[0]
+        return open_item
+
+
+def state(home):
+    with Receiver(str(home.db)) as r:
+        return {
+            "headcount": r.headcount_total(),
+            "open": [q["id"] for q in r.quarantine(status="open", limit=100)],
+            "retention": r.retention_seconds(),
+            "audit": verify(r).count,
+        }
+
+
+async def fill_and_sign(app, pilot, reason: str, passphrase: str, **extra: str):
+    dialog = app.screen
+    await until(lambda: dialog.query_one("#operator").value == "alice")
+    for field, value in extra.items():
+        dialog.query_one(f"#{field}", Input).value = value
+    dialog.query_one("#reason", Input).value = reason
+    await until(lambda: dialog.preview is not None)
+    dialog.query_one("#passphrase", Input).value = passphrase
+    await pilot.press("ctrl+s")
+    return dialog
+
+
+@run_async
+async def test_accept_correction_in_the_console(sample_home):
+    item = with_operator(sample_home)
+    before = state(sample_home)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "3")
+        await pilot.press("a")
+        await until(lambda: isinstance(app.screen, ResolveDialog))
+        dialog = await fill_and_sign(app, pilot, "site radioed the new count", PASS)
+        await until(lambda: app.screen is not dialog)
+    after = state(sample_home)
+    with Receiver(str(sample_home.db)) as r:
+        done = r.quarantine_item(item["id"])
+        case = r.m.Case.get(r.m.Case.case_key == done["case_key"])
+        history = r.case_history(case.id)
+    assert done["status"] == "accepted_correction" and done["resolved_by"] == "alice"
+    assert case.frame_text == item["frame_text"] and case.version == 2
+    assert len(history) == 1 and history[0]["frame_text"] == item["first_text"]
+    assert after["audit"] == before["audit"] + 1
+    assert item["id"] not in after["open"]
+    new_hc, old_hc = int(item["frame_text"].split("|")[4]), int(item["first_text"].split("|")[4])
+    assert after["headcount"] == before["headcount"] + new_hc - old_hc
+
+
+@run_async
+async def test_keep_first_in_the_console(sample_home):
+    item = with_operator(sample_home)
+    before = state(sample_home)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "3")
+        await pilot.press("k")
+        await until(lambda: isinstance(app.screen, ResolveDialog))
+        dialog = await fill_and_sign(app, pilot, "first count confirmed", PASS)
+        await until(lambda: app.screen is not dialog)
+    after = state(sample_home)
+    assert after["headcount"] == before["headcount"]
+    assert item["id"] not in after["open"] and after["audit"] == before["audit"] + 1
+
+
+@run_async
+async def test_wrong_passphrase_changes_nothing_and_says_so(sample_home):
+    with_operator(sample_home)
+    before = state(sample_home)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "3")
+        await pilot.press("a")
+        await until(lambda: isinstance(app.screen, ResolveDialog))
+        dialog = await fill_and_sign(app, pilot, "try", "not the passphrase")
+        result = dialog.query_one("#sign-result", Static)
+        await until(lambda: "Not signed" in str(result.content))
+        assert app.screen is dialog  # still open, for another try
+        assert dialog.query_one("#passphrase", Input).value == ""  # never left on screen
+    assert state(sample_home) == before
+
+
+@run_async
+async def test_retention_exception_in_the_console(sample_home):
+    with_operator(sample_home)
+    before = state(sample_home)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "4")
+        await pilot.press("x")
+        await until(lambda: isinstance(app.screen, ExceptionDialog))
+        dialog = await fill_and_sign(app, pilot, "disk nearly full", PASS, days="10")
+        await until(lambda: app.screen is not dialog)
+    after = state(sample_home)
+    assert after["retention"] == 10 * DAY and after["audit"] == before["audit"] + 1
+    with Receiver(str(sample_home.db)) as r:
+        policy = r.retention()
+    assert policy["is_exception"] and policy["set_by"] == "alice"
+
+
+@run_async
+async def test_retention_below_the_floor_cannot_be_signed(sample_home):
+    with_operator(sample_home)
+    before = state(sample_home)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "4")
+        await pilot.press("x")
+        await until(lambda: isinstance(app.screen, ExceptionDialog))
+        dialog = app.screen
+        await until(lambda: dialog.query_one("#operator").value == "alice")
+        dialog.query_one("#days", Input).value = "2"
+        dialog.query_one("#reason", Input).value = "tiny disk"
+        preview = dialog.query_one("#preview", Static)
+        await until(lambda: "cannot sign" in str(preview.content) and "72 hours" in str(preview.content))
+        dialog.query_one("#passphrase", Input).value = PASS
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is dialog
+    assert state(sample_home) == before

@@ -51,16 +51,54 @@ def _overrides(args) -> dict:
     return {k: getattr(args, k, None) for k in keys}
 
 
+class _OneLineFormatter(logging.Formatter):
+    """For the operator's terminal: the message without a traceback (the log file keeps it)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info = record.exc_text = record.stack_info = None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+class _LogFile(logging.FileHandler):
+    """The log file. When it cannot be written (a full disk), one line on stderr says so instead
+    of logging's own traceback per record, and the file takes lines again once it can."""
+
+    def __init__(self, path) -> None:
+        super().__init__(path, encoding="utf-8")
+        self.failing = False
+        self._failed_now = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._failed_now = False
+        super().emit(record)
+        if self.failing and not self._failed_now:
+            self.failing = False
+            sys.stderr.write(f"ussd-console: the log file {self.baseFilename} takes lines again\n")
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self._failed_now = True
+        if self.failing:
+            return
+        self.failing = True
+        exc = sys.exc_info()[1]
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        sys.stderr.write(f"ussd-console: cannot write the log file {self.baseFilename}: {why}; "
+                         "logging to stderr only until it can\n")
+
+
 def _setup_logging(home) -> list[logging.Handler]:
-    """INFO and up from every ``ussd.*`` logger to the home's log file and to stderr."""
-    formatter = logging.Formatter(LOG_FORMAT)
-    handlers: list[logging.Handler] = [
-        logging.FileHandler(home.logs / LOG_NAME, encoding="utf-8"),
-        logging.StreamHandler(sys.stderr),
-    ]
+    """INFO and up from every ``ussd.*`` logger to the home's log file and to stderr (one line each)."""
+    to_file = _LogFile(home.logs / LOG_NAME)
+    to_file.setFormatter(logging.Formatter(LOG_FORMAT))
+    to_stderr = logging.StreamHandler(sys.stderr)
+    to_stderr.setFormatter(_OneLineFormatter(LOG_FORMAT))
+    handlers: list[logging.Handler] = [to_file, to_stderr]
     root = logging.getLogger("ussd")
     for handler in handlers:
-        handler.setFormatter(formatter)
         root.addHandler(handler)
     root.setLevel(logging.INFO)
     root.propagate = False  # the command line's own stderr handler would print every line twice

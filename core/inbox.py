@@ -189,6 +189,8 @@ def _split_claim(claim: str) -> tuple[str | None, str]:
     if not tilde:
         return None, claim
     _token, _dot, source = prefix.partition(".")
+    if not (source.isidentifier() and source.isascii() and len(source) <= 16):
+        source = ""  # not a claim this program made (a file put into .claimed/ by hand)
     return (source or None), name
 
 
@@ -400,10 +402,28 @@ def _write_synced(path: Path, data: bytes) -> None:
 
 
 def _relative(home: Home, path: Path) -> str:
+    """A path for the store and the log: under the home, escaped (the name came from outside)."""
     try:
-        return str(path.relative_to(home.root))
+        path = path.relative_to(home.root)
     except ValueError:
-        return str(path)
+        pass
+    return escape_text(str(path), 1000)
+
+
+# Every character escapes to at most 10, and a name has at most 255: a key is never cut short.
+_KEY_LIMIT = 10 * NAME_MAX + 10
+
+
+def _claim_key(db, claim: str) -> str:
+    """A claimed file's key in ``inbox_files``: its name, escaped (a name may carry anything).
+
+    Stores written before keys were escaped used the raw name; a file claimed
+    then and still in flight is found under that.
+    """
+    key = escape_text(claim, _KEY_LIMIT)
+    if key != claim and _row(db, key) is None and _row(db, claim) is not None:
+        return claim
+    return key
 
 
 # -- the one delivery function ----------------------------------------------------------
@@ -563,8 +583,9 @@ def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str,
                     config: InboxConfig, stop: threading.Event | None) -> FileResult:
     db = receiver.db
     claim = claim_path.name
+    key = _claim_key(db, claim)
     named_source, inbox_name = _split_claim(claim)
-    row = _row(db, claim)
+    row = _row(db, key)
     source = (row or {}).get("source") or named_source or resumer
     label = escape_text(inbox_name, 120)
     base = dict(name=label, source=source, claimed=claim_path)
@@ -618,9 +639,9 @@ def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str,
         def within(chunk=chunk, upto=upto, upto_offset=upto_offset, first=not row_exists, expect=line_at):
             stamp = time.time()
             if first:
-                _create_row(db, claim, label, source, fmt, "claimed", upto, upto_offset, len(chunk), stamp)
+                _create_row(db, key, label, source, fmt, "claimed", upto, upto_offset, len(chunk), stamp)
             else:
-                _advance_row(db, claim, expect, upto, upto_offset, len(chunk), fmt, stamp)
+                _advance_row(db, key, expect, upto, upto_offset, len(chunk), fmt, stamp)
 
         try:
             verdicts.extend(receiver.ingest_many(chunk, source=source, within=within))
@@ -640,8 +661,8 @@ def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str,
                           due=max(st.st_mtime, time.time()) + config.settle_time, verdicts=verdicts, outcomes=outcomes)
     # Settled and read to the end: archive it.
     archived = _archive(home, claim, inbox_name, data if config.keep_originals else scrub(inbox_name, data, fmt))
-    if not _finish_row(db, claim, "done", _relative(home, archived), None, time.time()):
-        winner = (_row(db, claim) or {}).get("archived_as")
+    if not _finish_row(db, key, "done", _relative(home, archived), None, time.time()):
+        winner = (_row(db, key) or {}).get("archived_as")
         if winner != _relative(home, archived):
             os.unlink(archived)  # our copy only; the worker that finished first archived its own
         _drop_stages(home, claim)
@@ -655,8 +676,7 @@ def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str,
         pass
     summary = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "none"
     log.info("file %s done by %s: %d frames in %d lines (this pass: %s), moved to %s", label, source,
-             (row["frames"] if row else 0) + len(verdicts), line_at, summary,
-             escape_text(_relative(home, archived), 200))
+             (row["frames"] if row else 0) + len(verdicts), line_at, summary, _relative(home, archived))
     return FileResult(**base, status="done", format=fmt, frames=len(verdicts), line=line_at, archived=archived,
                       verdicts=verdicts, outcomes=outcomes)
 
@@ -693,14 +713,15 @@ def _reject(claim_path: Path, reason: str, source: str, label: str, inbox_name: 
     finishes the same move, so a file is never rejected twice.
     """
     db = receiver.db
-    claim = claim_path.name
+    key = _claim_key(db, claim_path.name)
+    reason = escape_text(reason, 300)
     now = time.time()
     with write_transaction(db):
-        current = _row(db, claim)
+        current = _row(db, key)
         if current is None:
-            _create_row(db, claim, label, source, None, "rejected", 0, 0, 0, now, reason=reason)
+            _create_row(db, key, label, source, None, "rejected", 0, 0, 0, now, reason=reason)
         elif current["state"] == "claimed":
-            _finish_row(db, claim, "rejected", None, reason, now)
+            _finish_row(db, key, "rejected", None, reason, now)
     rejected = home.rejected
     rejected.mkdir(parents=True, exist_ok=True)
     _inside(home, rejected)
@@ -712,19 +733,18 @@ def _reject(claim_path: Path, reason: str, source: str, label: str, inbox_name: 
     if moved is None:
         moved = _link_in(claim_path, rejected, inbox_name)
     note = (
-        f"reason: {escape_text(reason, 300)}\nfile: {label}\npath: {source}\n"
+        f"reason: {reason}\nfile: {label}\npath: {source}\n"
         f"rejected at: {dt.datetime.fromtimestamp(now).isoformat(timespec='seconds')}\n"
     )
     Path(str(moved) + ".reason").write_text(note, encoding="ascii")
     with write_transaction(db):
         db.execute_sql(f"UPDATE inbox_files SET archived_as = {db.param} WHERE claim = {db.param}",
-                       (_relative(home, moved), claim))
+                       (_relative(home, moved), key))
     try:
         os.unlink(claim_path)
     except FileNotFoundError:
         pass  # moved by a rename where links fail
-    log.info("file %s rejected (%s), moved to %s", label, escape_text(reason, 200),
-             escape_text(_relative(home, moved), 200))
+    log.info("file %s rejected (%s), moved to %s", label, reason, _relative(home, moved))
     return FileResult(label, source, "rejected", reason=reason, claimed=claim_path, archived=moved)
 
 

@@ -23,7 +23,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py tests/test_properties.py
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py tests/test_properties.py tests/test_fuzz_inbox.py
 
 # SIGKILL a real `ussd-console watch` 200 times over a 50,000-frame inbox; compare with a clean run.
 crashtest: $(STAMP)

@@ -14,10 +14,20 @@ A file whose writer may still be appending (its mtime is younger than
 ("held") until it settles: the writer's open descriptor follows the renamed
 inode, so nothing it writes later is lost.
 
+While one worker reads and archives a claimed file it holds an ``flock`` on
+it; the kernel drops it if the process dies, so a crashed worker's file is
+taken over at once and two live ones never work on one file. The archive copy
+is staged under a name derived from the claim, so a worker resuming after a
+crash finds the copy it made instead of making a second one.
+
 ``InboxService`` runs the two paths: the observer's handler only queues paths
 (an exception in a handler kills the observer thread), a worker thread drains
-the queue, a monitor restarts a dead observer, and the sweep lists the inbox
-every ``sweep_interval`` as the safety net for events that never came.
+the queue, a monitor restarts a dead observer, worker or sweep thread, and the
+sweep lists the inbox every ``sweep_interval`` as the safety net for events
+that never came. A fault (the store full, read-only or locked, a file that
+cannot be read, a dead thread) is logged once in one line and shown by
+``health()`` until the thing works again; the file it concerns stays in the
+inbox and every sweep tries it again.
 """
 
 from __future__ import annotations
@@ -108,7 +118,7 @@ class FileResult:
 
     name: str  # the file's name in the inbox, escaped for display
     source: str  # the path that carried the file (the claim's winner)
-    status: str  # done, held, rejected, lost, skipped
+    status: str  # done, held, rejected, lost, skipped; "error" from InboxService when delivery failed
     reason: str | None = None
     format: str | None = None
     frames: int = 0  # frames ingested by this call
@@ -314,7 +324,12 @@ def _existing_link(st: os.stat_result, folder: Path, name: str) -> Path | None:
 
 
 def _link_in(src: Path, folder: Path, name: str) -> Path:
-    """``src`` under a new name in ``folder``, by a link (``src`` stays) or, where links fail, a rename."""
+    """``src`` under a new name in ``folder``, by a link (``src`` stays) or, where links fail, a rename.
+
+    A link (the caller unlinks ``src`` after) rather than a rename: a rename out
+    of the watched tree is an unpaired move event, which watchdog holds back
+    0.5 s, delaying every event behind it.
+    """
     try:
         return _link_unique(src, folder, name)
     except OSError as exc:

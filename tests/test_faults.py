@@ -418,3 +418,10 @@ def test_a_watch_process_whose_files_cannot_grow_waits_and_resumes_without_count
     with Receiver(str(home.db)) as r:
         assert r.per_source() == {"watch": {"APPLIED": 20000}}
         assert r.db.execute_sql("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_watch_that_cannot_open_its_store_exits_2_with_one_line(home, capsys):
+    home.db.mkdir()  # not a database at all
+    assert main(["watch", "--home", str(home.root)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"ussd-console: error: cannot open the store at {home.db}: unable to open database file"]

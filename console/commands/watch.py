@@ -132,8 +132,10 @@ def cmd_watch(args, ctx) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     service = InboxService(home, db_path=ctx.store_target, config=config, on_verdicts=_alert_conflicts)
+    started = False
     try:
         service.start()
+        started = True
         log.info("watching %s; Ctrl-C or SIGTERM stops", home.inbox)
         next_eviction = time.monotonic()
         while not stop.is_set():
@@ -147,7 +149,8 @@ def cmd_watch(args, ctx) -> int:
             stop.wait(max(0.0, min(1.0, next_eviction - time.monotonic())))
     finally:
         clean = service.stop(timeout=10.0)
-        log.info("stopped%s", "" if clean else " (a file was still being read; it resumes at the next start)")
+        if started:  # a start that failed says why in the one error line, and nothing else
+            log.info("stopped%s", "" if clean else " (a file was still being read; it resumes at the next start)")
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         _teardown_logging(handlers)

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo run test bench fuzz screenshots clean
+.PHONY: demo run test bench fuzz crashtest screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -23,7 +23,11 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py tests/test_properties.py
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py tests/test_properties.py tests/test_fuzz_inbox.py
+
+# SIGKILL a real `ussd-console watch` 200 times over a 50,000-frame inbox; compare with a clean run.
+crashtest: $(STAMP)
+	$(BIN)/python -m tests.crash_harness --kills 200 --frames 50000
 
 screenshots: $(STAMP)
 	$(BIN)/python -m console.screenshots

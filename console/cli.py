@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sqlite3
 import sys
 
 import peewee
 
 from core import RetentionError, StoreError
+from core.frame import escape_text
 from core.home import DEFAULT_HOME, ENV_HOME, Home
 
 from .commands import MODULES
@@ -56,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_line(exc: BaseException) -> str:
+    """The error's first line, escaped: it may quote a file name or text from outside."""
     text = str(exc).strip().splitlines()
-    return text[0] if text else exc.__class__.__name__
+    return escape_text(text[0], 500) if text else exc.__class__.__name__
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ussd-console: error: store {ctx.store_label}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:
-        print(f"ussd-console: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        where = escape_text(os.fsdecode(exc.filename), 300) if exc.filename is not None else ""
+        print(f"ussd-console: error: {exc.strerror or _one_line(exc)}: {where}".rstrip(": "), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("ussd-console: interrupted", file=sys.stderr)

@@ -155,7 +155,10 @@ def _delimiter(header: str) -> str:
 
 
 def _looks_like_header(line: str) -> bool:
-    fields = next(csv.reader([line], delimiter=_delimiter(line)), [])
+    try:
+        fields = next(csv.reader([line], delimiter=_delimiter(line)), [])
+    except csv.Error:  # e.g. a field over csv's size limit: not a header anyone wrote
+        return False
     if len(fields) < 2:
         return False
     names = [_norm(f) for f in fields]
@@ -197,13 +200,12 @@ def _csv_rows(text: str) -> Iterator[tuple[int, list[str] | None]]:
 
 def _csv_items(text: str) -> Iterator[Item]:
     rows = _csv_rows(text)
-    header = None
-    for _line, row in rows:
-        if row is not None:
-            header = row
-            break
-    if header is None:
+    first = next(rows, None)
+    if first is None:
         return
+    header = first[1]
+    if header is None:
+        raise FormatError("the CSV header cannot be read")
     cols = _Columns(header)
     if cols.text is None:
         raise FormatError("the CSV header names no frame or text column")

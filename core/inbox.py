@@ -14,27 +14,43 @@ A file whose writer may still be appending (its mtime is younger than
 ("held") until it settles: the writer's open descriptor follows the renamed
 inode, so nothing it writes later is lost.
 
+While one worker reads and archives a claimed file it holds an ``flock`` on
+it; the kernel drops it if the process dies, so a crashed worker's file is
+taken over at once and two live ones never work on one file. The archive copy
+is staged under a name derived from the claim, so a worker resuming after a
+crash finds the copy it made instead of making a second one.
+
 ``InboxService`` runs the two paths: the observer's handler only queues paths
 (an exception in a handler kills the observer thread), a worker thread drains
-the queue, a monitor restarts a dead observer, and the sweep lists the inbox
-every ``sweep_interval`` as the safety net for events that never came.
+the queue, a monitor restarts a dead observer, worker or sweep thread, and the
+sweep lists the inbox every ``sweep_interval`` as the safety net for events
+that never came. A fault (the store full, read-only or locked, a file that
+cannot be read, a dead thread) is logged once in one line and shown by
+``health()`` until the thing works again; the file it concerns stays in the
+inbox and every sweep tries it again.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import errno
+import fcntl
+import hashlib
 import itertools
 import logging
 import os
 import queue
+import re
 import stat
+import sqlite3
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+import peewee
 
 from .config import InboxConfig, load_inbox_config
 from .formats import FormatError, complete_part, line_count, read_items, scrub
@@ -69,6 +85,29 @@ class _ShutdownRaceFilter(logging.Filter):
 logging.getLogger("watchdog.observers.inotify").addFilter(_ShutdownRaceFilter())
 
 
+_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO})
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else exc.__class__.__name__
+
+
+def _os_error(exc: OSError) -> str:
+    """``strerror`` and the file's name, escaped: no traceback and no raw name in a log line."""
+    what = exc.strerror or _one_line(exc)
+    if exc.filename is not None:
+        return f"{what}: {escape_text(os.path.basename(os.fsdecode(exc.filename)), 120)}"
+    return what
+
+
+def _is_store_error(exc: BaseException) -> bool:
+    """An error from the database (SQLite or PostgreSQL, raw or wrapped by peewee)."""
+    if isinstance(exc, (peewee.PeeweeException, sqlite3.Error)):
+        return True
+    return type(exc).__module__.split(".")[0] == "psycopg"
+
+
 class _ClaimTaken(Exception):
     """Another worker committed this file's progress first; our transaction rolls back."""
 
@@ -79,7 +118,7 @@ class FileResult:
 
     name: str  # the file's name in the inbox, escaped for display
     source: str  # the path that carried the file (the claim's winner)
-    status: str  # done, held, rejected, lost, skipped
+    status: str  # done, held, rejected, lost, skipped; "error" from InboxService when delivery failed
     reason: str | None = None
     format: str | None = None
     frames: int = 0  # frames ingested by this call
@@ -160,6 +199,8 @@ def _split_claim(claim: str) -> tuple[str | None, str]:
     if not tilde:
         return None, claim
     _token, _dot, source = prefix.partition(".")
+    if not (source.isidentifier() and source.isascii() and len(source) <= 16):
+        source = ""  # not a claim this program made (a file put into .claimed/ by hand)
     return (source or None), name
 
 
@@ -263,49 +304,141 @@ def _link_unique(src: Path, folder: Path, name: str) -> Path:
     raise AssertionError("unreachable")
 
 
-def _write_unique(folder: Path, name: str, data: bytes) -> Path:
-    """Write ``data`` to a new file in ``folder``: a hidden temp, fsynced, then linked in."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{time.time_ns():x}-{os.getpid():x}-{next(_counter):x}.part"
-    try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return _link_unique(tmp, folder, name)
-    finally:
+def _existing_link(st: os.stat_result, folder: Path, name: str) -> Path | None:
+    """The name in ``folder`` that ``_link_unique`` gave this inode before a crash, if any.
+
+    ``_link_unique`` takes the first free candidate name, so a link it made is
+    among the names that are taken before the first free one.
+    """
+    for candidate in _candidates(name):
+        target = folder / candidate
         try:
-            os.unlink(tmp)
+            found = os.lstat(target)
+        except FileNotFoundError:
+            if os.path.lexists(str(target) + ".reason"):
+                continue
+            return None
+        if (found.st_dev, found.st_ino) == (st.st_dev, st.st_ino):
+            return target
+    raise AssertionError("unreachable")
+
+
+def _link_in(src: Path, folder: Path, name: str) -> Path:
+    """``src`` under a new name in ``folder``, by a link (``src`` stays) or, where links fail, a rename.
+
+    A link (the caller unlinks ``src`` after) rather than a rename: a rename out
+    of the watched tree is an unpaired move event, which watchdog holds back
+    0.5 s, delaying every event behind it.
+    """
+    try:
+        return _link_unique(src, folder, name)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP):
+            raise
+    for candidate in _candidates(name):
+        target = folder / candidate
+        if not os.path.lexists(target) and not os.path.lexists(str(target) + ".reason"):
+            os.rename(src, target)
+            return target
+    raise AssertionError("unreachable")
+
+
+_STAGE = ".arch-"
+
+
+def _stage_prefix(claim: str) -> str:
+    return _STAGE + hashlib.sha256(os.fsencode(claim)).hexdigest()[:24] + "-"
+
+
+def _stages(home: Home, claim: str) -> list[Path]:
+    prefix = _stage_prefix(claim)
+    try:
+        with os.scandir(claimed_dir(home)) as it:
+            return [Path(e.path) for e in it if e.name.startswith(prefix) and e.name.endswith(".part")]
+    except FileNotFoundError:
+        return []
+
+
+def _drop_stages(home: Home, claim: str) -> None:
+    for stage in _stages(home, claim):
+        try:
+            os.unlink(stage)
         except FileNotFoundError:
             pass
 
 
-def _move_unique(src: Path, folder: Path, name: str) -> Path:
-    """Move ``src`` to a new name in ``folder``: link then unlink, falling back to a rename.
+def _archive(home: Home, claim: str, name: str, data: bytes) -> Path:
+    """Put ``data`` into ``processed/YYYY-MM-DD/`` under ``name`` (or a free variant), once.
 
-    Link and unlink rather than rename: a rename out of the watched tree is an
-    unpaired move event, which watchdog holds back 0.5 s, delaying every event
-    behind it.
+    The copy is written to a stage named after the claim (hidden, beside the
+    claimed file, carrying its day), fsynced, then linked in under a free
+    name, and the stage is removed only after the file's row says ``done``.
+    A worker that resumes the claim after a crash finds a stage with a second
+    link and takes that link as the archive, instead of making a second copy;
+    a stage with one link is an unfinished write and is written again.
     """
+    for stage in _stages(home, claim):
+        st = os.lstat(stage)
+        day = stage.name[len(_stage_prefix(claim)) : -len(".part")]
+        if st.st_nlink > 1 and re.fullmatch(r"\d{4}-\d{2}-\d{2}", day):
+            found = _existing_link(st, home.processed / day, name)
+            if found is not None:
+                return found
+        os.unlink(stage)
+    day = dt.date.fromtimestamp(time.time()).isoformat()
+    folder = home.processed / day
+    folder.mkdir(parents=True, exist_ok=True)
+    _inside(home, folder)
+    stage = claimed_dir(home) / f"{_stage_prefix(claim)}{day}.part"
+    _write_synced(stage, data)
     try:
-        target = _link_unique(src, folder, name)
+        return _link_unique(stage, folder, name)
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP):
             raise
-        for candidate in _candidates(name):
-            target = folder / candidate
-            if not os.path.lexists(target) and not os.path.lexists(str(target) + ".reason"):
-                os.rename(src, target)
-                return target
-    os.unlink(src)
-    return target
+    # No link from the inbox to the archive (another filesystem): a stage in the day folder instead.
+    # A crash between its link and the commit can then leave a second copy; nothing else changes.
+    local = folder / f".{time.time_ns():x}-{os.getpid():x}-{next(_counter):x}.part"
+    try:
+        _write_synced(local, data)
+        return _link_unique(local, folder, name)
+    finally:
+        try:
+            os.unlink(local)
+        except FileNotFoundError:
+            pass
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "xb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def _relative(home: Home, path: Path) -> str:
+    """A path for the store and the log: under the home, escaped (the name came from outside)."""
     try:
-        return str(path.relative_to(home.root))
+        path = path.relative_to(home.root)
     except ValueError:
-        return str(path)
+        pass
+    return escape_text(str(path), 1000)
+
+
+# Every character escapes to at most 10, and a name has at most 255: a key is never cut short.
+_KEY_LIMIT = 10 * NAME_MAX + 10
+
+
+def _claim_key(db, claim: str) -> str:
+    """A claimed file's key in ``inbox_files``: its name, escaped (a name may carry anything).
+
+    Stores written before keys were escaped used the raw name; a file claimed
+    then and still in flight is found under that.
+    """
+    key = escape_text(claim, _KEY_LIMIT)
+    if key != claim and _row(db, key) is None and _row(db, claim) is not None:
+        return claim
+    return key
 
 
 # -- the one delivery function ----------------------------------------------------------
@@ -343,6 +476,12 @@ def deliver(
         reason = kind_skip(st)
         if reason:
             return FileResult(escape_text(name, 120), source, "skipped", reason=reason)
+        # An unreadable file (permission denied) raises here, before the claim, so it stays where it is.
+        try:
+            os.close(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)))
+        except FileNotFoundError:
+            log.info("claim lost by %s: %s is already gone (another path took it)", source, escape_text(name, 120))
+            return FileResult(escape_text(name, 120), source, "lost", reason="gone")
         claimed.mkdir(exist_ok=True)
         _inside(home, claimed)
         target = claimed / _claim_name(source, name)
@@ -400,41 +539,88 @@ def deliver_until_done(path, source, receiver, home, config=None) -> FileResult:
     return result
 
 
+def _lock(fd: int) -> bool:
+    """Hold a claimed file exclusively while one worker reads and archives it.
+
+    The kernel drops the lock when its process dies, so after a crash the next
+    worker takes the file over at once, while two live workers (threads or
+    processes) never read or archive one claim at the same time. On a
+    filesystem without locks the progress row's compare-and-set still keeps
+    the ledger exact.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.ENOLCK, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL):
+            return True
+        raise
+
+
+def _same_file(path: Path, st: os.stat_result) -> bool:
+    try:
+        now = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
+
+
 def _process(claim_path: Path, resumer: str, receiver: Receiver, home: Home, config: InboxConfig,
              stop: threading.Event | None) -> FileResult:
-    db = receiver.db
     claim = claim_path.name
     named_source, inbox_name = _split_claim(claim)
-    row = _row(db, claim)
+    label = escape_text(inbox_name, 120)
+    try:
+        fd = os.open(claim_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        log.info("claim lost by %s: %s was finished by another worker", resumer, label)
+        return FileResult(label, named_source or resumer, "lost", reason="gone", claimed=claim_path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return _reject(claim_path, "symlink", named_source or resumer, label, inbox_name, receiver, home)
+        raise
+    try:
+        st = os.fstat(fd)
+        if not _lock(fd):
+            log.debug("%s is being read by another worker; left to it", label)
+            return FileResult(label, named_source or resumer, "skipped", reason="being read", claimed=claim_path)
+        if not _same_file(claim_path, st):
+            log.info("claim lost by %s: %s was finished by another worker", resumer, label)
+            return FileResult(label, named_source or resumer, "lost", reason="gone", claimed=claim_path)
+        return _process_locked(fd, st, claim_path, resumer, receiver, home, config, stop)
+    finally:
+        os.close(fd)  # releases the lock, after the claim is archived and removed
+
+
+def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str, receiver: Receiver, home: Home,
+                    config: InboxConfig, stop: threading.Event | None) -> FileResult:
+    db = receiver.db
+    claim = claim_path.name
+    key = _claim_key(db, claim)
+    named_source, inbox_name = _split_claim(claim)
+    row = _row(db, key)
     source = (row or {}).get("source") or named_source or resumer
     label = escape_text(inbox_name, 120)
     base = dict(name=label, source=source, claimed=claim_path)
     if row and row["state"] == "rejected":
         return _reject(claim_path, row["reason"] or "rejected", source, label, inbox_name, receiver, home)
     if row and row["state"] == "done":
-        # A crash after the archive was written: only the claimed copy is left to remove.
+        # A crash after the archive was committed: only the stage and the claimed copy are left to remove.
+        _drop_stages(home, claim)
         try:
             os.unlink(claim_path)
         except FileNotFoundError:
             pass
         return FileResult(**base, status="done", line=row["line"], format=row["format"])
-    try:
-        fd = os.open(claim_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        log.info("claim lost by %s: %s was finished by another worker", resumer, label)
-        return FileResult(**base, status="lost", reason="gone")
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return _reject(claim_path, "symlink", source, label, inbox_name, receiver, home)
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        why = kind_skip(st)
-        if why:
-            return _reject(claim_path, why, source, label, inbox_name, receiver, home)
-        if st.st_size > config.max_file_bytes:
-            return _reject(claim_path, f"over the size limit ({st.st_size} > {config.max_file_bytes} bytes)",
-                           source, label, inbox_name, receiver, home)
+    why = kind_skip(st)
+    if why:
+        return _reject(claim_path, why, source, label, inbox_name, receiver, home)
+    if st.st_size > config.max_file_bytes:
+        return _reject(claim_path, f"over the size limit ({st.st_size} > {config.max_file_bytes} bytes)",
+                       source, label, inbox_name, receiver, home)
+    with open(fd, "rb", closefd=False) as fh:
         data = fh.read(config.max_file_bytes + 1)
     if len(data) > config.max_file_bytes:
         return _reject(claim_path, f"over the size limit (more than {config.max_file_bytes} bytes)",
@@ -468,9 +654,9 @@ def _process(claim_path: Path, resumer: str, receiver: Receiver, home: Home, con
         def within(chunk=chunk, upto=upto, upto_offset=upto_offset, first=not row_exists, expect=line_at):
             stamp = time.time()
             if first:
-                _create_row(db, claim, label, source, fmt, "claimed", upto, upto_offset, len(chunk), stamp)
+                _create_row(db, key, label, source, fmt, "claimed", upto, upto_offset, len(chunk), stamp)
             else:
-                _advance_row(db, claim, expect, upto, upto_offset, len(chunk), fmt, stamp)
+                _advance_row(db, key, expect, upto, upto_offset, len(chunk), fmt, stamp)
 
         try:
             verdicts.extend(receiver.ingest_many(chunk, source=source, within=within))
@@ -489,27 +675,23 @@ def _process(claim_path: Path, resumer: str, receiver: Receiver, home: Home, con
         return FileResult(**base, status="held", format=fmt, frames=len(verdicts), line=line_at,
                           due=max(st.st_mtime, time.time()) + config.settle_time, verdicts=verdicts, outcomes=outcomes)
     # Settled and read to the end: archive it.
-    day = dt.date.fromtimestamp(time.time()).isoformat()
-    folder = home.processed / day
-    folder.mkdir(parents=True, exist_ok=True)
-    _inside(home, folder)
-    if config.keep_originals:
-        archived = _link_unique(claim_path, folder, inbox_name)
-    else:
-        archived = _write_unique(folder, inbox_name, scrub(inbox_name, data, fmt))
-    if not _finish_row(db, claim, "done", _relative(home, archived), None, time.time()):
-        os.unlink(archived)  # our copy only; the worker that finished first archived its own
+    archived = _archive(home, claim, inbox_name, data if config.keep_originals else scrub(inbox_name, data, fmt))
+    if not _finish_row(db, key, "done", _relative(home, archived), None, time.time()):
+        winner = (_row(db, key) or {}).get("archived_as")
+        if winner != _relative(home, archived):
+            os.unlink(archived)  # our copy only; the worker that finished first archived its own
+        _drop_stages(home, claim)
         log.info("claim lost by %s: %s was finished by another worker", resumer, label)
         return FileResult(**base, status="lost", reason="finished elsewhere", verdicts=verdicts,
                           frames=len(verdicts), outcomes=outcomes)
+    _drop_stages(home, claim)
     try:
         os.unlink(claim_path)
     except FileNotFoundError:
         pass
     summary = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "none"
     log.info("file %s done by %s: %d frames in %d lines (this pass: %s), moved to %s", label, source,
-             (row["frames"] if row else 0) + len(verdicts), line_at, summary,
-             escape_text(_relative(home, archived), 200))
+             (row["frames"] if row else 0) + len(verdicts), line_at, summary, _relative(home, archived))
     return FileResult(**base, status="done", format=fmt, frames=len(verdicts), line=line_at, archived=archived,
                       verdicts=verdicts, outcomes=outcomes)
 
@@ -538,31 +720,46 @@ def _changed(path: Path, before: os.stat_result) -> bool:
 
 def _reject(claim_path: Path, reason: str, source: str, label: str, inbox_name: str, receiver: Receiver,
             home: Home) -> FileResult:
-    """Move a claimed file to ``rejected/`` unread (or partly read) with a ``.reason`` file beside it."""
+    """Move a claimed file to ``rejected/`` unread (or partly read) with a ``.reason`` file beside it.
+
+    The row says ``rejected`` first; then the file is linked into
+    ``rejected/``, its reason written, and only then the claimed name removed.
+    A worker resuming after a crash in between finds the link by its inode and
+    finishes the same move, so a file is never rejected twice.
+    """
     db = receiver.db
-    claim = claim_path.name
+    key = _claim_key(db, claim_path.name)
+    reason = escape_text(reason, 300)
     now = time.time()
     with write_transaction(db):
-        current = _row(db, claim)
+        current = _row(db, key)
         if current is None:
-            _create_row(db, claim, label, source, None, "rejected", 0, 0, 0, now, reason=reason)
+            _create_row(db, key, label, source, None, "rejected", 0, 0, 0, now, reason=reason)
         elif current["state"] == "claimed":
-            _finish_row(db, claim, "rejected", None, reason, now)
-    _inside(home, home.rejected)
+            _finish_row(db, key, "rejected", None, reason, now)
+    rejected = home.rejected
+    rejected.mkdir(parents=True, exist_ok=True)
+    _inside(home, rejected)
     try:
-        moved = _move_unique(claim_path, home.rejected, inbox_name)
+        st = os.lstat(claim_path)
     except FileNotFoundError:
         return FileResult(label, source, "lost", reason="gone")
-    with write_transaction(db):
-        db.execute_sql(f"UPDATE inbox_files SET archived_as = {db.param} WHERE claim = {db.param}",
-                       (_relative(home, moved), claim))
+    moved = _existing_link(st, rejected, inbox_name) if st.st_nlink > 1 else None
+    if moved is None:
+        moved = _link_in(claim_path, rejected, inbox_name)
     note = (
-        f"reason: {escape_text(reason, 300)}\nfile: {label}\npath: {source}\n"
+        f"reason: {reason}\nfile: {label}\npath: {source}\n"
         f"rejected at: {dt.datetime.fromtimestamp(now).isoformat(timespec='seconds')}\n"
     )
     Path(str(moved) + ".reason").write_text(note, encoding="ascii")
-    log.info("file %s rejected (%s), moved to %s", label, escape_text(reason, 200),
-             escape_text(_relative(home, moved), 200))
+    with write_transaction(db):
+        db.execute_sql(f"UPDATE inbox_files SET archived_as = {db.param} WHERE claim = {db.param}",
+                       (_relative(home, moved), key))
+    try:
+        os.unlink(claim_path)
+    except FileNotFoundError:
+        pass  # moved by a rename where links fail
+    log.info("file %s rejected (%s), moved to %s", label, reason, _relative(home, moved))
     return FileResult(label, source, "rejected", reason=reason, claimed=claim_path, archived=moved)
 
 
@@ -584,8 +781,9 @@ class _Handler:
                     self.service._offer(os.fsdecode(event.dest_path), moved=True)
             elif event.event_type in ("created", "modified", "closed"):
                 self.service._offer(os.fsdecode(event.src_path), moved=False)
-        except Exception:  # noqa: BLE001 - a raise here would kill the observer thread
-            log.exception("inbox event handler failed on %r", event)
+        except Exception as exc:  # noqa: BLE001 - a raise here would kill the observer thread
+            log.error("inbox event handler failed on %s: %s", escape_text(repr(event), 300), _one_line(exc),
+                      exc_info=True)
 
 
 class InboxService:
@@ -614,7 +812,13 @@ class InboxService:
         self._claims_won: Counter = Counter()
         self._claims_lost = 0
         self._last_sweep: float | None = None
-        self._last_error: str | None = None
+        # Faults in force: what -> (message, since, last seen). Each clears itself when the thing
+        # it names works again; the newest one is kept after that for the console to show.
+        self._faults: dict[str, tuple[str, float, float]] = {}
+        self._last_fault: tuple[str, float] | None = None
+        self._recovered_at: float | None = None
+        self._observer_restarts = 0
+        self._hooked: tuple[Callable, Callable] | None = None
         self._observer = None
         self._observer_state = "off"
         self._threads: dict[str, threading.Thread] = {}
@@ -630,12 +834,12 @@ class InboxService:
         self.receiver = Receiver(self.db_path)
         self._stop.clear()
         self._started = True
+        self._hook_thread_deaths()
         if self.config.observer:
             self._start_observer()
         self._spawn("worker", self._worker_loop)
         self._spawn("sweep", self._sweep_loop)
-        if self.config.observer:
-            self._spawn("monitor", self._monitor_loop)
+        self._spawn("monitor", self._monitor_loop)
         log.info("inbox %s: observer %s, sweep %s every %gs, settle %gs", escape_text(self._inbox, 200),
                  "on" if self.config.observer else "off", "on" if self.config.sweep else "off",
                  self.config.sweep_interval, self.config.settle_time)
@@ -655,6 +859,7 @@ class InboxService:
         self._threads.clear()
         self._started = False
         self._observer_state = "off"
+        self._unhook_thread_deaths()
         if self.receiver is not None and stopped:
             self.receiver.close()
         return stopped
@@ -669,9 +874,8 @@ class InboxService:
         def run():
             try:
                 target()
-            except Exception as exc:  # noqa: BLE001 - recorded for health(); the monitor restarts the worker
-                self._last_error = f"{name} thread: {exc}"
-                log.exception("inbox %s thread stopped on an error", name)
+            except Exception as exc:  # noqa: BLE001 - recorded for health(); the monitor restarts the thread
+                self._fault(name, f"the inbox {name} thread stopped: {_one_line(exc)}; restarting it", exc_info=True)
             finally:
                 try:
                     if self.receiver is not None:
@@ -727,24 +931,67 @@ class InboxService:
         except Exception:  # noqa: BLE001
             return False
 
+    def _hook_thread_deaths(self) -> None:
+        """Turn the death of a watchdog thread into a fault line instead of a traceback on stderr."""
+        previous = threading.excepthook
+
+        def hook(args) -> None:
+            thread = args.thread
+            if (self._started and thread is not None and type(thread).__module__.startswith("watchdog")
+                    and args.exc_type is not SystemExit):
+                self._fault("observer", f"the inbox observer died: {_one_line(args.exc_value)}; restarting it",
+                            exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+                return
+            previous(args)
+
+        threading.excepthook = hook
+        self._hooked = (hook, previous)
+
+    def _unhook_thread_deaths(self) -> None:
+        if self._hooked is not None:
+            hook, previous = self._hooked
+            if threading.excepthook is hook:
+                threading.excepthook = previous
+            self._hooked = None
+
     def _monitor_loop(self) -> None:
         while not self._stop.wait(MONITOR_EVERY):
-            if self._observer_alive():
-                continue
+            try:
+                self._check_threads()
+                self._clear("monitor")
+            except Exception as exc:  # noqa: BLE001 - the monitor itself must outlive what it watches
+                self._fault("monitor", f"the inbox monitor failed: {_one_line(exc)}", exc_info=True)
+
+    def _check_threads(self) -> None:
+        """Restart a dead observer, worker or sweep thread; each death is a fault until then."""
+        if self.config.observer and not self._observer_alive() and not self._stop.is_set():
             self._observer_state = "restarting"
-            log.warning("the inbox observer is dead; restarting it (the sweep covers the gap)")
+            with self._lock:
+                known = "observer" in self._faults
+            if not known:
+                self._fault("observer", "the inbox observer stopped; restarting it (the sweep covers the gap)")
             self._stop_observer(1.0)
             try:
                 self._start_observer()
-                log.info("inbox observer restarted")
             except Exception as exc:  # noqa: BLE001 - e.g. inotify limits; retried on the next tick
                 self._observer_state = "dead"
-                self._last_error = f"observer restart failed: {exc}"
-                log.warning("restarting the inbox observer failed: %s", exc)
+                self._fault("observer", f"the inbox observer cannot be restarted: {_one_line(exc)} "
+                                        "(the sweep still delivers)")
+            else:
+                with self._lock:
+                    self._observer_restarts += 1
+                log.info("inbox observer restarted")
+                self._clear("observer")
             self._sweep_wake.set()
-            worker = self._threads.get("worker")
-            if worker is not None and not worker.is_alive() and not self._stop.is_set():
-                self._spawn("worker", self._worker_loop)
+        for name, loop in (("worker", self._worker_loop), ("sweep", self._sweep_loop)):
+            thread = self._threads.get(name)
+            if thread is None or thread.is_alive() or self._stop.is_set():
+                continue
+            if name == "sweep" and not self.config.sweep:
+                continue  # with the sweep off, its thread ends after resuming claimed files at start
+            self._spawn(name, loop)
+            log.info("inbox %s thread restarted", name)
+            self._clear(name)
 
     # -- the push path: handler -> queue -> worker -------------------------------------
     def _offer(self, path: str, moved: bool) -> None:
@@ -776,14 +1023,17 @@ class InboxService:
                 item = self._queue.get(timeout=self._next_due_in())
             except queue.Empty:
                 pass
-            if item is not None and item[0] is not None:
-                path, kind, due = item
-                self._waiting.pop(path, None)
-                if kind == "held":
-                    self._waiting[path] = (due, True)
-                else:
-                    self._consider(path, moved=kind == "moved")
-            self._run_due()
+            try:
+                if item is not None and item[0] is not None:
+                    path, kind, due = item
+                    self._waiting.pop(path, None)
+                    if kind == "held":
+                        self._waiting[path] = (due, True)
+                    else:
+                        self._consider(path, moved=kind == "moved")
+                self._run_due()
+            except Exception as exc:  # noqa: BLE001 - the sweep takes over what this item was
+                self._fault("worker", f"the inbox worker failed: {_one_line(exc)}", exc_info=True)
 
     def _next_due_in(self) -> float:
         if not self._waiting:
@@ -834,8 +1084,12 @@ class InboxService:
         while not self._stop.is_set():
             self._sweep_wake.wait(self.config.sweep_interval)
             self._sweep_wake.clear()
-            if not self._stop.is_set():
+            if self._stop.is_set():
+                break
+            try:
                 self._sweep_once()
+            except Exception as exc:  # noqa: BLE001 - the next sweep tries again
+                self._fault("sweep", f"inbox sweep failed: {_one_line(exc)}", exc_info=True)
 
     def sweep_now(self) -> int:
         """One sweep in the caller's thread: resume claimed files, take settled ones. Files handled."""
@@ -878,8 +1132,9 @@ class InboxService:
                         continue
                     handled += self._deliver(path, "sweep").won
             except OSError as exc:
-                self._last_error = f"sweep: {exc}"
-                log.warning("inbox sweep failed: %s", exc)
+                self._fault("sweep", f"inbox sweep failed: {_os_error(exc)}")
+            else:
+                self._clear("sweep")
             self._forget_missing(set(self._listing(self._claimed)) | set(self._listing(self._inbox)))
             self._last_sweep = time.time()
         return handled
@@ -889,6 +1144,8 @@ class InboxService:
             for memo in (self._stable, self._logged_skips, self._logged_errors):
                 for path in [p for p in memo if p not in present]:
                     memo.pop(path, None)
+            gone = [key for key in self._faults if key.startswith("file:") and key[5:] not in present]
+        self._clear(*gone)  # a file that failed and then went away (taken, removed) is no fault now
 
     def _count_files(self, folder: str) -> int:
         try:
@@ -933,15 +1190,8 @@ class InboxService:
     def _deliver(self, path: str, source: str) -> FileResult:
         try:
             result = deliver(path, source, self.receiver, self.home, self.config, stop=self._stop)
-        except Exception as exc:  # noqa: BLE001 - one bad file must not stop either path
-            message = f"{escape_text(os.path.basename(path), 120)}: {exc}"
-            self._last_error = message
-            with self._lock:
-                first_time = self._logged_errors.get(path) != message
-                self._logged_errors[path] = message
-            if first_time:
-                log.exception("delivery by %s failed: %s", source, message)
-            return FileResult(escape_text(os.path.basename(path), 120), source, "error", reason=str(exc))
+        except Exception as exc:  # noqa: BLE001 - one bad file or a store outage must not stop either path
+            return self._delivery_failed(path, source, exc)
         with self._lock:
             self._logged_errors.pop(path, None)
             self._stable.pop(path, None)
@@ -949,7 +1199,11 @@ class InboxService:
                 self._claims_won[source] += 1
             elif result.status == "lost":
                 self._claims_lost += 1
-        if result.status == "skipped" and result.reason not in ("hidden name", "temporary name"):
+        if result.won:
+            self._clear("store", "disk", f"file:{path}")
+        elif result.status in ("lost", "skipped"):
+            self._clear(f"file:{path}")
+        if result.status == "skipped" and result.reason not in ("hidden name", "temporary name", "being read"):
             self._log_skip(path, result.reason or "skipped")
         if result.won and self.on_verdicts is not None:
             try:
@@ -958,8 +1212,66 @@ class InboxService:
                 log.exception("on_verdicts callback failed for %s", result.name)
         return result
 
+    def _delivery_failed(self, path: str, source: str, exc: Exception) -> FileResult:
+        """Record why a file could not be delivered; it stays in the inbox and every sweep retries it."""
+        name = escape_text(_split_claim(os.path.basename(path))[1], 120)
+        where = "claimed in the inbox" if os.path.dirname(path) == self._claimed else "in the inbox"
+        if _is_store_error(exc):
+            key = "store"
+            message = f"store: {escape_text(_one_line(exc), 200)}; files wait in the inbox and are retried"
+            try:
+                # A store that was read-only stays read-only on this connection; the retry opens a new one.
+                self.receiver.db.close()
+            except Exception:  # noqa: BLE001 - closing is only a courtesy to the next attempt
+                log.debug("closing the connection after a store error failed", exc_info=True)
+        elif isinstance(exc, OSError) and exc.errno in _DISK_ERRORS:
+            key = "disk"
+            message = f"disk: {_os_error(exc)}; files wait in the inbox and are retried"
+        elif isinstance(exc, OSError):
+            key = f"file:{path}"
+            message = f"{name}: {exc.strerror or escape_text(_one_line(exc), 200)}; left {where}, retried every sweep"
+        else:
+            key = f"file:{path}"
+            message = f"{name}: {exc.__class__.__name__}: {escape_text(_one_line(exc), 200)}; left {where}"
+        with self._lock:
+            first_time = self._logged_errors.get(path) != message
+            self._logged_errors[path] = message
+        unexpected = not (_is_store_error(exc) or isinstance(exc, OSError))
+        self._fault(key, message, exc_info=unexpected)
+        if first_time:
+            log.info("delivery by %s of %s failed; it waits %s", source, name, where)
+        return FileResult(name, source, "error", reason=message)
+
+    def _fault(self, key: str, message: str, exc_info=False) -> bool:
+        """Record a fault in force (logged once per distinct message); True if it is news."""
+        now = time.time()
+        with self._lock:
+            old = self._faults.get(key)
+            self._faults[key] = (message, old[1] if old else now, now)
+            self._last_fault = (message, now)
+            news = old is None or old[0] != message
+        if news:
+            log.warning("%s", message, exc_info=exc_info)
+        return news
+
+    def _clear(self, *keys: str) -> None:
+        now = time.time()
+        with self._lock:
+            gone = [self._faults.pop(key) for key in keys if key in self._faults]
+            if gone and not self._faults:
+                self._recovered_at = now
+        for message, since, _seen in gone:
+            log.info("fault cleared after %.1f s: %s", now - since, message)
+
     # -- health ---------------------------------------------------------------------------
     def health(self) -> dict:
+        """What the console's header shows: both paths, what waits, and any fault in force.
+
+        ``state`` is ``ok`` or ``fault``; ``last_error`` is the newest fault in
+        force (``None`` once everything works again), ``faults`` all of them,
+        oldest first; ``last_fault`` and ``recovered_at`` keep the newest fault
+        and when the last one cleared, so a console can say "recovered".
+        """
         if not self._started or not self.config.observer:
             observer = "off"
         elif self._observer_state == "restarting":
@@ -971,6 +1283,11 @@ class InboxService:
         with self._lock:
             won = dict(self._claims_won)
             lost = self._claims_lost
+            faults = sorted(self._faults.values(), key=lambda f: f[1])
+            newest = max(faults, key=lambda f: f[2]) if faults else None
+            last_fault = self._last_fault
+            recovered_at = self._recovered_at
+            restarts = self._observer_restarts
         return {
             "observer": observer,
             "sweep": "running" if sweeping else "off",
@@ -978,6 +1295,13 @@ class InboxService:
             "files_waiting": self._count_files(self._inbox) + self._count_files(self._claimed),
             "claims_won": won,
             "claims_lost": lost,
-            "last_error": self._last_error,
+            "state": "fault" if faults else "ok",
+            "last_error": newest[0] if newest else None,
+            "faults": [f[0] for f in faults],
+            "fault_since": faults[0][1] if faults else None,
+            "last_fault": last_fault[0] if last_fault else None,
+            "last_fault_at": last_fault[1] if last_fault else None,
+            "recovered_at": recovered_at,
+            "observer_restarts": restarts,
             "inbox": self._inbox,
         }

@@ -215,6 +215,10 @@ class Receiver:
         quarantine_bumps: dict[tuple[str, str], int] = {}
         added_cases = added_headcount = 0
         empty_set: frozenset = frozenset()
+        # A file label comes from outside (a path given to `ingest`): stored escaped unless it is
+        # printable ASCII already (the inbox's labels are). Every item of one file carries the
+        # same string, so it is checked once per file.
+        raw_file = shown_file = None
         # Enum member lookups and ``.value`` are slow descriptors; hoist them out of the loop.
         APPLIED, DUPLICATE, CONFLICT = Outcome.APPLIED, Outcome.DUPLICATE, Outcome.CONFLICT_QUARANTINED
         value_of = {o: o.value for o in Outcome}
@@ -225,6 +229,11 @@ class Receiver:
             seen_get, cases_get = seen.get, cases.get
             for result, item in zip(results, chunk):
                 file, line = (item[2], item[3]) if len(item) > 2 else (None, None)
+                if file is not None:
+                    if file is not raw_file:
+                        safe = isinstance(file, str) and file.isascii() and file.isprintable()
+                        raw_file, shown_file = file, file if safe else escape_text(file, 200)
+                    file = shown_file
                 if result.__class__ is not Frame or not result.trailer_ok:
                     fid, text = item[0], item[1]
                     bad = reject(result)

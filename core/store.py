@@ -51,11 +51,52 @@ def is_postgres(db: Database) -> bool:
 
 @contextlib.contextmanager
 def write_transaction(db: Database) -> Iterator[None]:
-    """A transaction that holds the store's single write lock from its first statement."""
-    with db.atomic():
-        if is_postgres(db):
-            db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_WRITE_LOCK,))
-        yield
+    """A transaction that holds the store's single write lock from its first statement.
+
+    When the body or the commit fails and the rollback then fails too, the
+    first error is the one raised: SQLite rolls back by itself on a full disk
+    or an I/O error, and the rollback's "no transaction is active" would hide
+    what is really wrong.
+    """
+    failure: BaseException | None = None
+    try:
+        with db.atomic():
+            if is_postgres(db):
+                db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_WRITE_LOCK,))
+            try:
+                yield
+            except BaseException as exc:
+                failure = exc
+                raise
+    except Exception as exc:
+        if failure is not None and exc is not failure:
+            raise failure from None
+        if failure is None and _is_database_error(exc):
+            cause = _first_database_error(exc)
+            if cause is not exc:
+                raise cause from None  # the commit failed, then its rollback
+        raise
+
+
+def _first_database_error(exc: BaseException) -> BaseException:
+    """Along the chain of database errors that ``exc`` ends (each driver error comes wrapped by
+    peewee, with the same message), the first one that says something else: the root cause."""
+    seen = exc.__context__
+    for _ in range(8):
+        if seen is None or not _is_database_error(seen):
+            break
+        if str(seen) != str(exc):
+            return seen
+        seen = seen.__context__
+    return exc
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    import sqlite3
+
+    from peewee import PeeweeException
+
+    return isinstance(exc, (PeeweeException, sqlite3.Error)) or type(exc).__module__.split(".")[0] == "psycopg"
 
 
 def describe_target(target: str) -> str:
@@ -130,7 +171,15 @@ def migrate(db: Database, m) -> int:
     Steps are applied by membership, not by "newer than the highest": numbers
     may have gaps while branches are merged, and a step that was missing when a
     store was created is still applied later, in list order.
+
+    An up-to-date SQLite store is only read here, without the write lock: a
+    read-only store, or one another process holds locked, can still be read.
     """
+    if not is_postgres(db):
+        current = _applied_versions(db)
+        wanted = {version for version, _what, _step in MIGRATIONS}
+        if current is not None and wanted <= current and max(current) <= MIGRATIONS[-1][0]:
+            return max(current)
     with write_transaction(db):
         db.create_tables([m.SchemaVersion])
         applied = {row.version for row in m.SchemaVersion.select(m.SchemaVersion.version)}
@@ -147,6 +196,16 @@ def migrate(db: Database, m) -> int:
                 m.SchemaVersion.create(version=version, applied_at=time.time())
                 applied.add(version)
     return max(applied)
+
+
+def _applied_versions(db: Database) -> set[int] | None:
+    """Schema versions recorded in a SQLite store, or ``None`` before its first migration."""
+    found = db.execute_sql(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
+    if found is None:
+        return None
+    return {row[0] for row in db.execute_sql("SELECT version FROM schema_version").fetchall()}
 
 
 def connect(target: str):

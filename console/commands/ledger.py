@@ -67,11 +67,24 @@ def register(sub, common) -> None:
     p.set_defaults(handler=cmd_evict)
 
 
-def _read_items(path: Path):
+def _read_items(path: Path, max_bytes: int):
+    """A regular file's items. A FIFO or a device would block or never end, so they are refused."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CommandError(f"{path} is not a regular file")
+        if st.st_size > max_bytes:
+            raise CommandError(f"{path} is over the size limit ({st.st_size} > {max_bytes} bytes)")
+        try:
+            data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+    if len(data) > max_bytes:
+        raise CommandError(f"{path} is over the size limit (more than {max_bytes} bytes)")
     try:
         items, _fmt = read_items(path.name, data)
     except FormatError as exc:
@@ -101,14 +114,14 @@ def cmd_ingest(args, ctx) -> int:
     # Read every file first: a bad path stops the command before anything is applied.
     # Files in the inbox are only checked here; `deliver` claims and reads them.
     files = []
+    config = load_inbox_config(ctx.home.config)
     for f in args.files:
         path = Path(f)
         if _in_inbox(ctx.home, path):
             _check_inbox_file(path)
             files.append((path, None))
         else:
-            files.append((path, _read_items(path)))
-    config = load_inbox_config(ctx.home.config) if any(items is None for _, items in files) else None
+            files.append((path, _read_items(path, config.max_file_bytes)))
     receiver = ctx.receiver
     total = sum(len(items) for _, items in files if items is not None)
     tally: Counter = Counter()

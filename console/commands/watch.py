@@ -51,16 +51,54 @@ def _overrides(args) -> dict:
     return {k: getattr(args, k, None) for k in keys}
 
 
+class _OneLineFormatter(logging.Formatter):
+    """For the operator's terminal: the message without a traceback (the log file keeps it)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info = record.exc_text = record.stack_info = None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+class _LogFile(logging.FileHandler):
+    """The log file. When it cannot be written (a full disk), one line on stderr says so instead
+    of logging's own traceback per record, and the file takes lines again once it can."""
+
+    def __init__(self, path) -> None:
+        super().__init__(path, encoding="utf-8")
+        self.failing = False
+        self._failed_now = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._failed_now = False
+        super().emit(record)
+        if self.failing and not self._failed_now:
+            self.failing = False
+            sys.stderr.write(f"ussd-console: the log file {self.baseFilename} takes lines again\n")
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self._failed_now = True
+        if self.failing:
+            return
+        self.failing = True
+        exc = sys.exc_info()[1]
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        sys.stderr.write(f"ussd-console: cannot write the log file {self.baseFilename}: {why}; "
+                         "logging to stderr only until it can\n")
+
+
 def _setup_logging(home) -> list[logging.Handler]:
-    """INFO and up from every ``ussd.*`` logger to the home's log file and to stderr."""
-    formatter = logging.Formatter(LOG_FORMAT)
-    handlers: list[logging.Handler] = [
-        logging.FileHandler(home.logs / LOG_NAME, encoding="utf-8"),
-        logging.StreamHandler(sys.stderr),
-    ]
+    """INFO and up from every ``ussd.*`` logger to the home's log file and to stderr (one line each)."""
+    to_file = _LogFile(home.logs / LOG_NAME)
+    to_file.setFormatter(logging.Formatter(LOG_FORMAT))
+    to_stderr = logging.StreamHandler(sys.stderr)
+    to_stderr.setFormatter(_OneLineFormatter(LOG_FORMAT))
+    handlers: list[logging.Handler] = [to_file, to_stderr]
     root = logging.getLogger("ussd")
     for handler in handlers:
-        handler.setFormatter(formatter)
         root.addHandler(handler)
     root.setLevel(logging.INFO)
     root.propagate = False  # the command line's own stderr handler would print every line twice
@@ -94,8 +132,10 @@ def cmd_watch(args, ctx) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     service = InboxService(home, db_path=ctx.store_target, config=config, on_verdicts=_alert_conflicts)
+    started = False
     try:
         service.start()
+        started = True
         log.info("watching %s; Ctrl-C or SIGTERM stops", home.inbox)
         next_eviction = time.monotonic()
         while not stop.is_set():
@@ -109,7 +149,8 @@ def cmd_watch(args, ctx) -> int:
             stop.wait(max(0.0, min(1.0, next_eviction - time.monotonic())))
     finally:
         clean = service.stop(timeout=10.0)
-        log.info("stopped%s", "" if clean else " (a file was still being read; it resumes at the next start)")
+        if started:  # a start that failed says why in the one error line, and nothing else
+            log.info("stopped%s", "" if clean else " (a file was still being read; it resumes at the next start)")
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         _teardown_logging(handlers)

@@ -1,0 +1,14 @@
+"""The crash harness in its short form (``make crashtest`` runs the full one): a real
+``ussd-console watch`` killed with SIGKILL at random instants over a mixed inbox ends with
+the same store and the same archive as one clean run."""
+
+from tests.crash_harness import run
+
+
+def test_ten_sigkills_of_the_watcher_change_nothing_against_a_clean_run(tmp_path):
+    result = run(tmp_path, frames=5000, kills=10, seed=7, timeout=120)
+    assert result.differences == []
+    assert result.kills == 10 and result.exited_early == 0
+    assert result.kills_mid_file >= 3  # most kills land while a file is part read
+    assert (result.lost, result.double_counted, result.integrity, result.tracebacks) == (0, 0, "ok", 0)
+    assert result.frames >= 5000 and sum(result.outcomes.values()) == result.frames

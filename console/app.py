@@ -256,6 +256,7 @@ class ConsoleApp(App):
             log.warning("refresh failed: %s", self.error)
             return
         self.error = None
+        self._fault_alert(self.health, probe["health"])
         self.health = probe["health"]
         if "totals" in probe:
             self.totals = probe["totals"]
@@ -285,6 +286,18 @@ class ConsoleApp(App):
             slow.stop()
             panel.loading = False
         panel.loaded(plan, self.version, now, started, data)
+
+    def _fault_alert(self, before: dict | None, now: dict | None) -> None:
+        """Tell the operator when an inbox fault starts and when it clears (the header keeps the mark)."""
+        was = (before or {}).get("last_error")
+        fault = (now or {}).get("last_error")
+        if fault and fault != was:
+            self.notify(f"Inbox fault: {escape_text(fault, 200)}. Files wait in the inbox; "
+                        "it resumes by itself when the fault clears.",
+                        title="Inbox", severity="error", timeout=30, markup=False)
+            self.bell()
+        elif was and not fault:
+            self.notify("Inbox fault cleared; delivery resumed.", title="Inbox", markup=False)
 
     def _come_back(self, delay: float | None) -> None:
         """A load the store asked for was held back: refresh again when it may run."""

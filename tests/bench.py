@@ -215,22 +215,19 @@ def postgres_rates(tmp: Path, frames: int) -> None:
 
 
 def extras(tmp: Path, args) -> None:
-    """Figures from the inbox and the console, when those parts are installed."""
-    try:
-        from tests.bench_inbox import measure_drop_latency
-    except ImportError:
-        measure_drop_latency = None
-    if measure_drop_latency is not None:
-        lat = measure_drop_latency(n_files=50 if args.quick else 200)
-        print(f"drop-to-ledger latency, watched inbox: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms "
-              f"({lat['n']} files)")
-    try:
-        from console.perf_probe import measure_console
-    except ImportError:
-        measure_console = None
-    if measure_console is not None:
-        res = measure_console(stored=args.stored, workdir=tmp)
-        print("console: " + ", ".join(f"{k} {v}" for k, v in res.items()))
+    """Figures from the inbox and the console."""
+    from tests.bench_inbox import measure_drop_latency
+
+    lat = measure_drop_latency(n_files=50 if args.quick else 200)
+    print(f"drop-to-ledger latency, watched inbox: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms "
+          f"({lat['n']} files)")
+    from console.perf_probe import measure
+
+    for frames in (0, args.stored):
+        res = measure(frames, workdir=str(tmp / f"console-{frames}"))
+        print(f"console on {frames:,} stored frames: opens in {res['open_s']:.2f} s "
+              f"(+{res['import_s']:.2f} s import); memory {res['rss_mb']:.0f} MB idle, "
+              f"{res['peak_rss_mb']:.0f} MB peak")
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ class SignForm(ModalScreen[bool]):
         if len(rows) == 1:
             select.value = rows[0]["name"]
         if not rows:
-            self.show_result("No operators yet: add one with `ussd-console operator add NAME`.", error=True)
+            self.show_result("No operators yet: add one with `ussd-console operator add NAME`.")
         self.refresh_preview()
 
     # -- preview ------------------------------------------------------------------------------

@@ -57,9 +57,17 @@ def cmd_demo(args, ctx) -> int:
             shutil.rmtree(root, ignore_errors=True)
 
 
+DEMO_OPERATOR = "demo"
+DEMO_PASSPHRASE = "demo passphrase"  # a throwaway home's throwaway key, shown on screen on purpose
+
+
 def run_console(home: Home, samples: Path, pace: float) -> int:
     from ..app import ConsoleApp
 
+    from core.operators import add_operator
+
+    with Receiver(str(home.db)) as receiver:  # someone to sign with in the throwaway home
+        add_operator(home, receiver, DEMO_OPERATOR, DEMO_PASSPHRASE)
     sim = GatewaySim(home.inbox, samples, pace=pace)
     app = ConsoleApp(home, companions=[sim])
 
@@ -68,8 +76,10 @@ def run_console(home: Home, samples: Path, pace: float) -> int:
 
     def on_done() -> None:
         app.notify(f"The gateway is done. The console keeps watching {home.inbox}: drop your own files "
-                   "there, or press q to leave (the demo home is then deleted).",
-                   title="Demo", timeout=30, markup=False)
+                   "there, or press q to leave (the demo home is then deleted). To resolve the conflict, "
+                   f"press 3 then k or a, and sign as {DEMO_OPERATOR} with the passphrase "
+                   f"'{DEMO_PASSPHRASE}'.",
+                   title="Demo", timeout=60, markup=False)
 
     sim.on_step, sim.on_done = on_step, on_done
     app.notify("A simulated gateway will deliver the sample sessions over about a minute. "

@@ -33,6 +33,13 @@ def state(home):
         }
 
 
+async def open_dialog(app, pilot, screen: str, key: str, kind):
+    await press_and_settle(pilot, screen)
+    await pilot.press(key)
+    await until(lambda: isinstance(app.screen, kind))
+    return app.screen
+
+
 async def fill_and_sign(app, pilot, reason: str, passphrase: str, **extra: str):
     dialog = app.screen
     await until(lambda: dialog.query_one("#operator").value == "alice")
@@ -51,9 +58,7 @@ async def test_accept_correction_in_the_console(sample_home):
     before = state(sample_home)
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
-        await press_and_settle(pilot, "3")
-        await pilot.press("a")
-        await until(lambda: isinstance(app.screen, ResolveDialog))
+        await open_dialog(app, pilot, "3", "a", ResolveDialog)
         dialog = await fill_and_sign(app, pilot, "site radioed the new count", PASS)
         await until(lambda: app.screen is not dialog)
     after = state(sample_home)
@@ -76,9 +81,7 @@ async def test_keep_first_in_the_console(sample_home):
     before = state(sample_home)
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
-        await press_and_settle(pilot, "3")
-        await pilot.press("k")
-        await until(lambda: isinstance(app.screen, ResolveDialog))
+        await open_dialog(app, pilot, "3", "k", ResolveDialog)
         dialog = await fill_and_sign(app, pilot, "first count confirmed", PASS)
         await until(lambda: app.screen is not dialog)
     after = state(sample_home)
@@ -92,9 +95,7 @@ async def test_wrong_passphrase_changes_nothing_and_says_so(sample_home):
     before = state(sample_home)
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
-        await press_and_settle(pilot, "3")
-        await pilot.press("a")
-        await until(lambda: isinstance(app.screen, ResolveDialog))
+        await open_dialog(app, pilot, "3", "a", ResolveDialog)
         dialog = await fill_and_sign(app, pilot, "try", "not the passphrase")
         result = dialog.query_one("#sign-result", Static)
         await until(lambda: "Not signed" in str(result.content))
@@ -109,9 +110,7 @@ async def test_retention_exception_in_the_console(sample_home):
     before = state(sample_home)
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
-        await press_and_settle(pilot, "4")
-        await pilot.press("x")
-        await until(lambda: isinstance(app.screen, ExceptionDialog))
+        await open_dialog(app, pilot, "4", "x", ExceptionDialog)
         dialog = await fill_and_sign(app, pilot, "disk nearly full", PASS, days="10")
         await until(lambda: app.screen is not dialog)
     after = state(sample_home)
@@ -127,10 +126,7 @@ async def test_retention_below_the_floor_cannot_be_signed(sample_home):
     before = state(sample_home)
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
-        await press_and_settle(pilot, "4")
-        await pilot.press("x")
-        await until(lambda: isinstance(app.screen, ExceptionDialog))
-        dialog = app.screen
+        dialog = await open_dialog(app, pilot, "4", "x", ExceptionDialog)
         await until(lambda: dialog.query_one("#operator").value == "alice")
         dialog.query_one("#days", Input).value = "2"
         dialog.query_one("#reason", Input).value = "tiny disk"

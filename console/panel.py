@@ -80,12 +80,14 @@ class Panel(Vertical):
         wait = max(self.MIN_INTERVAL, SLOW_FACTOR * self.cost)
         return max(0.0, wait - (time.monotonic() - self.loaded_at))
 
+    # Every panel defines these two: ``load`` runs on the store thread and returns
+    # plain data; ``show`` puts that data on screen on the UI thread.
     @staticmethod
     def load(receiver, params: Any, now: float) -> Any:
-        raise NotImplementedError
+        raise TypeError("a console panel must define load(receiver, params, now)")
 
     def show(self, data: Any) -> None:
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must define show(data)")
 
     def loaded(self, params: Hashable, version: int, now: float, started: float, data: Any) -> None:
         """Record the load and show it, unless the operator has moved on meanwhile."""

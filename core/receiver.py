@@ -119,10 +119,8 @@ class Receiver:
         self._insert(model, [*key_fields, value_field], rows, conflict)
 
     def _execute_many(self, sql: str, rows: list) -> None:
-        if not rows:
-            return
-        sql = sql.replace("?", self.db.param)
-        self.db.cursor().executemany(sql, rows)
+        if rows:
+            self.db.cursor().executemany(sql.replace("?", self.db.param), rows)
 
     # -- ingest: the merge point ----------------------------------------------
     def ingest(self, frame_id, frame_text, now: float | None = None, source: str = "api") -> Verdict:

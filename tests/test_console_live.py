@@ -72,7 +72,10 @@ async def test_a_dropped_file_reaches_cases_ranking_and_activity(home, utc):
         feed = table(app, "feed-table")
         await until(lambda: len(feed.row_keys) == 3)
         assert set(cell_texts(feed, "outcome")) == {"+ applied"}
-        assert set(cell_texts(feed, "source")) == {"watch"}
+        # The feed names the path that carried the file: nearly always the observer, but a
+        # sweep that runs at that very moment may win the claim on a loaded machine.
+        won = {path for path, n in app.service.health()["claims_won"].items() if n}
+        assert won <= {"watch", "sweep"} and set(cell_texts(feed, "source")) == won
 
         # The full re-send: nothing new in the ledger, three duplicates in the feed.
         deliver(home.inbox, SAMPLES / "02-full-resend.txt", "kakuma-0800-b.txt")

@@ -79,3 +79,14 @@ def home(tmp_path):
     from core.home import Home
 
     return Home(tmp_path / "home").ensure()
+
+
+@pytest.fixture
+def inbox(home):
+    """A home ready for delivery, and a receiver on its store."""
+    from core.inbox import prepare_home
+
+    prepare_home(home)
+    r = Receiver(str(home.db))
+    yield home, r
+    r.close()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
 
+from core.config import InboxConfig
 from core.home import Home
+from core.inbox import InboxService
 from tests.helpers import frame
 
 NEEDS = ("MED", "SHE", "WAT", "FOO", "PRO")
@@ -57,3 +60,25 @@ def every_file_under(root: Path):
             path = Path(dirpath) / name
             if not path.is_symlink():
                 yield path
+
+
+@contextlib.contextmanager
+def started_services(home, **defaults):
+    """Yield ``start(on_verdicts=None, **settings)``; every service it started is stopped after."""
+    services = []
+
+    def start(on_verdicts=None, **settings) -> InboxService:
+        config = InboxConfig(**{**defaults, **settings})
+        service = InboxService(home, config=config, on_verdicts=on_verdicts)
+        services.append(service.start())
+        return service
+
+    try:
+        yield start
+    finally:
+        for service in services:
+            service.stop(timeout=10)
+
+
+def archived(home) -> list[str]:
+    return sorted(p.name for p in home.processed.rglob("*") if p.is_file())

@@ -17,29 +17,15 @@ import pytest
 
 from console.cli import main
 from core import Receiver, store
-from core.config import InboxConfig
-from core.inbox import InboxService, claimed_dir, deliver, recent_files
+from core.inbox import claimed_dir, deliver, recent_files
 from tests.helpers import ROOT
-from tests.inbox_helpers import drop, frame_lines, text_of, wait_for
+from tests.inbox_helpers import archived, drop, frame_lines, started_services, text_of, wait_for
 
 
 @pytest.fixture
 def start(home):
-    services = []
-
-    def _start(**settings) -> InboxService:
-        config = InboxConfig(**{"settle_time": 0.2, "sweep_interval": 0.1, **settings})
-        service = InboxService(home, config=config)
-        services.append(service.start())
-        return service
-
-    yield _start
-    for service in services:
-        service.stop(timeout=10)
-
-
-def archived(home) -> list[str]:
-    return sorted(p.name for p in home.processed.rglob("*") if p.is_file())
+    with started_services(home, settle_time=0.2, sweep_interval=0.1) as start:
+        yield start
 
 
 def claimed(home) -> list[str]:

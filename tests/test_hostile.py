@@ -18,9 +18,8 @@ import time
 import pytest
 
 from console.cli import main
-from core import Receiver
 from core.config import InboxConfig
-from core.inbox import InboxService, claimed_dir, deliver, prepare_home
+from core.inbox import InboxService, claimed_dir, deliver
 from tests.helpers import ROOT, frame
 from tests.inbox_helpers import drop, wait_for
 
@@ -49,14 +48,6 @@ def store_text(db_path) -> str:
     finally:
         con.close()
     return "\n".join(out)
-
-
-@pytest.fixture
-def inbox(home):
-    prepare_home(home)
-    r = Receiver(str(home.db))
-    yield home, r
-    r.close()
 
 
 def take(home, r, name: str, data: bytes):

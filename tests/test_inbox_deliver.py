@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from core import Receiver
 from core import inbox as inbox_module
 from core.config import InboxConfig
 from core.inbox import claimed_dir, deliver, file_counts, kind_skip, prepare_home, recent_files
@@ -19,14 +18,6 @@ from tests.helpers import frame
 from tests.inbox_helpers import drop, frame_lines, text_of
 
 CONFIG = InboxConfig(settle_time=0.3)
-
-
-@pytest.fixture
-def inbox(home):
-    prepare_home(home)
-    r = Receiver(str(home.db))
-    yield home, r
-    r.close()
 
 
 def listing(folder):

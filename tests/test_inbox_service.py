@@ -8,28 +8,14 @@ import time
 
 import pytest
 
-from core.config import InboxConfig
-from core.inbox import InboxService, _Handler, claimed_dir, file_counts, recent_files
-from tests.inbox_helpers import drop, frame_lines, text_of, wait_for
+from core.inbox import _Handler, claimed_dir, file_counts, recent_files
+from tests.inbox_helpers import archived, drop, frame_lines, started_services, text_of, wait_for
 
 
 @pytest.fixture
 def start(home):
-    services = []
-
-    def _start(on_verdicts=None, **settings) -> InboxService:
-        config = InboxConfig(**{"settle_time": 0.3, **settings})
-        service = InboxService(home, config=config, on_verdicts=on_verdicts)
-        services.append(service.start())
-        return service
-
-    yield _start
-    for service in services:
-        service.stop(timeout=10)
-
-
-def archived(home) -> list[str]:
-    return sorted(p.name for p in home.processed.rglob("*") if p.is_file())
+    with started_services(home, settle_time=0.3) as start:
+        yield start
 
 
 def settled_inbox(home) -> bool:

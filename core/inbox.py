@@ -1097,33 +1097,30 @@ class InboxService:
             raise RuntimeError("the inbox service is not started")
         return self._sweep_once()
 
+    def _sweepable(self, folder):
+        """``(path, lstat)`` of the folder's files the worker does not hold, until a stop."""
+        for path in self._listing(folder):
+            if self._stop.is_set():
+                return
+            if self._owned_by_worker(path):
+                continue
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            yield path, st
+
     def _sweep_once(self, resume_only: bool = False) -> int:
         handled = 0
         with self._sweep_lock:
             try:
-                for path in self._listing(self._claimed):
-                    if self._stop.is_set():
-                        break
-                    if self._owned_by_worker(path):
-                        continue
-                    try:
-                        st = os.lstat(path)
-                    except FileNotFoundError:
-                        continue
+                for path, st in self._sweepable(self._claimed):
                     if stat.S_ISREG(st.st_mode) and not self._settled(path, st):
                         # Held (its writer may still be at it): the worker finishes it once settled.
                         self._hand_over_held(path, st.st_mtime + self.config.settle_time)
                         continue
                     handled += self._deliver(path, "sweep").won
-                for path in [] if resume_only else self._listing(self._inbox):
-                    if self._stop.is_set():
-                        break
-                    if self._owned_by_worker(path):
-                        continue
-                    try:
-                        st = os.lstat(path)
-                    except FileNotFoundError:
-                        continue
+                for path, st in () if resume_only else self._sweepable(self._inbox):
                     why = kind_skip(st)
                     if why:
                         self._log_skip(path, why)

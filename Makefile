@@ -30,7 +30,7 @@ crashtest: $(STAMP)
 	$(BIN)/python -m tests.crash_harness --kills 200 --frames 50000
 
 screenshots: $(STAMP)
-	$(BIN)/python -m console.screenshots
+	$(BIN)/python -m tools.screenshots
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

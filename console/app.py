@@ -36,22 +36,22 @@ from textual.widgets import Footer, TabbedContent, TabPane
 
 from core import Receiver
 from core.config import InboxConfig, store_target
-from core.frame import escape_text
+from core.rules.frame import escape_text
 from core.home import Home
-from core.inbox import InboxService
-from core.retention import EVICT_EVERY_SECONDS, describe
+from core.inbox.delivery import InboxService
+from core.rules.retention import EVICT_EVERY_SECONDS, describe
 
 from . import hooks
-from .activity_panel import ActivityPanel
-from .cases_panel import CasesPanel
-from .confirm_dialog import ConfirmDialog
+from console.panels.activity import ActivityPanel
+from console.panels.cases import CasesPanel
+from console.dialogs.confirm_dialog import ConfirmDialog
 from .exports import export_path, write_dispatch_csv
-from .header_bar import HeaderBar
-from .help_screen import HelpScreen
-from .panel import Panel
-from .quarantine_panel import QuarantinePanel
-from .ranking_panel import RankingPanel
-from .retention_panel import RetentionPanel
+from console.widgets.header_bar import HeaderBar
+from console.dialogs.help_screen import HelpScreen
+from console.panels.panel import Panel
+from console.panels.quarantine import QuarantinePanel
+from console.panels.ranking import RankingPanel
+from console.panels.retention import RetentionPanel
 from .store_view import StoreView
 from .ui_text import count, stamp
 

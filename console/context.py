@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from core import Receiver
 from core.home import Home
 from core.config import store_target
-from core.store import describe_target
+from core.store.database import describe_target
 
 
 from .render import make_console

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-from core.frame import NEED_NAMES
+from core.rules.frame import NEED_NAMES
 
 HEADER = ["rank", "frame_id", "site", "need", "need_name", "headcount", "pri", "first_seen"]
 _FORMULA_START = ("=", "+", "-", "@")

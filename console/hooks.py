@@ -20,8 +20,8 @@ import importlib
 import importlib.util
 
 DIALOGS = {
-    "resolve": "console.resolve_dialog:ResolveDialog",
-    "exception": "console.exception_dialog:ExceptionDialog",
+    "resolve": "console.dialogs.resolve_dialog:ResolveDialog",
+    "exception": "console.dialogs.exception_dialog:ExceptionDialog",
 }
 
 

@@ -1,8 +1,29 @@
-"""The dedup core: pure frame rules and the one receiver that writes the ledger."""
+"""The dedup core: pure rules, the store that writes the ledger, the inbox, signed actions.
 
-from .decide import Outcome
-from .receiver import Receiver, Verdict
-from .retention import RetentionError
-from .store import StoreError
+Importing ``core`` loads nothing heavy: the names below are looked up on first
+use (PEP 562), so ``import core.rules.frame`` stays free of peewee, psycopg and
+sqlite3. See ``core/rules/__init__.py`` for the layout.
+"""
 
-__all__ = ["Outcome", "Receiver", "RetentionError", "StoreError", "Verdict"]
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "Outcome": "core.rules.decide",
+    "Verdict": "core.store.receiver",
+    "RetentionError": "core.rules.retention",
+    "Receiver": "core.store.receiver",
+    "StoreError": "core.store.database",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 from core import Receiver
-from core.formats import plain_lines
-from core.retention import DAY
-from core.store import SQLITE_PRAGMAS
+from core.rules.formats import plain_lines
+from core.rules.retention import DAY
+from core.store.database import SQLITE_PRAGMAS
 from tests.helpers import bad_trailer, frame
 
 MIX = "45% first arrivals, 35% re-sends, 5% re-ranks, 5% conflicts, 5% bad trailers, 5% bad format"
@@ -221,7 +221,7 @@ def extras(tmp: Path, args) -> None:
     lat = measure_drop_latency(n_files=50 if args.quick else 200)
     print(f"drop-to-ledger latency, watched inbox: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms "
           f"({lat['n']} files)")
-    from console.perf_probe import measure
+    from tools.perf_probe import measure
 
     for frames in (0, args.stored):
         res = measure(frames, workdir=str(tmp / f"console-{frames}"))

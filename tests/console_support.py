@@ -8,7 +8,7 @@ import time
 import pytest
 
 from console.app import ConsoleApp
-from console.sample_store import FIXED_NOW, build
+from tools.sample_store import FIXED_NOW, build
 from core.home import Home
 
 HOME_LABEL = "/srv/ussd"  # shown in the header instead of the test's temporary path

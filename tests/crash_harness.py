@@ -37,7 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.cksum import trailer
+from core.rules.cksum import trailer
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = "[inbox]\nbatch_lines = 100\nsweep_interval = 0.5\nsettle_time = 0.2\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.cksum import trailer
+from core.rules.cksum import trailer
 
 ROOT = Path(__file__).resolve().parents[1]
 # CI clones the project beside a read-only copy of shared/.

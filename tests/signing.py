@@ -7,7 +7,7 @@ from pathlib import Path
 
 from console.cli import main
 from core import Receiver
-from core.audit_models import audit_models
+from core.signing.audit_models import audit_models
 
 from .helpers import frame
 

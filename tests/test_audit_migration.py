@@ -6,7 +6,8 @@ import sqlite3
 
 import pytest
 
-from core import StoreError, store
+from core.store import database as store
+from core import StoreError
 
 
 def _versions(path) -> list[int]:

@@ -10,10 +10,12 @@ import sqlite3
 
 import pytest
 
-from core import Receiver, actions, audit
-from core.audit_models import APPEND_ONLY_TRIGGERS, audit_models
+from core.signing import actions
+from core.signing import audit
+from core import Receiver
+from core.signing.audit_models import APPEND_ONLY_TRIGGERS, audit_models
 from core.home import Home
-from core.operators import ActionError, load_signer, retire_operator
+from core.signing.operators import ActionError, load_signer, retire_operator
 
 from .signing import A1_FIX, B1_FIX, PASSPHRASES, add_operators, cli, ingest, quarantine_id
 from .signing import A1, B2, C1

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from core.cksum import cksum, cksum_reference, trailer
+from core.rules.cksum import cksum, cksum_reference, trailer
 from tests.helpers import MKFRAME
 
 SEED_FRAMES = [

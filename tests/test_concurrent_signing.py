@@ -5,9 +5,9 @@ import subprocess
 import sys
 
 from core import Receiver
-from core.audit import verify
+from core.signing.audit import verify
 from core.home import Home
-from core.operators import add_operator
+from core.signing.operators import add_operator
 from tests.helpers import ROOT
 
 SIGNER = """

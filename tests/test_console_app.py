@@ -11,11 +11,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from console.app import PANELS
-from console.confirm_dialog import ConfirmDialog
-from console.header_bar import HeaderBar
-from console.help_screen import HelpScreen, section
-from console.keyed_table import KeyedTable
-from console.panel import PAGE
+from console.dialogs.confirm_dialog import ConfirmDialog
+from console.widgets.header_bar import HeaderBar
+from console.dialogs.help_screen import HelpScreen, section
+from console.widgets.keyed_table import KeyedTable
+from console.panels.panel import PAGE
 from core import Receiver
 from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
 from tests.helpers import frame

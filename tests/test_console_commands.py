@@ -6,10 +6,10 @@ import csv
 import json
 
 from console.cli import main
-from console.gateway_sim import SAMPLES, STORY, GatewaySim
+from console.demo.gateway_sim import SAMPLES, STORY, GatewaySim
 from core import Receiver
-from core.formats import read_items
-from core.frame import Frame, parse
+from core.rules.formats import read_items
+from core.rules.frame import Frame, parse
 from tests.console_support import sample_home, utc  # noqa: F401  (fixtures)
 
 
@@ -96,7 +96,7 @@ def test_export_guards_cells_a_spreadsheet_would_run(tmp_path):
 
 
 def test_screenshots_writes_an_svg_per_screen(tmp_path, utc):
-    from console.screenshots import SCREENS, main as shots
+    from tools.screenshots import SCREENS, main as shots
 
     assert shots(["--out", str(tmp_path)]) == 0
     for name, _key in SCREENS:
@@ -106,7 +106,7 @@ def test_screenshots_writes_an_svg_per_screen(tmp_path, utc):
 
 
 def test_perf_probe_reports_open_time_and_memory(tmp_path):
-    from console.perf_probe import measure
+    from tools.perf_probe import measure
 
     result = measure(500, str(tmp_path))
     assert result["frames"] == 500 and result["rows_shown"] == 200

@@ -11,10 +11,10 @@ import functools
 import pytest
 
 from console.app import ConsoleApp, inbox_service
-from console.bars import Bars
-from console.gateway_sim import SAMPLES, deliver
-from console.header_bar import HeaderBar
-from console.keyed_table import KeyedTable
+from console.widgets.bars import Bars
+from console.demo.gateway_sim import SAMPLES, deliver
+from console.widgets.header_bar import HeaderBar
+from console.widgets.keyed_table import KeyedTable
 from core.config import InboxConfig
 from tests.console_support import HOME_LABEL, run_async, until, utc  # noqa: F401  (fixture)
 

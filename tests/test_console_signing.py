@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from textual.widgets import Input, Static
 
-from console.exception_dialog import ExceptionDialog
-from console.resolve_dialog import ResolveDialog
+from console.dialogs.exception_dialog import ExceptionDialog
+from console.dialogs.resolve_dialog import ResolveDialog
 from core import Receiver
-from core.audit import verify
-from core.operators import add_operator
-from core.retention import DAY
+from core.signing.audit import verify
+from core.signing.operators import add_operator
+from core.rules.retention import DAY
 from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
 
 PASS = "alice passphrase"

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core import Outcome, Receiver
-from core.formats import plain_lines
-from core.frame import Frame, Rejected, canonical, parse
+from core.rules.formats import plain_lines
+from core.rules.frame import Frame, Rejected, canonical, parse
 from tests.helpers import frame
 
 FRAME_CHARS = string.ascii_letters + string.digits + "|#-._: \t\r\n" + "\x00\x1b\u0661\uff11é"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.formats import (
+from core.rules.formats import (
     FormatError,
     complete_part,
     is_phone_name,

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from core.inbox import _Handler, claimed_dir, file_counts, recent_files
+from core.inbox.delivery import _Handler, claimed_dir, file_counts, recent_files
 from tests.inbox_helpers import archived, drop, frame_lines, started_services, text_of, wait_for
 
 

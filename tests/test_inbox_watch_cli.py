@@ -14,7 +14,7 @@ import pytest
 
 from console.cli import main
 from core import Receiver
-from core.formats import read_items
+from core.rules.formats import read_items
 from tests.helpers import ROOT, bad_trailer, frame
 from tests.inbox_helpers import drop, every_file_under, frame_lines, text_of, wait_for
 

@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from core import Receiver
-from core.operators import (
+from core.signing.operators import (
     ActionError,
     add_operator,
     key_path,

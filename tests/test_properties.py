@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import Outcome, Receiver
-from core.retention import DAY
+from core.rules.retention import DAY
 from tests.helpers import bad_trailer, frame
 
 T0 = 1_700_000_000

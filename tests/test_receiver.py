@@ -3,7 +3,7 @@
 import pytest
 
 from core import Outcome, Receiver, RetentionError
-from core.retention import DAY
+from core.rules.retention import DAY
 from tests.helpers import bad_trailer, frame
 
 T0 = 1_700_000_000
@@ -158,7 +158,7 @@ def test_batch_equals_one_at_a_time(new_store):
 
 
 def test_many_chunks_share_state(receiver, monkeypatch):
-    import core.receiver as mod
+    import core.store.receiver as mod
 
     monkeypatch.setattr(mod, "CHUNK", 3)
     items = [(f"r{i % 4}-1", frame(1, "S", "FOO", i % 4, 1)) for i in range(10)]

@@ -8,9 +8,11 @@ import json
 
 import pytest
 
-from core import Receiver, actions, audit
-from core.operators import ActionError
-from core.retention import DAY
+from core.signing import actions
+from core.signing import audit
+from core import Receiver
+from core.signing.operators import ActionError
+from core.rules.retention import DAY
 
 from .helpers import frame
 from .signing import (

@@ -18,11 +18,11 @@ from rich.text import Text
 from core import Receiver
 from core.config import InboxConfig
 from core.home import Home
-from core.inbox import InboxService
+from core.inbox.delivery import InboxService
 
-from ..errors import CommandError
-from ..gateway_sim import SAMPLES, STORY, GatewaySim, deliver
-from ..render import make_console, table, when
+from console.errors import CommandError
+from console.demo.gateway_sim import SAMPLES, STORY, GatewaySim, deliver
+from console.render import make_console, table, when
 from .ui import logs_to_file
 
 
@@ -62,9 +62,9 @@ DEMO_PASSPHRASE = "demo passphrase"  # a throwaway home's throwaway key, shown o
 
 
 def run_console(home: Home, samples: Path, pace: float) -> int:
-    from ..app import ConsoleApp
+    from console.app import ConsoleApp
 
-    from core.operators import add_operator
+    from core.signing.operators import add_operator
 
     with Receiver(str(home.db)) as receiver:  # someone to sign with in the throwaway home
         add_operator(home, receiver, DEMO_OPERATOR, DEMO_PASSPHRASE)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from rich.text import Text
 
-from core import actions, audit
-from core.operators import (
+from core.signing import actions
+from core.signing import audit
+from core.signing.operators import (
     add_operator,
     check_name,
     key_path,
@@ -24,10 +25,10 @@ from core.operators import (
     retire_operator,
     short_fingerprint,
 )
-from core.retention import describe
+from core.rules.retention import describe
 
-from ..errors import CommandError
-from ..render import make_console, print_json, safe, table, when
+from console.errors import CommandError
+from console.render import make_console, print_json, safe, table, when
 
 EXIT_BAD_LOG = 1
 

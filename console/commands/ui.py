@@ -10,7 +10,7 @@ import sys
 from core.config import load_inbox_config
 from core.home import Home
 
-from ..errors import CommandError
+from console.errors import CommandError
 
 LOG_NAME = "receiver.log"  # the same file `watch` writes: one log per home
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -60,7 +60,7 @@ def open_console(ctx, inbox: bool = True) -> int:
     config = load_inbox_config(home.config)  # a bad setting is one line here, not a broken screen
     _ = ctx.receiver  # open and migrate the store here too, for the same reason
     ctx.close()
-    from ..app import ConsoleApp, inbox_service
+    from console.app import ConsoleApp, inbox_service
 
     app = ConsoleApp(
         home,

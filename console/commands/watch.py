@@ -15,8 +15,8 @@ import threading
 import time
 
 from core.config import load_inbox_config
-from core.inbox import InboxService, prepare_home
-from core.retention import EVICT_EVERY_SECONDS
+from core.inbox.delivery import InboxService, prepare_home
+from core.rules.retention import EVICT_EVERY_SECONDS
 
 LOG_NAME = "receiver.log"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -7,11 +7,11 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
-from core.retention import EXCEPTION_BELOW, FLOOR_SECONDS, describe
+from core.rules.retention import EXCEPTION_BELOW, FLOOR_SECONDS, describe
 
-from .keyed_table import KeyedTable
+from console.widgets.keyed_table import KeyedTable
 from .panel import Panel
-from .ui_text import count, number, safe, stamp
+from console.ui_text import count, number, safe, stamp
 
 EXCEPTION_COLUMNS = [
     ("set_at", "signed at"),

@@ -18,9 +18,9 @@ import unicodedata
 from typing import NamedTuple
 
 from .audit_models import audit_models
-from .frame import escape_text
+from core.rules.frame import escape_text
 from .operators import ActionError, Signer, verify_signature
-from .store import write_transaction
+from core.store.database import write_transaction
 
 GENESIS = "0" * 64
 DOMAIN = b"ussd-console audit v1\n"

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 
 
 class Step(NamedTuple):

@@ -15,10 +15,10 @@ import time
 from collections import Counter as Tally
 from typing import Callable, Iterable, NamedTuple, Sequence
 
-from .decide import CaseRef, Outcome, decide_fields, reject
-from .frame import Frame, escape_text, parse
-from .retention import DEFAULT_SECONDS, check_retention
-from .store import StoreError, connect, is_postgres, write_transaction
+from core.rules.decide import CaseRef, Outcome, decide_fields, reject
+from core.rules.frame import Frame, escape_text, parse
+from core.rules.retention import DEFAULT_SECONDS, check_retention
+from .database import StoreError, connect, is_postgres, write_transaction
 
 log = logging.getLogger("ussd.receiver")
 

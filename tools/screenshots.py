@@ -1,4 +1,4 @@
-"""``python -m console.screenshots``: an SVG of every screen, from Textual's own export.
+"""``python -m tools.screenshots``: an SVG of every screen, from Textual's own export.
 
 The console runs headless on the sample store (the demo's story at a fixed
 time), with the inbox running on an empty inbox, and each screen is saved
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from core import Receiver
 from core.home import Home
-from core.operators import add_operator
+from core.signing.operators import add_operator
 
 from .sample_store import FIXED_NOW, build
 
@@ -54,7 +54,7 @@ async def signing_dialog(app, p, out: Path) -> Path:
 
 
 def take(out: Path, size: tuple[int, int]) -> list[Path]:
-    from .app import ConsoleApp
+    from console.app import ConsoleApp
 
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
@@ -85,7 +85,7 @@ def take(out: Path, size: tuple[int, int]) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m console.screenshots", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.screenshots", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "screenshots"), help="folder for the SVG files")
     parser.add_argument("--size", default="80x24", help="terminal size, WIDTHxHEIGHT (default 80x24)")
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ returns a dict:
 - ``rss_mb`` / ``peak_rss_mb``: resident memory after a few idle seconds, and its peak.
 
 A fresh process, so the numbers are the console's own and not the builder's.
-``python -m console.perf_probe 1000000`` prints the dict as JSON.
+``python -m tools.perf_probe 1000000`` prints the dict as JSON.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ IDLE_SECONDS = 3.0
 def build_store(db_path: str, frames: int) -> float:
     """Ingest ``frames`` distinct cases (spread over 40 days); return the seconds it took."""
     from core import Receiver
-    from core.cksum import trailer
+    from core.rules.cksum import trailer
 
     started = time.perf_counter()
     base = time.time() - 40 * 86400
@@ -97,7 +97,7 @@ def measure(frames: int = 1_000_000, workdir: str | None = None) -> dict:
     db = home / "receiver.db"
     built = None if db.exists() else round(build_store(str(db), frames), 1)
     child = subprocess.run(
-        [sys.executable, "-m", "console.perf_probe", "--open", str(home)],
+        [sys.executable, "-m", "tools.perf_probe", "--open", str(home)],
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )

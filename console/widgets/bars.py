@@ -6,9 +6,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from core.frame import escape_text
+from core.rules.frame import escape_text
 
-from .ui_text import bar, count
+from console.ui_text import bar, count
 
 LABEL_MAX = 10
 

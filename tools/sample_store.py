@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from core import Receiver
-from core.formats import read_items
+from core.rules.formats import read_items
 from core.home import Home
 
-from .gateway_sim import SAMPLES, STORY
+from console.demo.gateway_sim import SAMPLES, STORY
 
 # 2024-05-02 09:30:00 UTC: the fixed "now" of the pictures.
 FIXED_NOW = 1714642200.0

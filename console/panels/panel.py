@@ -18,7 +18,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from .ui_text import count
+from console.ui_text import count
 
 PAGE = 200  # rows a table holds at most: one window of the store, never the whole table
 SLOW_FACTOR = 4  # a load that took t seconds waits at least SLOW_FACTOR * t before it repeats

@@ -10,11 +10,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Sparkline, Static
 
-from core.inbox import file_counts
+from core.inbox.delivery import file_counts
 
-from .keyed_table import KeyedTable
+from console.widgets.keyed_table import KeyedTable
 from .panel import PAGE, Panel
-from .ui_text import basename, count, number, outcome, reason, safe, stamp
+from console.ui_text import basename, count, number, outcome, reason, safe, stamp
 
 FEED_COLUMNS = [
     ("ts", "time"),

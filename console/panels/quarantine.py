@@ -14,11 +14,11 @@ from textual import on
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from core.frame import Frame, parse
+from core.rules.frame import Frame, parse
 
-from .keyed_table import KeyedTable
+from console.widgets.keyed_table import KeyedTable
 from .panel import PAGE, InfoLine, Panel, window_text
-from .ui_text import count, need, number, reason, safe, stamp
+from console.ui_text import count, need, number, reason, safe, stamp
 
 COLUMNS = [
     ("id", "#"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core import actions
+from core.signing import actions
 
 from .sign_form import SignForm
 

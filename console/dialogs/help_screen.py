@@ -12,7 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from .ui_text import MEANINGS, OUTCOMES
+from console.ui_text import MEANINGS, OUTCOMES
 
 KEY_NAMES = {
     "slash": "/",

@@ -12,9 +12,9 @@ from typing import Callable
 from rich.text import Text
 from textual.widget import Widget
 
-from core.frame import escape_text
+from core.rules.frame import escape_text
 
-from .ui_text import count
+from console.ui_text import count
 
 OBSERVER = {
     "running": ("watch ok", "ok"),

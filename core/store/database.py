@@ -14,8 +14,8 @@ from typing import Callable, Iterator
 
 from peewee import Database, PostgresqlDatabase, SqliteDatabase
 
-from .audit_models import create_audit_tables
-from .inbox_models import migrate_v2 as _v2_inbox_tables
+from core.signing.audit_models import create_audit_tables
+from .inbox_progress import migrate_v2 as _v2_inbox_tables
 from .models import bind_models
 
 BUSY_TIMEOUT_MS = 5000

@@ -8,9 +8,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Input
 
-from .keyed_table import KeyedTable
+from console.widgets.keyed_table import KeyedTable
 from .panel import PAGE, InfoLine, Panel, window_text
-from .ui_text import need, number, safe, stamp
+from console.ui_text import need, number, safe, stamp
 
 COLUMNS = [
     ("frame_id", "frame id"),

@@ -52,12 +52,12 @@ from typing import Callable
 
 import peewee
 
-from .config import InboxConfig, load_inbox_config
-from .formats import FormatError, complete_part, line_count, read_items, scrub
-from .frame import escape_text
-from .home import Home
-from .receiver import Receiver, Verdict
-from .store import write_transaction
+from core.config import InboxConfig, load_inbox_config
+from core.rules.formats import FormatError, complete_part, line_count, read_items, scrub
+from core.rules.frame import escape_text
+from core.home import Home
+from core.store.receiver import Receiver, Verdict
+from core.store.database import write_transaction
 
 log = logging.getLogger("ussd.inbox")
 

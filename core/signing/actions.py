@@ -14,11 +14,11 @@ import math
 import time
 from typing import NamedTuple
 
-from . import audit
-from .frame import Frame, is_rerankable, parse
+from core.signing import audit
+from core.rules.frame import Frame, is_rerankable, parse
 from .operators import ActionError, active_operator, check_name, load_signer, short_fingerprint
-from .retention import DAY, RetentionError, check_retention, describe
-from .store import write_transaction
+from core.rules.retention import DAY, RetentionError, check_retention, describe
+from core.store.database import write_transaction
 
 KEEP_FIRST = "keep_first"
 ACCEPT_CORRECTION = "accept_correction"

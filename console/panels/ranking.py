@@ -8,10 +8,10 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 
-from .bars import Bars
-from .keyed_table import KeyedTable
+from console.widgets.bars import Bars
+from console.widgets.keyed_table import KeyedTable
 from .panel import PAGE, SLOW_FACTOR, InfoLine, Panel, window_text
-from .ui_text import need, number, safe, stamp
+from console.ui_text import need, number, safe, stamp
 
 COLUMNS = [
     ("rank", "rank"),

@@ -1,0 +1,1 @@
+"""The demo: a simulated gateway that feeds the sample sessions into an inbox."""

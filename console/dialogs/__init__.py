@@ -1,0 +1,1 @@
+"""Modal screens: confirmation, help, and the signing dialogs."""

@@ -1,0 +1,1 @@
+"""The pure rules: no I/O, no database, no threads (a test checks the imports)."""

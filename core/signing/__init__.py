@@ -1,0 +1,1 @@
+"""Operators, their keys, the signed audit log and the actions they sign."""

@@ -1,0 +1,1 @@
+"""The store: opening the database, its schema, the ledger writes and the read queries."""

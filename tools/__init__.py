@@ -1,0 +1,1 @@
+"""Developer tools: screenshots, the console probe and the sample store; not shipped."""

@@ -36,9 +36,9 @@ from textual.widgets import Footer, TabbedContent, TabPane
 
 from core import Receiver
 from core.config import InboxConfig, store_target
-from core.rules.frame import escape_text
+from core.rules.text import escape_text
 from core.home import Home
-from core.inbox.delivery import InboxService
+from core.inbox import InboxService
 from core.rules.retention import EVICT_EVERY_SECONDS, describe
 
 from . import hooks

@@ -16,7 +16,7 @@ import sys
 import peewee
 
 from core import RetentionError, StoreError
-from core.rules.frame import escape_text
+from core.rules.text import escape_text
 from core.home import DEFAULT_HOME, ENV_HOME, Home
 
 from .commands import MODULES

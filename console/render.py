@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from core.rules.frame import escape_text
+from core.rules.text import escape_text
 
 
 def make_console(stderr: bool = False) -> Console:

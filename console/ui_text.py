@@ -14,7 +14,8 @@ import os
 
 from rich.text import Text
 
-from core.rules.frame import NEED_NAMES, escape_text
+from core.rules.frame import NEED_NAMES
+from core.rules.text import escape_text
 
 
 def safe(value: object, limit: int = 80, style: str = "") -> Text:

@@ -24,7 +24,7 @@ from pathlib import Path
 from core import Receiver
 from core.rules.formats import plain_lines
 from core.rules.retention import DAY
-from core.store.database import SQLITE_PRAGMAS
+from core.store.backend import SQLITE_PRAGMAS
 from tests.helpers import bad_trailer, frame
 
 MIX = "45% first arrivals, 35% re-sends, 5% re-ranks, 5% conflicts, 5% bad trailers, 5% bad format"

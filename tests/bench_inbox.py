@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:
 
 from core.rules.cksum import trailer  # noqa: E402
 from core.home import Home  # noqa: E402
-from core.inbox.delivery import InboxService  # noqa: E402
+from core.inbox import InboxService  # noqa: E402
 
 FRAMES_PER_FILE = 3
 TIMEOUT_S = 5.0  # per file; a file not seen by then fails the run rather than hanging it

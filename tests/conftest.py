@@ -84,7 +84,7 @@ def home(tmp_path):
 @pytest.fixture
 def inbox(home):
     """A home ready for delivery, and a receiver on its store."""
-    from core.inbox.delivery import prepare_home
+    from core.inbox import prepare_home
 
     prepare_home(home)
     r = Receiver(str(home.db))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from core.config import InboxConfig
 from core.home import Home
-from core.inbox.delivery import InboxService
+from core.inbox import InboxService
 from tests.helpers import frame
 
 NEEDS = ("MED", "SHE", "WAT", "FOO", "PRO")

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from core.store import database as store
+from core.store import migrations as store
 from core import StoreError
 
 

@@ -13,7 +13,8 @@ import pytest
 from core.signing import actions
 from core.signing import audit
 from core import Receiver
-from core.signing.audit_models import APPEND_ONLY_TRIGGERS, audit_models
+from core.signing.audit_models import APPEND_ONLY, audit_models
+from core.store.backend import append_only_sqlite
 from core.home import Home
 from core.signing.operators import ActionError, load_signer, retire_operator
 
@@ -234,7 +235,7 @@ def test_a_changed_operator_registry_is_caught(pristine, tmp_path):
 
 
 def test_triggers_are_what_the_migration_installs():
-    assert all("RAISE(ABORT" in sql for sql in APPEND_ONLY_TRIGGERS)
+    assert all("RAISE(ABORT" in sql for sql in append_only_sqlite("audit_log", APPEND_ONLY))
 
 
 def test_hostile_values_in_a_tampered_log_are_reported_escaped(pristine, tmp_path, capsys, monkeypatch):

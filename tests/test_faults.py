@@ -16,9 +16,9 @@ import textwrap
 import pytest
 
 from console.cli import main
-from core.store import database as store
+from core.store import backend as store
 from core import Receiver
-from core.inbox.delivery import claimed_dir, deliver, recent_files
+from core.inbox import claimed_dir, deliver, recent_files
 from tests.helpers import ROOT
 from tests.inbox_helpers import archived, drop, frame_lines, started_services, text_of, wait_for
 

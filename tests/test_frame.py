@@ -2,7 +2,8 @@
 
 import pytest
 
-from core.rules.frame import Frame, Rejected, canonical, case_key, escape_text, parse
+from core.rules.frame import Frame, Rejected, canonical, case_key, parse
+from core.rules.text import escape_text
 from tests.helpers import frame
 
 GOOD = "H1|1|Kakuma1|MED|3|86|#89"

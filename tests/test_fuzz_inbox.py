@@ -22,7 +22,7 @@ from core import Outcome, Receiver
 from core.config import InboxConfig
 from core.rules.formats import FormatError, read_items
 from core.home import Home
-from core.inbox.delivery import claimed_dir, deliver, prepare_home
+from core.inbox import claimed_dir, deliver, prepare_home
 from tests.helpers import bad_trailer, frame
 
 FUZZ = os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"

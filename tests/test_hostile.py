@@ -19,7 +19,7 @@ import pytest
 
 from console.cli import main
 from core.config import InboxConfig
-from core.inbox.delivery import InboxService, claimed_dir, deliver
+from core.inbox import InboxService, claimed_dir, deliver
 from tests.helpers import ROOT, frame
 from tests.inbox_helpers import drop, wait_for
 

@@ -13,7 +13,7 @@ import pytest
 
 from core.inbox import delivery as inbox_module
 from core.config import InboxConfig
-from core.inbox.delivery import claimed_dir, deliver, file_counts, kind_skip, prepare_home, recent_files
+from core.inbox import claimed_dir, deliver, file_counts, kind_skip, prepare_home, recent_files
 from tests.helpers import frame
 from tests.inbox_helpers import drop, frame_lines, text_of
 

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from core.inbox.delivery import _Handler, claimed_dir, file_counts, recent_files
+from core.inbox import claimed_dir, file_counts, recent_files
+from core.inbox.service import _Handler
 from tests.inbox_helpers import archived, drop, frame_lines, started_services, text_of, wait_for
 
 

@@ -158,7 +158,7 @@ def test_batch_equals_one_at_a_time(new_store):
 
 
 def test_many_chunks_share_state(receiver, monkeypatch):
-    import core.store.receiver as mod
+    import core.store.ledger as mod
 
     monkeypatch.setattr(mod, "CHUNK", 3)
     items = [(f"r{i % 4}-1", frame(1, "S", "FOO", i % 4, 1)) for i in range(10)]

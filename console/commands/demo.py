@@ -18,7 +18,7 @@ from rich.text import Text
 from core import Receiver
 from core.config import InboxConfig
 from core.home import Home
-from core.inbox.delivery import InboxService
+from core.inbox import InboxService
 
 from console.errors import CommandError
 from console.demo.gateway_sim import SAMPLES, STORY, GatewaySim, deliver

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from core.config import load_inbox_config
 from core.rules.formats import FormatError, read_items
-from core.inbox.delivery import claimed_dir, deliver_until_done, file_counts, quiet_skip
+from core.inbox import claimed_dir, deliver_until_done, file_counts, quiet_skip
 from core.rules.retention import DAY, describe
 
 from console.errors import CommandError
@@ -158,8 +158,7 @@ def cmd_ingest(args, ctx) -> int:
                 for v in verdicts:
                     tally[v.outcome.value] += 1
                     if ctx.json:
-                        print_json({"frame_id": v.frame_id, "outcome": v.outcome.value, "reason": v.reason,
-                                    "file": v.file, "line": v.line})
+                        print_json(v.as_dict())
                     elif shown < PRINT_LIMIT:
                         rows.append((os.path.basename(v.file or ""), v.line, v.frame_id, _outcome(v.outcome.value), v.reason))
                         shown += 1

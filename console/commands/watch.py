@@ -15,7 +15,7 @@ import threading
 import time
 
 from core.config import load_inbox_config
-from core.inbox.delivery import InboxService, prepare_home
+from core.inbox import InboxService, prepare_home
 from core.rules.retention import EVICT_EVERY_SECONDS
 
 LOG_NAME = "receiver.log"

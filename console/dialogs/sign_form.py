@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from core.rules.frame import escape_text
+from core.rules.text import escape_text
 from core.signing.operators import ActionError, list_operators
 from core.rules.retention import RetentionError
 

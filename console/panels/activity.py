@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Sparkline, Static
 
-from core.inbox.delivery import file_counts
+from core.inbox import file_counts
 
 from console.widgets.keyed_table import KeyedTable
 from .panel import PAGE, Panel

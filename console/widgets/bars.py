@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from core.rules.frame import escape_text
+from core.rules.text import escape_text
 
 from console.ui_text import bar, count
 

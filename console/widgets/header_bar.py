@@ -12,7 +12,7 @@ from typing import Callable
 from rich.text import Text
 from textual.widget import Widget
 
-from core.rules.frame import escape_text
+from core.rules.text import escape_text
 
 from console.ui_text import count
 

@@ -1,3 +1,21 @@
-"""Inbox delivery: files and claims, the delivery of one file, and the service that runs both paths."""
+"""The inbox: files and claims (``files``), the delivery of one file (``delivery``), and the
+service that runs the push and pull paths (``service``, with ``health`` for its faults)."""
 
-from core.inbox.delivery import *  # noqa: F401,F403  (replaced by the split below)
+from core.store.inbox_progress import file_counts, recent_files
+
+from .delivery import FileResult, deliver, deliver_until_done
+from .files import claimed_dir, kind_skip, prepare_home, quiet_skip
+from .service import InboxService
+
+__all__ = [
+    "FileResult",
+    "InboxService",
+    "claimed_dir",
+    "deliver",
+    "deliver_until_done",
+    "file_counts",
+    "kind_skip",
+    "prepare_home",
+    "quiet_skip",
+    "recent_files",
+]

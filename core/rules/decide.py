@@ -8,7 +8,7 @@ property tests hammer them and lets every delivery path share one answer.
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+from typing import Collection, NamedTuple
 
 from .frame import Frame, Rejected, is_rerankable
 
@@ -24,22 +24,28 @@ class Outcome(str, enum.Enum):
         return self.value
 
 
+def payload_key(payload: tuple[str, str, int, int]) -> str:
+    """The settlement key of a version's payload (site, need, headcount, pri), as stored (R13).
+
+    One definition for the signed resolution that writes settlements and the
+    batch that reads them: if the two ever differed, a settled version would
+    silently stop matching and raise its conflict again.
+    """
+    site, need, headcount, pri = payload
+    return f"{site}|{need}|{headcount}|{pri}"
+
+
+def payload_from_key(key: str) -> tuple[str, str, int, int]:
+    site, need, headcount, pri = key.split("|")
+    return (site, need, int(headcount), int(pri))
+
+
 class CaseRef(NamedTuple):
     """The applied case a frame's case key points at, as the ledger holds it now."""
 
     frame_id: str
     text: str
     payload: tuple[str, str, int, int]
-
-
-class Known(NamedTuple):
-    """What the store holds about one frame's identity."""
-
-    seen_text: str | None = None  # the witness kept for this frame_id (R2)
-    case: CaseRef | None = None  # the case under this frame's case key (R11, R12)
-    settled_texts: frozenset[str] = frozenset()  # versions an operator settled (R13)
-    settled_payloads: frozenset[tuple[str, str, int, int]] = frozenset()
-    quarantined: bool = False  # this exact newcomer already waits in quarantine
 
 
 class Decision(NamedTuple):
@@ -68,13 +74,16 @@ def reject(parsed: Frame | Rejected) -> Decision | None:
     return None
 
 
-def decide(frame: Frame, known: Known) -> Decision:
-    """R3–R13 for a frame that parsed and whose trailer is right."""
-    return decide_fields(frame, *known)
+def decide(frame: Frame, seen_text: str | None = None, case: CaseRef | None = None,
+           settled_texts: Collection[str] = frozenset(), settled_payloads: Collection[tuple] = frozenset(),
+           quarantined: bool = False) -> Decision:
+    """R2-R13 for a frame that parsed and whose trailer is right (R1: ``reject`` first).
 
-
-def decide_fields(frame, seen_text, case, settled_texts, settled_payloads, quarantined) -> Decision:
-    """``decide`` with ``Known`` spread out: the batch loop calls this without building one."""
+    What the store knows about the frame comes as plain arguments (no record to
+    build per frame on the batch's hot path): the witness kept for its id, the
+    case under its case key, the settled versions of that case, and whether
+    this exact newcomer already waits in quarantine.
+    """
     text = frame.text
     if settled_texts and (
         text in settled_texts or (is_rerankable(frame.case_key) and frame.payload in settled_payloads)

@@ -127,29 +127,3 @@ def parse(frame_id: object, text: object) -> Frame | Rejected:
         trailer(body) == hh,
         key,
     )
-
-
-def escape_text(value: object, limit: int = 200) -> str:
-    """A bounded, printable-ASCII rendering of untrusted input for storage and display.
-
-    Control bytes, non-ASCII characters and backslashes are written as escapes,
-    so no terminal control sequence survives and the original is recoverable.
-    """
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "backslashreplace")
-    s = str(value)
-    out = []
-    size = 0
-    for ch in s:
-        if ch == "\\":
-            piece = "\\\\"
-        elif " " <= ch <= "~":
-            piece = ch
-        else:
-            piece = ch.encode("unicode_escape").decode("ascii")
-        out.append(piece)
-        size += len(piece)
-        if size >= limit:
-            out.append("...")
-            break
-    return "".join(out)

@@ -15,6 +15,7 @@ import time
 from typing import NamedTuple
 
 from core.signing import audit
+from core.rules.decide import payload_key
 from core.rules.frame import Frame, is_rerankable, parse
 from .operators import ActionError, active_operator, check_name, load_signer, short_fingerprint
 from core.rules.retention import DAY, RetentionError, check_retention, describe
@@ -49,7 +50,8 @@ class Preview(NamedTuple):
 
 
 def _payload_key(values: dict) -> str:
-    return f"{values['site']}|{values['need']}|{values['headcount']}|{values['pri']}"
+    """The settlement key of a version described by its fields (one definition: ``payload_key``)."""
+    return payload_key((values["site"], values["need"], values["headcount"], values["pri"]))
 
 
 def _frame_values(text: str) -> dict:

@@ -18,7 +18,7 @@ import unicodedata
 from typing import NamedTuple
 
 from .audit_models import audit_models
-from core.rules.frame import escape_text
+from core.rules.text import escape_text
 from .operators import ActionError, Signer, verify_signature
 from core.store.database import write_transaction
 

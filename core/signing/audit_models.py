@@ -4,7 +4,7 @@ Times are ``DoubleField``: the entry time is part of the signed text, and a
 4-byte REAL (what ``FloatField`` becomes on PostgreSQL) would round it and
 break every signature.
 
-Kept apart from ``core.models`` so the dedup core does not depend on them;
+Kept apart from ``core.store.models`` so the dedup core does not depend on them;
 ``audit_models(db)`` binds them to a receiver's database once and reuses them.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import weakref
 from types import SimpleNamespace
 
-from peewee import AutoField, Database, DoubleField, IntegerField, Model, PostgresqlDatabase, TextField
+from peewee import AutoField, Database, DoubleField, IntegerField, Model, TextField
 
 _BOUND: "weakref.WeakKeyDictionary[Database, SimpleNamespace]" = weakref.WeakKeyDictionary()
 
@@ -82,25 +82,11 @@ def audit_models(db: Database) -> SimpleNamespace:
     return bound
 
 
-APPEND_ONLY_TRIGGERS = (
-    "CREATE TRIGGER IF NOT EXISTS audit_log_no_update BEFORE UPDATE ON audit_log "
-    "BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
-    "CREATE TRIGGER IF NOT EXISTS audit_log_no_delete BEFORE DELETE ON audit_log "
-    "BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
-)
-
-PG_APPEND_ONLY_TRIGGERS = (
-    "CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS "
-    "$$ BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$",
-    "CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log "
-    "FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()",
-    "CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log "
-    "FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()",
-)
+APPEND_ONLY = "the audit log is append-only"
 
 
 def create_audit_tables(db: Database) -> None:
     a = audit_models(db)
     db.create_tables([a.Operator, a.AuditEntry, a.AuditHead])
-    for sql in PG_APPEND_ONLY_TRIGGERS if isinstance(db, PostgresqlDatabase) else APPEND_ONLY_TRIGGERS:
+    for sql in db.append_only_sql("audit_log", APPEND_ONLY):
         db.execute_sql(sql)

@@ -1,26 +1,33 @@
-"""The inbox's tables: claimed files with their per-file progress, and files per path.
+"""The inbox's progress table: one row per claimed file, and files per delivery path.
 
-Kept apart from ``core.models`` so the inbox can grow without touching the
-ledger's schema; ``core.store`` creates them in migration 2.
+A file's row commits in the same transaction as the frames it covers (R8), so
+``line`` and ``offset`` are always exactly what the ledger holds of that file.
+Each advance is a compare-and-set on the line it started from: a second worker
+that read the same part finds the row moved and rolls its frames back
+(``ClaimTaken``). These are plain peewee queries on the models below; they run
+inside ``Receiver.ingest_many``'s transaction through its ``within`` hook.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from peewee import BigIntegerField, DoubleField, IntegerField, IntegrityError, Model, TextField
 
-from peewee import BigIntegerField, Database, DoubleField, IntegerField, Model, TextField
+from .database import write_transaction
+
+PROGRESS_FIELDS = ("state", "line", "offset", "frames", "source", "name", "format", "archived_as", "reason")
 
 
-def bind_inbox_models(db: Database) -> SimpleNamespace:
-    class Base(Model):
-        class Meta:
-            database = db
-            legacy_table_names = False
+class ClaimTaken(Exception):
+    """Another worker committed this file's progress first; our transaction rolls back."""
+
+
+def bind_inbox_models(Base: type[Model]) -> dict:
+    """The inbox's models on the store's ``Base``; ``bind_models`` adds them to its namespace."""
 
     class InboxFile(Base):
         """One claimed inbox file. ``line``/``offset`` commit with the frames they cover (R8)."""
 
-        claim = TextField(primary_key=True)  # the file's name in the claimed folder
+        claim = TextField(primary_key=True)  # the file's name in the claimed folder, escaped
         name = TextField()  # its name in the inbox, escaped
         source = TextField()  # the delivery path that won the claim
         format = TextField(null=True)
@@ -47,9 +54,70 @@ def bind_inbox_models(db: Database) -> SimpleNamespace:
         class Meta:
             table_name = "inbox_path_files"
 
-    return SimpleNamespace(InboxFile=InboxFile, InboxPathFiles=InboxPathFiles)
+    return {"InboxFile": InboxFile, "InboxPathFiles": InboxPathFiles}
 
 
-def migrate_v2(db: Database, _models) -> None:
-    m = bind_inbox_models(db)
+def migrate_v2(db, m) -> None:
     db.create_tables([m.InboxFile, m.InboxPathFiles])
+
+
+def progress(m, claim: str) -> dict | None:
+    """The file's committed progress, or None before its first commit."""
+    F = m.InboxFile
+    fields = [getattr(F, name) for name in PROGRESS_FIELDS]
+    return F.select(*fields).where(F.claim == claim).dicts().first()
+
+
+def create_progress(m, claim, name, source, fmt, state, line, offset, frames, now, reason=None, archived=None) -> None:
+    """The file's first row, and one more file for its path; ``ClaimTaken`` if the row exists."""
+    try:
+        m.InboxFile.insert(
+            claim=claim, name=name, source=source, format=fmt, state=state, line=line, offset=offset,
+            frames=frames, claimed_at=now, updated_at=now, finished_at=now if state != "claimed" else None,
+            reason=reason, archived_as=archived,
+        ).execute()
+    except IntegrityError as exc:  # the row exists: someone else got here first
+        raise ClaimTaken() from exc
+    P = m.InboxPathFiles
+    P.insert(source=source, files=1).on_conflict(
+        conflict_target=[P.source], update={P.files: P.files + 1}
+    ).execute()
+
+
+def advance_progress(m, claim, expect_line, line, offset, frames, fmt, now) -> None:
+    """Move a claimed file's row on from ``expect_line``; ``ClaimTaken`` if it is not there any more."""
+    F = m.InboxFile
+    changes = {F.line: line, F.offset: offset, F.frames: F.frames + frames, F.updated_at: now}
+    if fmt is not None:
+        changes[F.format] = fmt
+    moved = F.update(changes).where((F.claim == claim) & (F.line == expect_line) & (F.state == "claimed")).execute()
+    if moved != 1:
+        raise ClaimTaken()
+
+
+def finish_progress(m, claim, state, archived, reason, now) -> bool:
+    """Mark a claimed file ``done`` or ``rejected``; False when another worker finished it first."""
+    F = m.InboxFile
+    with write_transaction(F._meta.database):
+        return F.update(
+            {F.state: state, F.archived_as: archived, F.reason: reason, F.finished_at: now, F.updated_at: now}
+        ).where((F.claim == claim) & (F.state == "claimed")).execute() == 1
+
+
+def set_archived_as(m, claim: str, archived: str) -> None:
+    F = m.InboxFile
+    with write_transaction(F._meta.database):
+        F.update({F.archived_as: archived}).where(F.claim == claim).execute()
+
+
+def file_counts(receiver) -> dict[str, int]:
+    """Files per delivery path (``watch``, ``sweep``, ``cli``, ...), for the console and ``status``."""
+    P = receiver.m.InboxPathFiles
+    return dict(P.select(P.source, P.files).order_by(P.source).tuples())
+
+
+def recent_files(receiver, limit: int = 50) -> list[dict]:
+    """The newest claimed files with their state and progress, newest first."""
+    F = receiver.m.InboxFile
+    keys = ("name", "source", "format", "state", "line", "frames", "claimed_at", "finished_at", "archived_as", "reason")
+    return list(F.select(*(getattr(F, k) for k in keys)).order_by(F.claimed_at.desc()).limit(limit).dicts())

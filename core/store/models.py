@@ -22,6 +22,7 @@ from peewee import (
     TextField,
 )
 
+from .inbox_progress import bind_inbox_models
 
 # Timestamps are epoch seconds in DoubleField: peewee's FloatField is a 4-byte REAL
 # on PostgreSQL, which would round today's epoch to the nearest couple of minutes.
@@ -232,4 +233,5 @@ def bind_models(db: Database) -> SimpleNamespace:
         Total=Total,
         Policy=Policy,
         Eviction=Eviction,
+        **bind_inbox_models(Base),
     )

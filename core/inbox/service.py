@@ -1,0 +1,495 @@
+"""The inbox service: the push and pull paths on their threads, faults and health.
+
+``InboxService`` runs the two paths: the observer's handler only queues paths
+(an exception in a handler kills the observer thread), a worker thread drains
+the queue, a monitor restarts a dead observer, worker or sweep thread, and the
+sweep lists the inbox every ``sweep_interval`` as the safety net for events
+that never came. A fault (the store full, read-only or locked, a file that
+cannot be read, a dead thread) is logged once in one line and shown by
+``health()`` until the thing works again; the file it concerns stays in the
+inbox and every sweep tries it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import stat
+import threading
+import time
+from collections import Counter
+from typing import Callable
+
+from core.config import InboxConfig, load_inbox_config
+from core.home import Home
+from core.rules.text import escape_text, one_line
+from core.store.receiver import Receiver
+
+from .delivery import FileResult, deliver
+from .health import FaultsAndHealth, _os_error
+from .files import _inside, claimed_dir, kind_skip, prepare_home, quiet_skip
+
+log = logging.getLogger("ussd.inbox")
+
+
+
+# How long a path the watch worker has queued is left to it before the sweep may take it.
+OWN_GRACE = 30.0
+
+
+MONITOR_EVERY = 0.5
+
+
+class _ShutdownRaceFilter(logging.Filter):
+    """Drop watchdog's error line for a read racing its own stop: harmless, and alarming in a log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_ShutdownRaceFilter())
+
+
+class _Handler:
+    """Watchdog handler: turns events into queued paths and never raises."""
+
+    def __init__(self, service: "InboxService"):
+        self.service = service
+
+    def dispatch(self, event) -> None:
+        try:
+            if event.is_directory:
+                return
+            if event.event_type == "moved":
+                if event.dest_path:
+                    self.service._offer(os.fsdecode(event.dest_path), moved=True)
+            elif event.event_type in ("created", "modified", "closed"):
+                self.service._offer(os.fsdecode(event.src_path), moved=False)
+        except Exception as exc:  # noqa: BLE001 - a raise here would kill the observer thread
+            log.error("inbox event handler failed on %s: %s", escape_text(repr(event), 300), one_line(exc),
+                      exc_info=True)
+
+
+class InboxService(FaultsAndHealth):
+    """The inbox's two delivery paths and their health; see the module docstring."""
+
+    def __init__(self, home: Home, db_path: str | None = None, config: InboxConfig | None = None,
+                 on_verdicts: Callable[[list, FileResult], None] | None = None):
+        self.home = home
+        self.config = config if config is not None else load_inbox_config(home.config)
+        self.db_path = db_path or str(home.db)
+        if self.db_path == ":memory:":
+            # Each thread has its own connection, and each would get its own empty store.
+            raise ValueError("the inbox service needs a store file, not ':memory:'")
+        self.on_verdicts = on_verdicts
+        self.receiver: Receiver | None = None
+        self._queue: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self._sweep_wake = threading.Event()
+        self._lock = threading.Lock()
+        self._sweep_lock = threading.Lock()
+        self._owned: dict[str, float] = {}  # paths the watch worker has queued, waits for or holds
+        self._waiting: dict[str, tuple[float, bool]] = {}  # worker only: path -> (due, is_claimed)
+        self._stable: dict[str, tuple[tuple, float]] = {}  # path -> (stat key, first seen unchanged)
+        self._logged_skips: dict[str, str] = {}
+        self._logged_errors: dict[str, str] = {}
+        self._claims_won: Counter = Counter()
+        self._claims_lost = 0
+        self._last_sweep: float | None = None
+        # Faults in force: what -> (message, since, last seen). Each clears itself when the thing
+        # it names works again; the newest one is kept after that for the console to show.
+        self._faults: dict[str, tuple[str, float, float]] = {}
+        self._last_fault: tuple[str, float] | None = None
+        self._recovered_at: float | None = None
+        self._observer_restarts = 0
+        self._hooked: tuple[Callable, Callable] | None = None
+        self._observer = None
+        self._observer_state = "off"
+        self._threads: dict[str, threading.Thread] = {}
+        self._started = False
+        self._inbox = str(home.inbox)
+        self._claimed = str(claimed_dir(home))
+
+    # -- lifecycle -----------------------------------------------------------------
+    def start(self) -> "InboxService":
+        prepare_home(self.home)
+        self._inbox = str(_inside(self.home, self.home.inbox))
+        self._claimed = str(_inside(self.home, claimed_dir(self.home)))
+        self.receiver = Receiver(self.db_path)
+        self._stop.clear()
+        self._started = True
+        self._hook_thread_deaths()
+        if self.config.observer:
+            self._start_observer()
+        self._spawn("worker", self._worker_loop)
+        self._spawn("sweep", self._sweep_loop)
+        self._spawn("monitor", self._monitor_loop)
+        log.info("inbox %s: observer %s, sweep %s every %gs, settle %gs", escape_text(self._inbox, 200),
+                 "on" if self.config.observer else "off", "on" if self.config.sweep else "off",
+                 self.config.sweep_interval, self.config.settle_time)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop both paths; a file being read is left claimed at its last commit. True if all stopped."""
+        deadline = time.monotonic() + timeout
+        self._stop.set()
+        self._sweep_wake.set()
+        self._queue.put((None, "stop", 0.0))  # wakes the worker at once
+        self._stop_observer(timeout)
+        stopped = True
+        for thread in list(self._threads.values()):
+            thread.join(max(0.0, deadline - time.monotonic()))
+            stopped = stopped and not thread.is_alive()
+        self._threads.clear()
+        self._started = False
+        self._observer_state = "off"
+        self._unhook_thread_deaths()
+        if self.receiver is not None and stopped:
+            self.receiver.close()
+        return stopped
+
+    def __enter__(self) -> "InboxService":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        def run():
+            try:
+                target()
+            except Exception as exc:  # noqa: BLE001 - recorded for health(); the monitor restarts the thread
+                self._fault(name, f"the inbox {name} thread stopped: {one_line(exc)}; restarting it", exc_info=True)
+            finally:
+                try:
+                    if self.receiver is not None:
+                        self.receiver.db.close()  # this thread's connection
+                except Exception:  # noqa: BLE001 - closing at exit; nothing left to protect
+                    log.debug("closing the %s thread's connection failed", name, exc_info=True)
+
+        thread = threading.Thread(target=run, name=f"inbox-{name}", daemon=True)
+        self._threads[name] = thread
+        thread.start()
+
+    # -- the observer ----------------------------------------------------------------
+    def _start_observer(self) -> None:
+        from watchdog.events import FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent
+
+        try:
+            from watchdog.observers.inotify import InotifyObserver
+
+            # Full events: a file renamed in from outside the inbox is a move, not a creation,
+            # so it is known to be whole and taken at once.
+            observer = InotifyObserver(generate_full_events=True)
+        except (ImportError, OSError):
+            from watchdog.observers import Observer
+
+            observer = Observer()
+        # Recursive, so the claim's rename into .claimed/ is a paired move and
+        # watchdog does not hold the queue back waiting for its other half.
+        observer.schedule(
+            _Handler(self), self._inbox, recursive=True,
+            event_filter=[FileCreatedEvent, FileMovedEvent, FileModifiedEvent, FileClosedEvent],
+        )
+        observer.daemon = True
+        observer.start()
+        self._observer = observer
+        self._observer_state = "running"
+
+    def _stop_observer(self, timeout: float = 5.0) -> None:
+        observer, self._observer = self._observer, None
+        if observer is None:
+            return
+        try:
+            observer.stop()
+            observer.join(timeout)
+        except Exception:  # noqa: BLE001 - a dead observer may fail to stop; it is replaced anyway
+            log.debug("stopping the observer failed", exc_info=True)
+
+    def _observer_alive(self) -> bool:
+        observer = self._observer
+        if observer is None or not observer.is_alive():
+            return False
+        try:
+            return all(e.is_alive() for e in observer.emitters)
+        except Exception:  # noqa: BLE001
+            return False
+
+    def _hook_thread_deaths(self) -> None:
+        """Turn the death of a watchdog thread into a fault line instead of a traceback on stderr."""
+        previous = threading.excepthook
+
+        def hook(args) -> None:
+            thread = args.thread
+            if (self._started and thread is not None and type(thread).__module__.startswith("watchdog")
+                    and args.exc_type is not SystemExit):
+                self._fault("observer", f"the inbox observer died: {one_line(args.exc_value)}; restarting it",
+                            exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+                return
+            previous(args)
+
+        threading.excepthook = hook
+        self._hooked = (hook, previous)
+
+    def _unhook_thread_deaths(self) -> None:
+        if self._hooked is not None:
+            hook, previous = self._hooked
+            if threading.excepthook is hook:
+                threading.excepthook = previous
+            self._hooked = None
+
+    def _monitor_loop(self) -> None:
+        while not self._stop.wait(MONITOR_EVERY):
+            try:
+                self._check_threads()
+                self._clear("monitor")
+            except Exception as exc:  # noqa: BLE001 - the monitor itself must outlive what it watches
+                self._fault("monitor", f"the inbox monitor failed: {one_line(exc)}", exc_info=True)
+
+    def _check_threads(self) -> None:
+        """Restart a dead observer, worker or sweep thread; each death is a fault until then."""
+        if self.config.observer and not self._observer_alive() and not self._stop.is_set():
+            self._observer_state = "restarting"
+            with self._lock:
+                known = "observer" in self._faults
+            if not known:
+                self._fault("observer", "the inbox observer stopped; restarting it (the sweep covers the gap)")
+            self._stop_observer(1.0)
+            try:
+                self._start_observer()
+            except Exception as exc:  # noqa: BLE001 - e.g. inotify limits; retried on the next tick
+                self._observer_state = "dead"
+                self._fault("observer", f"the inbox observer cannot be restarted: {one_line(exc)} "
+                                        "(the sweep still delivers)")
+            else:
+                with self._lock:
+                    self._observer_restarts += 1
+                log.info("inbox observer restarted")
+                self._clear("observer")
+            self._sweep_wake.set()
+        for name, loop in (("worker", self._worker_loop), ("sweep", self._sweep_loop)):
+            thread = self._threads.get(name)
+            if thread is None or thread.is_alive() or self._stop.is_set():
+                continue
+            if name == "sweep" and not self.config.sweep:
+                continue  # with the sweep off, its thread ends after resuming claimed files at start
+            self._spawn(name, loop)
+            log.info("inbox %s thread restarted", name)
+            self._clear(name)
+
+    # -- the push path: handler -> queue -> worker -------------------------------------
+    def _offer(self, path: str, moved: bool) -> None:
+        if os.path.dirname(path) != self._inbox or quiet_skip(os.path.basename(path)):
+            return
+        with self._lock:
+            self._owned.setdefault(path, time.monotonic())
+        self._queue.put((path, "moved" if moved else "changed", 0.0))
+
+    def _hand_over_held(self, path: str, due: float) -> None:
+        """A claimed file still settling: the worker finishes it when it is due."""
+        with self._lock:
+            self._owned[path] = time.monotonic()
+        self._queue.put((path, "held", due))
+
+    def _release(self, path: str) -> None:
+        with self._lock:
+            self._owned.pop(path, None)
+
+    def _owned_by_worker(self, path: str) -> bool:
+        with self._lock:
+            since = self._owned.get(path)
+        return since is not None and time.monotonic() - since < max(OWN_GRACE, 10 * self.config.sweep_interval)
+
+    def _worker_loop(self) -> None:
+        while not self._stop.is_set():
+            item = None
+            try:
+                item = self._queue.get(timeout=self._next_due_in())
+            except queue.Empty:
+                pass
+            try:
+                if item is not None and item[0] is not None:
+                    path, kind, due = item
+                    self._waiting.pop(path, None)
+                    if kind == "held":
+                        self._waiting[path] = (due, True)
+                    else:
+                        self._consider(path, moved=kind == "moved")
+                self._run_due()
+            except Exception as exc:  # noqa: BLE001 - the sweep takes over what this item was
+                self._fault("worker", f"the inbox worker failed: {one_line(exc)}", exc_info=True)
+
+    def _next_due_in(self) -> float:
+        if not self._waiting:
+            return 0.5
+        soonest = min(due for due, _claimed in self._waiting.values())
+        return min(0.5, max(0.0, soonest - time.time()))
+
+    def _consider(self, path: str, moved: bool) -> None:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            self._release(path)
+            return
+        why = kind_skip(st)
+        if why:
+            self._log_skip(path, why)
+            self._release(path)
+            return
+        if moved or self._settled(path, st):
+            self._release_after(path, self._deliver(path, "watch"))
+        else:
+            self._waiting[path] = (max(st.st_mtime + self.config.settle_time, time.time() + 0.05), False)
+
+    def _release_after(self, path: str, result: FileResult) -> None:
+        self._release(path)
+        if result.status == "held" and result.claimed is not None:
+            claimed = str(result.claimed)
+            with self._lock:
+                self._owned[claimed] = time.monotonic()
+            self._waiting[claimed] = (result.due or time.time(), True)
+
+    def _run_due(self) -> None:
+        now = time.time()
+        for path, (due, is_claimed) in list(self._waiting.items()):
+            if due > now or self._stop.is_set():
+                continue
+            del self._waiting[path]
+            if is_claimed:
+                self._release_after(path, self._deliver(path, "watch"))
+            else:
+                self._consider(path, moved=False)
+
+    # -- the pull path ------------------------------------------------------------------
+    def _sweep_loop(self) -> None:
+        self._sweep_once(resume_only=not self.config.sweep)  # held and crashed files first, at once
+        if not self.config.sweep:
+            return
+        while not self._stop.is_set():
+            self._sweep_wake.wait(self.config.sweep_interval)
+            self._sweep_wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                self._sweep_once()
+            except Exception as exc:  # noqa: BLE001 - the next sweep tries again
+                self._fault("sweep", f"inbox sweep failed: {one_line(exc)}", exc_info=True)
+
+    def sweep_now(self) -> int:
+        """One sweep in the caller's thread: resume claimed files, take settled ones. Files handled."""
+        if self.receiver is None:
+            raise RuntimeError("the inbox service is not started")
+        return self._sweep_once()
+
+    def _sweepable(self, folder):
+        """``(path, lstat)`` of the folder's files the worker does not hold, until a stop."""
+        for path in self._listing(folder):
+            if self._stop.is_set():
+                return
+            if self._owned_by_worker(path):
+                continue
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            yield path, st
+
+    def _sweep_once(self, resume_only: bool = False) -> int:
+        handled = 0
+        with self._sweep_lock:
+            try:
+                for path, st in self._sweepable(self._claimed):
+                    if stat.S_ISREG(st.st_mode) and not self._settled(path, st):
+                        # Held (its writer may still be at it): the worker finishes it once settled.
+                        self._hand_over_held(path, st.st_mtime + self.config.settle_time)
+                        continue
+                    handled += self._deliver(path, "sweep").won
+                for path, st in () if resume_only else self._sweepable(self._inbox):
+                    why = kind_skip(st)
+                    if why:
+                        self._log_skip(path, why)
+                        continue
+                    if not self._settled(path, st):
+                        continue
+                    handled += self._deliver(path, "sweep").won
+            except OSError as exc:
+                self._fault("sweep", f"inbox sweep failed: {_os_error(exc)}")
+            else:
+                self._clear("sweep")
+            self._forget_missing(set(self._listing(self._claimed)) | set(self._listing(self._inbox)))
+            self._last_sweep = time.time()
+        return handled
+
+    def _forget_missing(self, present: set[str]) -> None:
+        with self._lock:
+            for memo in (self._stable, self._logged_skips, self._logged_errors):
+                for path in [p for p in memo if p not in present]:
+                    memo.pop(path, None)
+            gone = [key for key in self._faults if key.startswith("file:") and key[5:] not in present]
+        self._clear(*gone)  # a file that failed and then went away (taken, removed) is no fault now
+
+    def _count_files(self, folder: str) -> int:
+        try:
+            with os.scandir(folder) as it:
+                return sum(1 for e in it if not quiet_skip(e.name) and e.is_file(follow_symlinks=False))
+        except FileNotFoundError:
+            return 0
+
+    def _listing(self, folder: str) -> list[str]:
+        try:
+            with os.scandir(folder) as it:
+                names = sorted(e.name for e in it if not quiet_skip(e.name))
+        except FileNotFoundError:
+            return []
+        return [os.path.join(folder, n) for n in names]
+
+    # -- shared by both paths ------------------------------------------------------------
+    def _settled(self, path: str, st: os.stat_result) -> bool:
+        """Unchanged for ``settle_time``: by its mtime, or as we watched it (for clocks that disagree)."""
+        now = time.time()
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        with self._lock:
+            if now - st.st_mtime >= self.config.settle_time:
+                self._stable.pop(path, None)
+                return True
+            seen = self._stable.get(path)
+            if seen is None or seen[0] != key:
+                self._stable[path] = (key, now)
+                return self.config.settle_time == 0
+            if now - seen[1] >= self.config.settle_time:
+                del self._stable[path]
+                return True
+        return False
+
+    def _log_skip(self, path: str, why: str) -> None:
+        with self._lock:
+            if self._logged_skips.get(path) == why:
+                return
+            self._logged_skips[path] = why
+        log.warning("inbox: skipping %s: %s (never read)", escape_text(os.path.basename(path), 120), why)
+
+    def _deliver(self, path: str, source: str) -> FileResult:
+        try:
+            result = deliver(path, source, self.receiver, self.home, self.config, stop=self._stop)
+        except Exception as exc:  # noqa: BLE001 - one bad file or a store outage must not stop either path
+            return self._delivery_failed(path, source, exc)
+        with self._lock:
+            self._logged_errors.pop(path, None)
+            self._stable.pop(path, None)
+            if result.claimed_now:
+                self._claims_won[source] += 1
+            elif result.status == "lost":
+                self._claims_lost += 1
+        if result.won:
+            self._clear("store", "disk", f"file:{path}")
+        elif result.status in ("lost", "skipped"):
+            self._clear(f"file:{path}")
+        if result.status == "skipped" and result.reason not in ("hidden name", "temporary name", "being read"):
+            self._log_skip(path, result.reason or "skipped")
+        if result.won and self.on_verdicts is not None:
+            try:
+                self.on_verdicts(list(result.verdicts), result)
+            except Exception:  # noqa: BLE001 - a UI callback must never break delivery
+                log.exception("on_verdicts callback failed for %s", result.name)
+        return result

@@ -1,0 +1,142 @@
+"""Every difference between SQLite and PostgreSQL, as one small database class per dialect.
+
+The rest of the store asks the database object (``db.take_write_lock()``,
+``db.insert_rows(...)``, ``db.data_version()``...) instead of checking which
+engine it is, the way peewee itself keeps dialects in ``Database`` subclasses.
+"""
+
+from __future__ import annotations
+
+import os
+
+from peewee import PostgresqlDatabase, SqliteDatabase
+
+BUSY_TIMEOUT_MS = 5000
+
+SQLITE_PRAGMAS = {
+    "journal_mode": "wal",
+    "synchronous": "full",
+    "foreign_keys": 1,
+    "busy_timeout": BUSY_TIMEOUT_MS,
+    "cache_size": -32_000,  # 32 MB page cache
+    "temp_store": "memory",
+}
+
+# Every writing transaction on PostgreSQL first takes this transaction-scoped
+# advisory lock: the same effect as SQLite's BEGIN IMMEDIATE. Decisions are
+# made on a snapshot no other writer can change until commit, and the unique
+# constraints stay underneath as the backstop.
+PG_WRITE_LOCK = 0x55_53_53_44  # "USSD"
+
+
+def is_postgres_url(target: str) -> bool:
+    return target.startswith(("postgresql://", "postgres://"))
+
+
+class _Dialect:
+    """What both dialects share; each subclass says only how it differs."""
+
+    def quoted(self, name: str) -> str:
+        return f"{self.quote[0]}{name}{self.quote[1]}"
+
+    def insert_rows(self, table: str, columns: list[str], rows: list, on_conflict: str = "") -> None:
+        """Insert raw rows into ``table`` (names unquoted); the fast path of the ledger writes."""
+        if rows:
+            cols = ", ".join(self.quoted(c) for c in columns)
+            marks = ", ".join([self.param] * len(columns))
+            self.cursor().executemany(
+                f"INSERT INTO {self.quoted(table)} ({cols}) VALUES ({marks}) {on_conflict}", rows
+            )
+
+
+class SqliteStore(_Dialect, SqliteDatabase):
+    """SQLite: WAL with ``synchronous=FULL`` (a committed transaction is on disk before
+    ``COMMIT`` returns, R8) and ``BEGIN IMMEDIATE`` (a writing transaction holds the write
+    lock before it reads, so two processes cannot both decide "new" for one frame)."""
+
+    dialect = "sqlite"
+
+    @classmethod
+    def open(cls, target: str) -> "SqliteStore":
+        if target != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+        pragmas = dict(SQLITE_PRAGMAS)
+        if target == ":memory:":
+            pragmas.pop("journal_mode")
+        return cls(target, pragmas=pragmas, lock_type="IMMEDIATE", timeout=BUSY_TIMEOUT_MS / 1000,
+                   check_same_thread=False)
+
+    def take_write_lock(self) -> None:
+        """Nothing to do: ``BEGIN IMMEDIATE`` took it."""
+
+    def schema_versions_unlocked(self) -> set[int] | None:
+        """The applied schema versions, read without the write lock (a read-only or locked
+        store can still be opened); ``None`` before the first migration."""
+        found = self.execute_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+        ).fetchone()
+        if found is None:
+            return None
+        return {row[0] for row in self.execute_sql("SELECT version FROM schema_version").fetchall()}
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits: a cheap "anything new?" probe."""
+        return self.execute_sql("PRAGMA data_version").fetchone()[0]
+
+    def append_only_sql(self, table: str, message: str) -> list[str]:
+        return append_only_sqlite(table, message)
+
+
+def append_only_sqlite(table: str, message: str) -> list[str]:
+    """Triggers that refuse every UPDATE and DELETE of ``table`` on SQLite."""
+    return [
+        f"CREATE TRIGGER IF NOT EXISTS {table}_no_{what.lower()} BEFORE {what} ON {table} "
+        f"BEGIN SELECT RAISE(ABORT, '{message}'); END"
+        for what in ("UPDATE", "DELETE")
+    ]
+
+
+class PostgresStore(_Dialect, PostgresqlDatabase):
+    """PostgreSQL through psycopg 3, shared by several receivers and consoles."""
+
+    dialect = "postgresql"
+
+    @classmethod
+    def open(cls, target: str) -> "PostgresStore":
+        return cls(target, prefer_psycopg3=True)
+
+    def take_write_lock(self) -> None:
+        self.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_WRITE_LOCK,))
+
+    def schema_versions_unlocked(self) -> None:
+        """Always ``None``: the migration check runs under the write lock, so two receivers
+        starting together cannot both create the tables."""
+        return None
+
+    def insert_rows(self, table: str, columns: list[str], rows: list, on_conflict: str = "") -> None:
+        """COPY for plain inserts: psycopg's executemany costs a round of Python work per row,
+        COPY streams the rows in C. Upserts (a handful of counter rows) keep executemany."""
+        if on_conflict or not rows:
+            return super().insert_rows(table, columns, rows, on_conflict)
+        cols = ", ".join(self.quoted(c) for c in columns)
+        with self.cursor().copy(f"COPY {self.quoted(table)} ({cols}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+    def data_version(self) -> int:
+        """The snapshot's xmax moves on with every commit on the server (a superset of this
+        store's commits: an extra refresh at worst, never a missed one)."""
+        return int(self.execute_sql("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()[0])
+
+    def append_only_sql(self, table: str, message: str) -> list[str]:
+        return [
+            f"CREATE OR REPLACE FUNCTION {table}_append_only() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$$ BEGIN RAISE EXCEPTION '{message}'; END $$",
+            *(f"CREATE TRIGGER {table}_no_{what.lower()} BEFORE {what} ON {table} "
+              f"FOR EACH ROW EXECUTE FUNCTION {table}_append_only()" for what in ("UPDATE", "DELETE")),
+        ]
+
+
+def open_database(target: str) -> SqliteStore | PostgresStore:
+    """A store database for a PostgreSQL URL, a SQLite path or ``:memory:``."""
+    return (PostgresStore if is_postgres_url(target) else SqliteStore).open(target)

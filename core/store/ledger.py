@@ -1,0 +1,247 @@
+"""Ledger writes: the ingest (the one merge point every delivery path calls), retention, eviction.
+
+``ingest_many`` is the only code that writes the ledger. It parses a batch
+with the pure ``core.rules.frame.parse``, gathers what the store knows about
+the batch's ids in a few set-based queries (``_gather``), lets the pure
+``core.rules.batch.decide_batch`` decide every frame, and writes the rows it
+returns with ``executemany`` (COPY on PostgreSQL) in one transaction (R8: a
+frame's dedup row and its applied case commit together or not at all).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable, Iterable, Sequence
+
+from core.rules.batch import ACTIVITY_KEEP, Facts, Verdict, Writes, decide_batch, needs_facts
+from core.rules.decide import CaseRef, payload_from_key
+from core.rules.frame import Frame, parse
+from core.rules.retention import check_retention
+
+from .database import write_transaction
+
+log = logging.getLogger("ussd.receiver")
+
+CHUNK = 20_000  # frames per transaction
+_IN_BATCH = 500  # ids per IN (...) lookup
+SOURCE_MAX = 16
+
+
+def _slices(seq: Sequence, size: int):
+    for i in range(0, len(seq), size):
+        yield seq[i : i + size]
+
+
+class LedgerWrites:
+    """The writing half of ``Receiver`` (needs ``self.db`` and ``self.m``)."""
+
+    # -- low-level helpers (the one place that writes raw SQL) ------------------
+    def _insert(self, model, fields: Sequence[str], rows: list, on_conflict: str = "") -> None:
+        meta = model._meta
+        self.db.insert_rows(meta.table_name, [meta.fields[f].column_name for f in fields], rows, on_conflict)
+
+    def _add(self, model, key_fields: Sequence[str], value_field: str, rows: list) -> None:
+        """Upsert-increment: ``value += n`` per key, inserting missing keys."""
+        if not rows:
+            return
+        q = self.db.quoted
+        table, value = q(model._meta.table_name), q(value_field)
+        keys = ", ".join(q(k) for k in key_fields)
+        conflict = f"ON CONFLICT ({keys}) DO UPDATE SET {value} = {table}.{value} + excluded.{value}"
+        self._insert(model, [*key_fields, value_field], rows, conflict)
+
+    def _execute_many(self, sql: str, rows: list) -> None:
+        if rows:
+            self.db.cursor().executemany(sql.replace("?", self.db.param), rows)
+
+    # -- ingest: the merge point ----------------------------------------------
+    def ingest(self, frame_id, frame_text, now: float | None = None, source: str = "api") -> Verdict:
+        return self.ingest_many([(frame_id, frame_text)], now=now, source=source)[0]
+
+    def ingest_many(
+        self,
+        items: Iterable[Sequence],
+        now: float | None = None,
+        source: str = "api",
+        within: Callable[[], None] | None = None,
+    ) -> list[Verdict]:
+        """Decide and record a batch; items are ``(frame_id, text)`` or ``(frame_id, text, file, line)``.
+
+        ``within`` runs inside the last chunk's transaction, so a caller can
+        commit its own progress (an inbox file's offset) with the frames.
+        """
+        if not isinstance(source, str) or not source.isidentifier() or len(source) > SOURCE_MAX:
+            raise ValueError(f"bad source label {source!r}")
+        items = list(items)
+        verdicts: list[Verdict] = []
+        if not items:
+            if within is not None:
+                with write_transaction(self.db):
+                    within()
+            return verdicts
+        parts = list(_slices(items, CHUNK))
+        for i, chunk in enumerate(parts):
+            stamp = time.time() if now is None else float(now)
+            last = i == len(parts) - 1
+            verdicts.extend(self._ingest_chunk(chunk, stamp, source, within if last else None))
+        return verdicts
+
+    def _select_in(self, sql: str, values: list) -> list[tuple]:
+        """Run ``sql`` (with one ``IN ({})`` slot) over ``values`` in slices; raw rows.
+
+        Built by hand rather than through the query builder: for thousands of
+        ids per batch, peewee's per-value SQL generation cost more than the
+        lookups themselves.
+        """
+        rows: list[tuple] = []
+        cursor = self.db.cursor()
+        for part in _slices(values, _IN_BATCH):
+            marks = ", ".join([self.db.param] * len(part))
+            cursor.execute(sql.format(marks), part)
+            rows.extend(cursor.fetchall())
+        return rows
+
+    def _gather(self, frames: list[Frame]) -> Facts:
+        """Set-based lookups of everything the batch's ids and case keys touch.
+
+        Witnesses and cases are looked up for every frame; the quarantine and
+        the settlements only for frames that hit one of those, since a frame
+        with neither is new and cannot be in either.
+        """
+        seen = dict(
+            self._select_in(
+                "SELECT frame_id, frame_text FROM seen_frames WHERE frame_id IN ({})",
+                list({f.frame_id for f in frames}),
+            )
+        )
+        cases = {
+            key: CaseRef(fid, text, (site, need, hc, pri))
+            for key, fid, text, site, need, hc, pri in self._select_in(
+                "SELECT case_key, frame_id, frame_text, site, need, headcount, pri FROM cases "
+                "WHERE case_key IN ({})",
+                list({f.case_key for f in frames}),
+            )
+        }
+        hit_ids = list({f.frame_id for f in frames if f.frame_id in seen or f.case_key in cases})
+        quarantined = set(
+            self._select_in("SELECT frame_id, frame_text FROM quarantine WHERE frame_id IN ({})", hit_ids)
+        )
+        settled_texts: dict[str, set[str]] = {}
+        settled_payloads: dict[str, set[tuple]] = {}
+        for key, text, payload in self._select_in(
+            "SELECT case_key, frame_text, payload FROM settlements WHERE case_key IN ({})", list(cases)
+        ):
+            settled_texts.setdefault(key, set()).add(text)
+            settled_payloads.setdefault(key, set()).add(payload_from_key(payload))
+        return Facts(seen, quarantined, cases, settled_texts, settled_payloads)
+
+    def _ingest_chunk(self, chunk, now: float, source: str, within) -> list[Verdict]:
+        results = [parse(item[0], item[1]) for item in chunk]
+        with write_transaction(self.db):
+            facts = self._gather(needs_facts(results))
+            verdicts, writes = decide_batch(chunk, results, facts, now, source)
+            self._write(now, source, writes)
+            if within is not None:
+                within()
+        return verdicts
+
+    def _write(self, now: float, source: str, w: Writes) -> None:
+        m = self.m
+        for row in w.new_quarantine:
+            log.info("conflict quarantined: %s %s (%s; first was %s %s)", row[0], row[2], row[5], row[3], row[4])
+        self._insert(
+            m.SeenFrame,
+            ["frame_id", "frame_text", "crc8", "first_seen", "last_seen", "seen_count", "last_source"],
+            w.seen_rows,
+        )
+        self._insert(
+            m.Case,
+            ["case_key", "frame_id", "frame_text", "seq", "site", "need", "headcount", "pri",
+             "first_seen", "updated_at", "source", "version"],
+            w.case_rows,
+        )
+        self._insert(
+            m.Quarantine,
+            ["frame_id", "case_key", "frame_text", "first_frame_id", "first_text", "reason",
+             "first_seen", "last_seen", "seen_count", "source", "status"],
+            w.new_quarantine,
+        )
+        self._insert(
+            m.Reject,
+            ["ts", "source", "outcome", "reason", "frame_id", "frame_text", "file", "line"],
+            w.reject_rows,
+        )
+        self._insert(m.Activity, ["ts", "source", "frame_id", "outcome", "reason", "file", "line"], w.activity_rows)
+        self._execute_many(
+            "UPDATE seen_frames SET seen_count = seen_count + ?, last_seen = ?, last_source = ? "
+            "WHERE frame_id = ?",
+            [(n, now, source, fid) for fid, n in w.seen_bumps.items()],
+        )
+        self._execute_many(
+            "UPDATE quarantine SET seen_count = seen_count + ?, last_seen = ? "
+            "WHERE frame_id = ? AND frame_text = ?",
+            [(n, now, fid, text) for (fid, text), n in w.quarantine_bumps.items()],
+        )
+        self._add(m.Counter, ["source", "outcome"], "count", [(source, o, n) for o, n in w.outcomes.items()])
+        self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, sum(w.outcomes.values()))])
+        totals = [("cases", w.added_cases), ("headcount", w.added_headcount), ("seen_frames", len(w.seen_rows))]
+        self._add(m.Total, ["name"], "value", [t for t in totals if t[1]])
+        self.db.execute_sql(
+            "DELETE FROM activity WHERE id <= (SELECT MAX(id) FROM activity) - ?".replace("?", self.db.param),
+            (ACTIVITY_KEEP,),
+        )
+
+    # -- retention (R7) --------------------------------------------------------
+    def set_retention(self, seconds: int, set_by: str = "operator", reason: str = "",
+                      signed: bool = False, audit_id: int | None = None, now: float | None = None) -> dict:
+        """Change the policy; refused below 72 h, and below 30 days unless signed."""
+        seconds = int(seconds)
+        is_exception = check_retention(seconds, signed)
+        with write_transaction(self.db):
+            if seconds == self.retention_seconds() and self.m.Policy.select().exists():
+                return self.retention()
+            self.m.Policy.create(
+                retention_seconds=seconds, set_at=time.time() if now is None else now,
+                set_by=set_by, reason=reason, is_exception=is_exception, audit_id=audit_id,
+            )
+        log.info("retention set to %ss by %s", seconds, set_by)
+        return self.retention()
+
+    def evict(self, now: float | None = None, started_by: str = "api", chunk: int = 2000) -> int:
+        """Age-only eviction of dedup witnesses, in short transactions; logged (R7)."""
+        m = self.m
+        now = time.time() if now is None else float(now)
+        policy = self.retention_seconds()
+        cutoff = now - policy
+        removed = 0
+        oldest = newest = None
+        S = m.SeenFrame
+        while True:
+            with write_transaction(self.db):
+                rows = list(
+                    S.select(S.frame_id, S.first_seen)
+                    .where(S.first_seen < cutoff)
+                    .order_by(S.first_seen)
+                    .limit(chunk)
+                    .tuples()
+                )
+                if not rows:
+                    break
+                for part in _slices([r[0] for r in rows], _IN_BATCH):
+                    S.delete().where(S.frame_id.in_(part)).execute()
+                self._add(m.Total, ["name"], "value", [("seen_frames", -len(rows))])
+            if oldest is None:
+                oldest = rows[0][1]
+            newest = rows[-1][1]
+            removed += len(rows)
+            if len(rows) < chunk:
+                break
+        if removed or started_by != "schedule":
+            with write_transaction(self.db):
+                m.Eviction.create(
+                    ran_at=now, retention_seconds=policy, cutoff=cutoff, removed=removed,
+                    oldest=oldest, newest=newest, started_by=started_by,
+                )
+            log.info("eviction by %s: %d removed (cutoff %.0f, policy %ss)", started_by, removed, cutoff, policy)
+        return removed

@@ -1,0 +1,97 @@
+"""The schema: numbered migrations, and ``connect`` (open, then bring the schema up to date)."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from peewee import Database
+
+from core.rules.text import one_line
+from core.signing.audit_models import create_audit_tables
+
+from .backend import open_database
+from .database import StoreError, describe_target, write_transaction
+from .inbox_progress import migrate_v2 as _v2_inbox_tables
+from .models import bind_models
+
+Migration = Callable[[Database, object], None]
+
+
+def _v1_core_tables(db: Database, m) -> None:
+    db.create_tables(
+        [
+            m.SeenFrame,
+            m.Case,
+            m.CaseHistory,
+            m.Quarantine,
+            m.Settlement,
+            m.Reject,
+            m.Activity,
+            m.Counter,
+            m.ArrivalMinute,
+            m.Total,
+            m.Policy,
+            m.Eviction,
+        ]
+    )
+
+
+def _v3_operators_and_audit(db: Database, m) -> None:
+    create_audit_tables(db)
+
+
+# Append only: a released store is upgraded by running the steps it lacks, in order.
+MIGRATIONS: list[tuple[int, str, Migration]] = [
+    (1, "core tables: dedup witnesses, ledger, quarantine, rejects, accounting, retention", _v1_core_tables),
+    (2, "inbox: claimed files with per-file progress, files per delivery path", _v2_inbox_tables),
+    (3, "operators, the signed audit log and its head", _v3_operators_and_audit),
+]
+
+
+def migrate(db: Database, m) -> int:
+    """Bring the schema up to date; return the newest version now in force.
+
+    Steps are applied by membership, not by "newer than the highest": numbers
+    may have gaps while branches are merged, and a step that was missing when a
+    store was created is still applied later, in list order.
+
+    An up-to-date SQLite store is only read here, without the write lock: a
+    read-only store, or one another process holds locked, can still be read.
+    """
+    current = db.schema_versions_unlocked()
+    wanted = {version for version, _what, _step in MIGRATIONS}
+    if current is not None and wanted <= current and max(current) <= MIGRATIONS[-1][0]:
+        return max(current)
+    with write_transaction(db):
+        db.create_tables([m.SchemaVersion])
+        applied = {row.version for row in m.SchemaVersion.select(m.SchemaVersion.version)}
+        have = max(applied, default=0)
+        latest = MIGRATIONS[-1][0]
+        if have > latest:
+            raise StoreError(
+                f"the store is at schema version {have}, newer than this program knows ({latest}); "
+                "upgrade the program"
+            )
+        for version, _what, step in MIGRATIONS:
+            if version not in applied:
+                step(db, m)
+                m.SchemaVersion.create(version=version, applied_at=time.time())
+                applied.add(version)
+    return max(applied)
+
+
+def connect(target: str):
+    """Open, configure and migrate; return ``(db, models)``."""
+    db = open_database(target)
+    m = bind_models(db)
+    try:
+        db.connect(reuse_if_open=True)
+        migrate(db, m)
+    except StoreError:
+        db.close()
+        raise
+    except Exception as exc:  # peewee wraps driver errors in its own types
+        db.close()
+        raise StoreError(f"cannot open the store at {describe_target(target)}: {one_line(exc)}") from exc
+    return db, m

@@ -1,0 +1,204 @@
+"""Read queries: plain data for the command line and the console, never a write."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter as Tally
+from typing import Iterable
+
+from peewee import fn
+
+from core.rules.retention import DEFAULT_SECONDS
+
+
+class LedgerReads:
+    """The reading half of ``Receiver`` (needs ``self.db`` and ``self.m``)."""
+
+    # -- retention (R7) ----------------------------------------------------------
+    def retention_seconds(self) -> int:
+        P = self.m.Policy
+        row = P.select(P.retention_seconds).order_by(P.id.desc()).first()
+        return row.retention_seconds if row else DEFAULT_SECONDS
+
+    def retention(self) -> dict:
+        """The policy in force, as plain data."""
+        P = self.m.Policy
+        row = P.select().order_by(P.id.desc()).dicts().first()
+        if row is None:
+            return {"retention_seconds": DEFAULT_SECONDS, "set_at": None, "set_by": "default",
+                    "reason": "", "is_exception": False, "audit_id": None}
+        row.pop("id", None)
+        return row
+
+    def is_seen(self, frame_id: str) -> bool:
+        S = self.m.SeenFrame
+        return S.select().where(S.frame_id == frame_id).exists()
+
+    def _total(self, name: str) -> int:
+        T = self.m.Total
+        row = T.select(T.value).where(T.name == name).first()
+        return row.value if row else 0
+
+    def headcount_total(self) -> int:
+        return self._total("headcount")
+
+    def per_source(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        C = self.m.Counter
+        for source, outcome, count in C.select(C.source, C.outcome, C.count).tuples():
+            out.setdefault(source, {})[outcome] = count
+        return out
+
+    def totals(self) -> dict:
+        """Header and ``status`` figures, all O(1) or indexed."""
+        by_outcome: Tally = Tally()
+        for counts in self.per_source().values():
+            by_outcome.update(counts)
+        Q = self.m.Quarantine
+        return {
+            "cases": self._total("cases"),
+            "headcount_total": self._total("headcount"),
+            "duplicates": by_outcome["DUPLICATE"],
+            "conflicts": by_outcome["CONFLICT_QUARANTINED"],
+            "conflicts_open": Q.select().where(Q.status == "open").count(),
+            "rejects": by_outcome["REJECT_BAD_FORMAT"] + by_outcome["REJECT_BAD_CRC"],
+            "applied": by_outcome["APPLIED"],
+            "frames": sum(by_outcome.values()),
+            "seen_frames": self._total("seen_frames"),
+            "retention_days": round(self.retention_seconds() / 86400, 3),
+        }
+
+    CASE_SORTS = ("first_seen", "frame_id", "site", "need", "headcount", "pri", "updated_at")
+
+    def _case_filter(self, query, text: str | None):
+        C = self.m.Case
+        if text:
+            query = query.where(C.site.contains(text) | C.need.contains(text) | C.frame_id.contains(text))
+        return query
+
+    def cases(self, limit: int = 100, offset: int = 0, sort: str = "first_seen",
+              descending: bool = True, filter: str | None = None) -> list[dict]:
+        """One page of the applied ledger."""
+        C = self.m.Case
+        if sort not in self.CASE_SORTS:
+            raise ValueError(f"cannot sort cases by {sort!r}; choose one of {', '.join(self.CASE_SORTS)}")
+        col = getattr(C, sort)
+        order = [col.desc() if descending else col.asc(), C.id.desc() if descending else C.id.asc()]
+        q = self._case_filter(C.select(), filter).order_by(*order).limit(limit).offset(offset)
+        return list(q.dicts())
+
+    def count_cases(self, filter: str | None = None) -> int:
+        if not filter:
+            return self._total("cases")
+        return self._case_filter(self.m.Case.select(), filter).count()
+
+    def case_history(self, case_id: int) -> list[dict]:
+        H = self.m.CaseHistory
+        return list(H.select().where(H.case == case_id).order_by(H.id).dicts())
+
+    def ranking(self, limit: int = 100, offset: int = 0) -> list[dict]:
+        """The dispatch order: pri desc, headcount desc, first seen."""
+        C = self.m.Case
+        q = (
+            C.select(C.id, C.frame_id, C.site, C.need, C.headcount, C.pri, C.first_seen)
+            .order_by(C.pri.desc(), C.headcount.desc(), C.first_seen.asc(), C.id.asc())
+            .limit(limit)
+            .offset(offset)
+        )
+        rows = list(q.dicts())
+        for i, row in enumerate(rows, start=offset + 1):
+            row["rank"] = i
+        return rows
+
+    def headcount_by(self, field: str, limit: int = 20) -> list[dict]:
+        """Headcount per need or per site, largest first."""
+        C = self.m.Case
+        if field not in ("need", "site"):
+            raise ValueError("headcount_by takes 'need' or 'site'")
+        col = getattr(C, field)
+        total = fn.SUM(C.headcount)
+        q = (
+            C.select(col.alias("key"), total.alias("headcount"), fn.COUNT(C.id).alias("cases"))
+            .group_by(col)
+            .order_by(total.desc(), col)
+            .limit(limit)
+        )
+        return list(q.dicts())
+
+    def quarantine(self, status: str | None = "open", limit: int = 100, offset: int = 0) -> list[dict]:
+        Q = self.m.Quarantine
+        q = Q.select()
+        if status:
+            q = q.where(Q.status == status)
+        return list(q.order_by(Q.id.desc()).limit(limit).offset(offset).dicts())
+
+    def quarantine_item(self, qid: int) -> dict | None:
+        Q = self.m.Quarantine
+        return Q.select().where(Q.id == qid).dicts().first()
+
+    def rejects(self, limit: int = 100, offset: int = 0) -> list[dict]:
+        R = self.m.Reject
+        return list(R.select().order_by(R.id.desc()).limit(limit).offset(offset).dicts())
+
+    def evictions(self, limit: int = 50) -> list[dict]:
+        E = self.m.Eviction
+        return list(E.select().order_by(E.id.desc()).limit(limit).dicts())
+
+    def activity(self, limit: int = 200, after_id: int = 0) -> list[dict]:
+        """Newest first; ``after_id`` fetches only what is new since the last look."""
+        A = self.m.Activity
+        return list(A.select().where(A.id > after_id).order_by(A.id.desc()).limit(limit).dicts())
+
+    def arrivals_per_minute(self, minutes: int = 60, now: float | None = None) -> list[int]:
+        """Frames per minute over the last ``minutes`` minutes, oldest first (all paths)."""
+        now = time.time() if now is None else now
+        end = int(now // 60)
+        start = end - minutes + 1
+        A = self.m.ArrivalMinute
+        counts = dict(
+            A.select(A.minute, fn.SUM(A.count))
+            .where(A.minute >= start, A.minute <= end)
+            .group_by(A.minute)
+            .tuples()
+        )
+        return [int(counts.get(minute, 0)) for minute in range(start, end + 1)]
+
+    # -- read queries for the operator console (issue 4) --------------------------
+    # Kept apart so the console's needs are visible at a glance; all read-only.
+    def data_version(self) -> int:
+        """Changes whenever another connection commits to the store: a cheap "anything new?" probe."""
+        return self.db.data_version()
+
+    def cases_by_arrival(self, limit: int = 100, offset: int = 0, descending: bool = True,
+                         filter: str | None = None) -> list[dict]:
+        """One page of the ledger in arrival (rowid) order, which stays instant on a big store."""
+        C = self.m.Case
+        order = C.id.desc() if descending else C.id.asc()
+        q = self._case_filter(C.select(), filter).order_by(order).limit(limit).offset(offset)
+        return list(q.dicts())
+
+    def retention_history(self, limit: int = 50) -> list[dict]:
+        """Every policy change, newest first (exceptions are the rows with ``is_exception``)."""
+        P = self.m.Policy
+        return list(P.select().order_by(P.id.desc()).limit(limit).dicts())
+
+    def witnesses(self, now: float | None = None) -> dict:
+        """Dedup witnesses kept, the oldest one's age, and how many the policy has expired now."""
+        S = self.m.SeenFrame
+        now = time.time() if now is None else float(now)
+        cutoff = now - self.retention_seconds()
+        oldest = S.select(fn.MIN(S.first_seen)).scalar()
+        due = S.select().where(S.first_seen < cutoff).count()
+        return {"kept": self._total("seen_frames"), "oldest": oldest, "cutoff": cutoff, "due": due}
+
+    def ranking_rows(self) -> Iterable[tuple]:
+        """The whole dispatch order streamed from one cursor (for exports), as
+        ``(frame_id, site, need, headcount, pri, first_seen)``; paging by offset
+        would cost quadratic time on a big store."""
+        C = self.m.Case
+        q = (
+            C.select(C.frame_id, C.site, C.need, C.headcount, C.pri, C.first_seen)
+            .order_by(C.pri.desc(), C.headcount.desc(), C.first_seen.asc(), C.id.asc())
+            .tuples()
+        )
+        return q.iterator()

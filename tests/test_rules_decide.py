@@ -1,0 +1,142 @@
+"""The rules R1-R13 as tables over the pure decision, with no store at all.
+
+Like h11 testing its state machine directly: each row names the rule, what the
+store would know, and the outcome. ``decide`` judges one frame; ``decide_batch``
+judges a chunk in order, which is where R6, R8, R9 and R10 show.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core.rules.batch import Facts, decide_batch
+from core.rules.decide import CaseRef, Outcome, decide, payload_from_key, payload_key, reject
+from core.rules.frame import Frame, Rejected, parse
+from core.rules.retention import DAY, RetentionError, check_retention
+from tests.helpers import bad_trailer, frame
+
+A1 = frame(1, "Kakuma1", "MED", 3, 86)  # the first version of case A, pack rank 1
+A1_MORE = frame(1, "Kakuma1", "MED", 5, 86)  # a corrected headcount
+A2_SAME = frame(2, "Kakuma1", "MED", 3, 86)  # re-ranked: same payload, pack rank 2
+A2_OTHER = frame(2, "Kakuma1", "MED", 9, 86)  # re-ranked with another payload
+CASE_A = CaseRef("A-1", A1, ("Kakuma1", "MED", 3, 86))
+
+
+def good(frame_id: str, text: str) -> Frame:
+    parsed = parse(frame_id, text)
+    assert isinstance(parsed, Frame) and parsed.trailer_ok, parsed
+    return parsed
+
+
+def no_facts() -> Facts:
+    return Facts({}, set(), {}, {}, {})
+
+
+# rule, frame id, frame, what the store knows, outcome, reason, a witness is written
+DECIDE = [
+    ("R2 a new id applies", "A-1", A1, {}, Outcome.APPLIED, "new", True),
+    ("R2 an opaque id is its own case", "rec1", A1, {}, Outcome.APPLIED, "new", True),
+    ("R3 same id, same frame", "A-1", A1, {"seen_text": A1, "case": CASE_A}, Outcome.DUPLICATE, "retransmit", False),
+    ("R4 a retransmit after a session drop is a duplicate", "A-1", A1[:-2] + A1[-2:].upper() + "\r\n",
+     {"seen_text": A1, "case": CASE_A}, Outcome.DUPLICATE, "retransmit", False),
+    ("R5 same id, other frame", "A-1", A1_MORE, {"seen_text": A1, "case": CASE_A},
+     Outcome.CONFLICT_QUARANTINED, "same_frame_id_different_payload", False),
+    ("R5 the same newcomer again", "A-1", A1_MORE, {"seen_text": A1, "case": CASE_A, "quarantined": True},
+     Outcome.CONFLICT_QUARANTINED, "already_quarantined", False),
+    ("R11 witness evicted, case kept, same frame", "A-1", A1, {"case": CASE_A},
+     Outcome.DUPLICATE, "after_eviction", True),
+    ("R11 witness evicted, case kept, other frame", "A-1", A1_MORE, {"case": CASE_A},
+     Outcome.CONFLICT_QUARANTINED, "same_frame_id_different_payload", False),
+    ("R12 re-rank with the same payload", "A-2", A2_SAME, {"case": CASE_A}, Outcome.DUPLICATE, "rerank", True),
+    ("R12 re-rank with another payload", "A-2", A2_OTHER, {"case": CASE_A},
+     Outcome.CONFLICT_QUARANTINED, "same_case_different_payload", False),
+    ("R13 the settled newcomer again", "A-1", A1_MORE,
+     {"seen_text": A1, "case": CASE_A, "settled_texts": {A1, A1_MORE},
+      "settled_payloads": {("Kakuma1", "MED", 3, 86), ("Kakuma1", "MED", 5, 86)}},
+     Outcome.DUPLICATE, "resolved_earlier", False),
+    ("R13 a re-rank of a settled version", "A-3", frame(3, "Kakuma1", "MED", 5, 86),
+     {"case": CASE_A, "settled_texts": {A1, A1_MORE},
+      "settled_payloads": {("Kakuma1", "MED", 3, 86), ("Kakuma1", "MED", 5, 86)}},
+     Outcome.DUPLICATE, "resolved_earlier", False),
+    ("R13 a new version after a settlement is a conflict again", "A-1", frame(1, "Kakuma1", "MED", 7, 86),
+     {"seen_text": A1, "case": CASE_A, "settled_texts": {A1, A1_MORE}},
+     Outcome.CONFLICT_QUARANTINED, "same_frame_id_different_payload", False),
+]
+
+
+@pytest.mark.parametrize("rule, frame_id, text, known, outcome, reason, witness", DECIDE, ids=[r[0] for r in DECIDE])
+def test_decide(rule, frame_id, text, known, outcome, reason, witness):
+    assert tuple(decide(good(frame_id, text), **known)) == (outcome, reason, witness)
+
+
+# R1: a reject is judged before any dedup state, in the parser's order.
+REJECTS = [
+    ("bad id before anything else", "bad id!", "garbage", "bad_frame_id"),
+    ("grammar", "A-1", "H1|1|Kakuma1|MED|3|#89", "bad_grammar"),
+    ("not ASCII", "A-1", "H1|١|Kakuma1|MED|3|86|#89", "not_ascii"),
+    ("too long", "A-1", "H1|1|" + "K" * 80 + "|MED|3|86|#89", "too_long"),
+    ("the id's rank must be the frame's seq", "A-2", A1, "id_seq_mismatch"),
+]
+
+
+@pytest.mark.parametrize("what, frame_id, text, reason", REJECTS, ids=[r[0] for r in REJECTS])
+def test_r1_format_rejects_come_in_parse_order(what, frame_id, text, reason):
+    parsed = parse(frame_id, text)
+    assert parsed == Rejected(reason)
+    assert tuple(reject(parsed)) == (Outcome.REJECT_BAD_FORMAT, reason, False)
+
+
+def test_r1_a_bad_trailer_is_rejected_and_leaves_no_state_so_a_good_copy_applies():
+    verdicts, writes = decide_batch([("A-1", bad_trailer(A1)), ("A-1", A1)],
+                                    [parse("A-1", bad_trailer(A1)), parse("A-1", A1)], no_facts(), 0.0, "api")
+    assert [(v.outcome, v.reason) for v in verdicts] == [(Outcome.REJECT_BAD_CRC, "bad_trailer"), (Outcome.APPLIED, "new")]
+    assert len(writes.reject_rows) == 1 and len(writes.seen_rows) == 1
+
+
+def run(items, facts=None):
+    items = list(items)
+    return decide_batch(items, [parse(fid, text) for fid, text in items], facts or no_facts(), 100.0, "api")
+
+
+def test_r6_any_order_and_any_subset():
+    session = [("B-3", frame(3, "Dadaab", "WAT", 12, 50)), ("D-1", frame(1, "Dadaab", "SHE", 8, 70))]
+    verdicts, writes = run(session)
+    assert [v.outcome for v in verdicts] == [Outcome.APPLIED, Outcome.APPLIED]
+    assert writes.added_headcount == 20
+
+
+def test_r8_every_applied_case_comes_with_its_witness_in_the_same_writes():
+    verdicts, writes = run([("A-1", A1), ("C-1", frame(1, "Ifo", "FOO", 4, 10))])
+    assert [row[0] for row in writes.seen_rows] == [row[1] for row in writes.case_rows] == ["A-1", "C-1"]
+
+
+def test_r9_a_resent_session_is_counted_once():
+    session = [("S-1", frame(1, "Kakuma1", "MED", 3, 90)), ("T-2", frame(2, "Kakuma1", "SHE", 8, 80)),
+               ("U-3", frame(3, "Kakuma1", "WAT", 12, 70))]
+    verdicts, writes = run(session + session + session[2:])
+    assert writes.added_headcount == 23 and writes.added_cases == 3
+    assert writes.outcomes == {"APPLIED": 3, "DUPLICATE": 4}
+    assert writes.seen_bumps == {"S-1": 1, "T-2": 1, "U-3": 2}
+
+
+def test_r10_a_conflict_is_queued_never_dropped():
+    verdicts, writes = run([("A-1", A1), ("A-1", A1_MORE), ("A-1", A1_MORE)])
+    assert [v.reason for v in verdicts] == ["new", "same_frame_id_different_payload", "already_quarantined"]
+    assert verdicts[1].alert and not verdicts[2].alert
+    (queued,) = writes.new_quarantine
+    assert queued[:5] == ["A-1", "rec:A", A1_MORE, "A-1", A1] and queued[8] == 2  # seen twice, queued once
+
+
+def test_r7_retention_floor_and_signed_exception():
+    assert check_retention(30 * DAY, signed=False) is False
+    assert check_retention(10 * DAY, signed=True) is True
+    with pytest.raises(RetentionError, match="needs an operator-signed exception"):
+        check_retention(10 * DAY, signed=False)
+    with pytest.raises(RetentionError, match="floor is 72 hours"):
+        check_retention(71 * 3600, signed=True)
+
+
+def test_r13_the_settlement_key_reads_back_what_it_wrote():
+    payload = ("Kakuma1", "MED", 3, 86)
+    assert payload_from_key(payload_key(payload)) == payload
+    assert payload_key(payload) == "Kakuma1|MED|3|86"  # stored in settlements: never change the format

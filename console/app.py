@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, SystemCommand
+from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.lazy import Lazy
@@ -36,28 +36,21 @@ from textual.widgets import Footer, TabbedContent, TabPane
 
 from core import Receiver
 from core.config import InboxConfig, store_target
-from core.rules.text import escape_text
 from core.home import Home
 from core.inbox import InboxService
-from core.rules.retention import EVICT_EVERY_SECONDS, describe
+from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
+from core.rules.text import escape_text
 
-from . import hooks
-from console.panels.activity import ActivityPanel
-from console.panels.cases import CasesPanel
-from console.dialogs.confirm_dialog import ConfirmDialog
-from .exports import export_path, write_dispatch_csv
-from console.widgets.header_bar import HeaderBar
-from console.dialogs.help_screen import HelpScreen
-from console.panels.panel import Panel
-from console.panels.quarantine import QuarantinePanel
-from console.panels.ranking import RankingPanel
-from console.panels.retention import RetentionPanel
+from .dialogs.help_screen import HelpScreen
+from .messages import Arrived, RefreshWanted
+from .operator_actions import OperatorActions
+from .panels import PANELS, Panel, QuarantinePanel
 from .store_view import StoreView
-from .ui_text import count, stamp
+from .ui_text import count
+from .widgets.header_bar import HeaderBar
 
 log = logging.getLogger("ussd.console")
 
-PANELS: list[type[Panel]] = [CasesPanel, RankingPanel, QuarantinePanel, RetentionPanel, ActivityPanel]
 NOTIFY_AT_MOST = 3  # conflict notifications per refresh; the rest are summed up in one
 SLOW_LOAD_SECONDS = 0.4  # show the loading indicator when an operator's request takes longer
 FIRST_EVICTION_AFTER = 60.0  # seconds after start; then hourly
@@ -79,20 +72,7 @@ def probe_store(receiver: Receiver, service: Any, last_version: int | None) -> d
     return out
 
 
-class RefreshWanted(Message):
-    """Posted from a worker thread: its work changed the store, refresh now."""
-
-
-class Arrived(Message):
-    """Posted from the inbox's thread: verdicts for one file were committed."""
-
-    def __init__(self, verdicts: list, result: Any) -> None:
-        super().__init__()
-        self.verdicts = verdicts
-        self.result = result
-
-
-class ConsoleApp(App):
+class ConsoleApp(OperatorActions, App):
     CSS_PATH = Path(__file__).with_name("console.tcss")
     TITLE = "USSD console"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
@@ -137,7 +117,7 @@ class ConsoleApp(App):
         self.companions = list(companions)
         self.health: dict | None = None
         self.totals: dict | None = None
-        self.next_eviction_at: float | None = None
+        self.eviction: EvictionSchedule | None = None
         self.version: int | None = None
         self.error: str | None = None
         self.refreshes = 0  # completed refresh passes; tests wait on it
@@ -148,6 +128,10 @@ class ConsoleApp(App):
         self._come_back_timer = None
         self._idle = asyncio.Event()
         self._inbox_settled = threading.Event()  # the inbox start finished, one way or the other
+
+    @property
+    def next_eviction_at(self) -> float | None:
+        return self.eviction.next_at if self.eviction is not None else None
 
     # -- layout ------------------------------------------------------------------------
     def compose(self):
@@ -174,7 +158,7 @@ class ConsoleApp(App):
         self.panel().focus_main()
         self.set_interval(self.refresh_every, self.request_refresh)
         if self.evict_every:
-            self.next_eviction_at = self.clock() + FIRST_EVICTION_AFTER
+            self.eviction = EvictionSchedule(self.evict_every, self.clock(), first_after=FIRST_EVICTION_AFTER)
             self.set_interval(FIRST_EVICTION_AFTER, self._eviction_tick)
         self.request_refresh(force=True)
         if self.service_factory is not None:
@@ -387,145 +371,3 @@ class ConsoleApp(App):
             screen.minimize()
         elif screen.focused is not None:
             screen.maximize(screen.focused, container=False)
-
-    def dialog(self, name: str) -> type[Screen] | None:
-        if name not in self.dialogs:
-            self.dialogs[name] = hooks.find_dialog(name)
-        return self.dialogs[name]
-
-    def open_dialog(self, name: str, **kwargs) -> None:
-        cls = self.dialog(name)
-        if cls is None:
-            self.notify("This action needs the signing module, which is not installed.",
-                        severity="warning", markup=False)
-            return
-
-        def done(changed: Any) -> None:
-            if changed:
-                self.request_refresh(force=True)
-
-        self.push_screen(cls(home=self.home, **kwargs), done)
-
-    @work(group="dialog", exclusive=True, exit_on_error=False)
-    async def action_sign_exception(self) -> None:
-        if self.dialog("exception") is None:
-            self.open_dialog("exception")
-            return
-        self.open_dialog("exception", policy=await self.view.run(lambda r: r.retention()))
-
-    @work(group="evict", exclusive=True, exit_on_error=False)
-    async def action_evict_now(self) -> None:
-        try:
-            witnesses = await self.view.run(lambda r: (r.witnesses(self.clock()), r.retention_seconds()))
-        except Exception as exc:
-            self.notify(f"Cannot read the store: {escape_text(exc, 160)}", severity="error", markup=False)
-            return
-        w, policy = witnesses
-        body = Text(
-            f"Remove the {count(w['due'])} dedup witnesses first seen before {stamp(w['cutoff'])} "
-            f"(policy {describe(policy)})?\n\nCases stay in the ledger, and a re-sent frame is still "
-            "caught as a duplicate. The run is logged."
-        )
-        if await self.push_screen_wait(ConfirmDialog("Run eviction now", body, yes="Evict")):
-            self._evict("console")
-
-    @work(thread=True, group="evict", exit_on_error=False)
-    def _evict(self, started_by: str) -> None:
-        """Age-only eviction on its own connection, in short transactions (R7)."""
-        try:
-            with Receiver(self.store) as receiver:
-                removed = receiver.evict(now=self.clock(), started_by=started_by)
-        except Exception as exc:
-            log.exception("eviction failed")
-            self.notify(f"Eviction failed: {escape_text(exc, 160)}", severity="error", markup=False)
-            return
-        if started_by != "schedule" or removed:
-            self.notify(f"Eviction removed {count(removed)} dedup witnesses.", title="Retention", markup=False)
-        self._post(RefreshWanted())
-
-    def _eviction_tick(self) -> None:
-        if self.next_eviction_at is not None and self.clock() >= self.next_eviction_at:
-            self.next_eviction_at = self.clock() + self.evict_every
-            self._evict("schedule")
-
-    def action_export_ranking(self) -> None:
-        self._export(export_path(self.home.exports, self.clock()))
-
-    @work(thread=True, group="export", exclusive=True, exit_on_error=False)
-    def _export(self, target: Path) -> None:
-        try:
-            with Receiver(self.store) as receiver:
-                rows = write_dispatch_csv(receiver, target)
-        except Exception as exc:
-            log.exception("export failed")
-            self.notify(f"Export failed: {escape_text(exc, 160)}", severity="error", markup=False)
-            return
-        self.notify(f"{count(rows)} cases in dispatch order written to {escape_text(target, 160)}",
-                    title="Export", markup=False, timeout=10)
-
-    def action_sweep_now(self) -> None:
-        if self.service is None:
-            self.notify("The inbox is not running in this console.", severity="warning", markup=False)
-            return
-        self._sweep()
-
-    @work(thread=True, group="sweep", exclusive=True, exit_on_error=False)
-    def _sweep(self) -> None:
-        try:
-            handled = self.service.sweep_now()
-        except Exception as exc:
-            log.exception("sweep failed")
-            self.notify(f"Sweep failed: {escape_text(exc, 160)}", severity="error", markup=False)
-            return
-        self.notify(f"Sweep done: {count(handled)} file(s) taken.", title="Inbox", markup=False)
-        self._post(RefreshWanted())
-
-    def _panel_action(self, tab_id: str, action: str, *args) -> Callable[[], None]:
-        def run() -> None:
-            self.action_show_panel(tab_id)
-            panel = self.mounted_panel(tab_id)
-            if panel is not None:
-                getattr(panel, f"action_{action}")(*args)
-        return run
-
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """The palette offers every action, by the words an operator would type."""
-        for n, p in enumerate(PANELS, start=1):
-            yield SystemCommand(f"Show {p.TITLE}", f"Switch to the {p.TITLE} screen (key {n})",
-                                lambda tab=p.TAB_ID: self.action_show_panel(tab))
-        yield SystemCommand("Help: keys", "Every key of every screen (?)", self.action_help)
-        yield SystemCommand("Cases: filter", "Filter cases by site, need or id (/)",
-                            self._panel_action("cases", "filter"))
-        yield SystemCommand("Cases: clear filter", "Show every case again (Esc)",
-                            self._panel_action("cases", "clear_filter"))
-        yield SystemCommand("Cases: sort by next column", "Cycle the sort column (s)",
-                            self._panel_action("cases", "next_sort"))
-        yield SystemCommand("Cases: reverse sort", "Flip ascending and descending (r)",
-                            self._panel_action("cases", "reverse"))
-        yield SystemCommand("Next page", "The next window of rows of this screen (])",
-                            lambda: self._page(1))
-        yield SystemCommand("Previous page", "The previous window of rows of this screen ([)",
-                            lambda: self._page(-1))
-        yield SystemCommand("Ranking: export dispatch list to CSV",
-                            f"Write the dispatch order under {escape_text(self.home.exports, 60)} (e)",
-                            self.action_export_ranking)
-        if self.dialog("resolve") is not None:
-            yield SystemCommand("Quarantine: keep first (signed)", "Keep the first version (k)",
-                                self._panel_action("quarantine", "resolve", "keep_first"))
-            yield SystemCommand("Quarantine: accept correction (signed)", "The ledger takes the newcomer (a)",
-                                self._panel_action("quarantine", "resolve", "accept_correction"))
-        yield SystemCommand("Retention: run eviction now", "Age-only, logged, after a confirmation (e)",
-                            lambda: (self.action_show_panel("retention"), self.action_evict_now()))
-        if self.dialog("exception") is not None:
-            yield SystemCommand("Retention: sign an exception", "Keep less than 30 days, signed (x)",
-                                lambda: (self.action_show_panel("retention"), self.action_sign_exception()))
-        yield SystemCommand("Inbox: sweep now", "Look in the inbox for files now (w)", self.action_sweep_now)
-        yield SystemCommand("Refresh now", "Query the store again (ctrl+r)", self.action_refresh)
-        yield SystemCommand("Maximize or restore the table", "Give the focused table the whole screen (m)",
-                            self.action_toggle_maximize)
-        yield from super().get_system_commands(screen)
-
-    def _page(self, step: int) -> None:
-        panel = self.mounted_panel()
-        if panel is not None:
-            panel.action_page(step)

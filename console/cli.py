@@ -16,8 +16,8 @@ import sys
 import peewee
 
 from core import RetentionError, StoreError
-from core.rules.text import escape_text
 from core.home import DEFAULT_HOME, ENV_HOME, Home
+from core.rules.text import escape_text, one_line
 
 from .commands import MODULES
 from .context import Context
@@ -57,11 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line(exc: BaseException) -> str:
-    """The error's first line, escaped: it may quote a file name or text from outside."""
-    text = str(exc).strip().splitlines()
-    return escape_text(text[0], 500) if text else exc.__class__.__name__
-
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -80,20 +75,20 @@ def main(argv: list[str] | None = None) -> int:
             return default_command(args, ctx, parser)
         return handler(args, ctx)
     except (CommandError, StoreError, RetentionError, ValueError) as exc:
-        print(f"ussd-console: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"ussd-console: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except (peewee.OperationalError, sqlite3.OperationalError) as exc:
-        reason = _one_line(exc)
+        reason = one_line(exc)
         if "locked" in reason or "busy" in reason:
             reason = f"the store {ctx.store_label} is locked by another process for too long ({reason})"
         print(f"ussd-console: error: store: {reason}", file=sys.stderr)
         return EXIT_ERROR
     except (peewee.DatabaseError, sqlite3.DatabaseError) as exc:
-        print(f"ussd-console: error: store {ctx.store_label}: {_one_line(exc)}", file=sys.stderr)
+        print(f"ussd-console: error: store {ctx.store_label}: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:
         where = escape_text(os.fsdecode(exc.filename), 300) if exc.filename is not None else ""
-        print(f"ussd-console: error: {exc.strerror or _one_line(exc)}: {where}".rstrip(": "), file=sys.stderr)
+        print(f"ussd-console: error: {exc.strerror or one_line(exc)}: {where}".rstrip(": "), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("ussd-console: interrupted", file=sys.stderr)

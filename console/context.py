@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core import Receiver
-from core.home import Home
 from core.config import store_target
+from core.home import Home
 from core.store.database import describe_target
-
 
 from .render import make_console
 

@@ -24,11 +24,22 @@ def when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def safe(value: object, limit: int = 200) -> Text:
-    """Untrusted text as a Rich ``Text``: escaped, bounded, no markup parsed."""
+def safe(value: object, limit: int = 200, style: str = "") -> Text:
+    """Outside text as a Rich ``Text`` (never parsed as markup), for the command line and the console.
+
+    Printable ASCII is shown as it is (bounded); anything else goes through
+    ``escape_text``, so no control byte or other script reaches a terminal.
+    The store keeps reject lines and odd file names already escaped; passing
+    printable ASCII through unchanged shows them once-escaped, not doubly.
+    """
     if value is None:
-        return Text("-")
-    return Text(escape_text(value, limit))
+        return Text("-", style="dim")
+    text = str(value)
+    if text.isascii() and text.isprintable():
+        shown = text if len(text) <= limit else text[:limit] + "..."
+    else:
+        shown = escape_text(text, limit)
+    return Text(shown, style=style)
 
 
 def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:

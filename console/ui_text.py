@@ -1,10 +1,10 @@
 """Text for the console's widgets: escaped, compact, and never colour alone.
 
 Everything a widget shows that came from outside (ids, frame texts, file
-names, reject lines) goes through ``safe``: ``escape_text`` bounds it and
-turns control bytes into visible escapes, and a Rich ``Text`` is never parsed
-as markup, so neither markup nor a terminal sequence from an input can reach
-the screen.
+names, reject lines) goes through ``console.render.safe``, the one escape
+for outside text: ``escape_text`` bounds it and turns control bytes into
+visible escapes, and a Rich ``Text`` is never parsed as markup, so neither
+markup nor a terminal sequence from an input can reach the screen.
 """
 
 from __future__ import annotations
@@ -14,24 +14,8 @@ import os
 
 from rich.text import Text
 
+from console.render import safe
 from core.rules.frame import NEED_NAMES
-from core.rules.text import escape_text
-
-
-def safe(value: object, limit: int = 80, style: str = "") -> Text:
-    """Outside text for a widget: printable ASCII as it is (bounded), anything else escaped.
-
-    The store keeps reject lines already escaped; passing printable ASCII
-    through unchanged shows them once-escaped rather than doubly.
-    """
-    if value is None:
-        return Text("-", style="dim")
-    text = str(value)
-    if text.isascii() and text.isprintable():
-        shown = text if len(text) <= limit else text[:limit] + "..."
-    else:
-        shown = escape_text(text, limit)
-    return Text(shown, style=style)
 
 
 def basename(path: object, limit: int = 40) -> Text:

@@ -9,6 +9,9 @@ from pathlib import Path
 ENV_HOME = "USSD_CONSOLE_HOME"
 DEFAULT_HOME = "data"
 DB_NAME = "receiver.db"
+# One log per home: the headless watcher and the console write the same file, in one format.
+LOG_NAME = "receiver.log"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,10 @@ class Home:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+    @property
+    def log_file(self) -> Path:
+        return self.logs / LOG_NAME
 
     @property
     def exports(self) -> Path:

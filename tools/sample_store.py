@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core import Receiver
-from core.rules.formats import read_items
-from core.home import Home
-
 from console.demo.gateway_sim import SAMPLES, STORY
+from core import Receiver
+from core.home import Home
+from core.rules.formats import read_items
 
 # 2024-05-02 09:30:00 UTC: the fixed "now" of the pictures.
 FIXED_NOW = 1714642200.0

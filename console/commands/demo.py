@@ -15,14 +15,14 @@ from pathlib import Path
 
 from rich.text import Text
 
+from console.demo.gateway_sim import SAMPLES, STORY, GatewaySim, deliver
+from console.errors import CommandError
+from console.render import make_console, table, when
 from core import Receiver
 from core.config import InboxConfig
 from core.home import Home
 from core.inbox import InboxService
 
-from console.errors import CommandError
-from console.demo.gateway_sim import SAMPLES, STORY, GatewaySim, deliver
-from console.render import make_console, table, when
 from .ui import logs_to_file
 
 
@@ -63,7 +63,6 @@ DEMO_PASSPHRASE = "demo passphrase"  # a throwaway home's throwaway key, shown o
 
 def run_console(home: Home, samples: Path, pace: float) -> int:
     from console.app import ConsoleApp
-
     from core.signing.operators import add_operator
 
     with Receiver(str(home.db)) as receiver:  # someone to sign with in the throwaway home

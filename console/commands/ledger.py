@@ -13,14 +13,13 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from core.config import load_inbox_config
-from core.rules.formats import FormatError, read_items
-from core.inbox import claimed_dir, deliver_until_done, file_counts, quiet_skip
-from core.rules.retention import DAY, describe
-
 from console.errors import CommandError
 from console.exports import export_path, write_dispatch_csv, write_rows
 from console.render import make_console, print_json, safe, table, when
+from core.config import load_inbox_config
+from core.inbox import claimed_dir, deliver_until_done, file_counts, quiet_skip
+from core.rules.formats import FormatError, read_items
+from core.rules.retention import describe
 
 PRINT_LIMIT = 1000  # per-frame rows printed for people; --json prints every one
 PROGRESS_FROM = 5000  # frames; smaller files finish before a bar is worth drawing

@@ -11,12 +11,13 @@ from __future__ import annotations
 import getpass
 import sys
 import warnings
-from pathlib import Path
 
 from rich.text import Text
 
-from core.signing import actions
-from core.signing import audit
+from console.errors import CommandError
+from console.render import make_console, print_json, safe, table, when
+from core.rules.retention import describe
+from core.signing import actions, audit
 from core.signing.operators import (
     add_operator,
     check_name,
@@ -25,10 +26,6 @@ from core.signing.operators import (
     retire_operator,
     short_fingerprint,
 )
-from core.rules.retention import describe
-
-from console.errors import CommandError
-from console.render import make_console, print_json, safe, table, when
 
 EXIT_BAD_LOG = 1
 

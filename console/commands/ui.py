@@ -7,13 +7,9 @@ import functools
 import logging
 import sys
 
-from core.config import load_inbox_config
-from core.home import Home
-
 from console.errors import CommandError
-
-LOG_NAME = "receiver.log"  # the same file `watch` writes: one log per home
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+from core.config import load_inbox_config
+from core.home import LOG_FORMAT, Home
 
 
 def register(sub, common) -> None:
@@ -33,7 +29,7 @@ def need_terminal() -> None:
 def logs_to_file(home: Home):
     """While the console owns the terminal, log lines go to ``<home>/logs`` and never to the screen."""
     home.logs.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(home.logs / LOG_NAME, encoding="utf-8")
+    handler = logging.FileHandler(home.log_file, encoding="utf-8")
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()
     ours = logging.getLogger("ussd")

@@ -15,11 +15,10 @@ import threading
 import time
 
 from core.config import load_inbox_config
+from core.home import LOG_FORMAT
 from core.inbox import InboxService, prepare_home
-from core.rules.retention import EVICT_EVERY_SECONDS
-
-LOG_NAME = "receiver.log"
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
+from core.rules.text import one_line
 
 log = logging.getLogger("ussd.watch")
 
@@ -92,7 +91,7 @@ class _LogFile(logging.FileHandler):
 
 def _setup_logging(home) -> list[logging.Handler]:
     """INFO and up from every ``ussd.*`` logger to the home's log file and to stderr (one line each)."""
-    to_file = _LogFile(home.logs / LOG_NAME)
+    to_file = _LogFile(home.log_file)
     to_file.setFormatter(logging.Formatter(LOG_FORMAT))
     to_stderr = logging.StreamHandler(sys.stderr)
     to_stderr.setFormatter(_OneLineFormatter(LOG_FORMAT))
@@ -137,16 +136,15 @@ def cmd_watch(args, ctx) -> int:
         service.start()
         started = True
         log.info("watching %s; Ctrl-C or SIGTERM stops", home.inbox)
-        next_eviction = time.monotonic()
+        schedule = EvictionSchedule(config.evict_every, time.monotonic())
         while not stop.is_set():
-            if time.monotonic() >= next_eviction:
+            if schedule.due(time.monotonic()):
                 try:
                     removed = service.receiver.evict(started_by="schedule")
                     log.info("scheduled eviction run: %d dedup rows removed", removed)
                 except Exception as exc:  # noqa: BLE001 - a locked store now is retried next time
-                    log.warning("scheduled eviction failed: %s", exc)
-                next_eviction = time.monotonic() + config.evict_every
-            stop.wait(max(0.0, min(1.0, next_eviction - time.monotonic())))
+                    log.warning("scheduled eviction failed: %s", one_line(exc))
+            stop.wait(min(1.0, schedule.wait(time.monotonic())))
     finally:
         clean = service.stop(timeout=10.0)
         if started:  # a start that failed says why in the one error line, and nothing else

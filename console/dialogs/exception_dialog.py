@@ -8,8 +8,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Input, Label, Static
 
-from core.signing import actions
 from core.rules.retention import describe
+from core.signing import actions
 
 from .sign_form import SignForm
 

@@ -18,9 +18,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
+from core.rules.retention import RetentionError
 from core.rules.text import escape_text
 from core.signing.operators import ActionError, list_operators
-from core.rules.retention import RetentionError
 
 
 class SignForm(ModalScreen[bool]):

@@ -7,14 +7,14 @@ import datetime as dt
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Horizontal
 from textual.widgets import Sparkline, Static
 
+from console.render import safe
+from console.ui_text import basename, count, number, outcome, reason, stamp
+from console.widgets.keyed_table import KeyedTable
 from core.inbox import file_counts
 
-from console.widgets.keyed_table import KeyedTable
 from .panel import PAGE, Panel
-from console.ui_text import basename, count, number, outcome, reason, safe, stamp
 
 FEED_COLUMNS = [
     ("ts", "time"),

@@ -8,9 +8,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Input
 
+from console.render import safe
+from console.ui_text import need, number, stamp
 from console.widgets.keyed_table import KeyedTable
+
 from .panel import PAGE, InfoLine, Panel, window_text
-from console.ui_text import need, number, safe, stamp
 
 COLUMNS = [
     ("frame_id", "frame id"),

@@ -14,11 +14,12 @@ from textual import on
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
+from console.render import safe
+from console.ui_text import count, need, number, reason, stamp
+from console.widgets.keyed_table import KeyedTable
 from core.rules.frame import Frame, parse
 
-from console.widgets.keyed_table import KeyedTable
 from .panel import PAGE, InfoLine, Panel, window_text
-from console.ui_text import count, need, number, reason, safe, stamp
 
 COLUMNS = [
     ("id", "#"),

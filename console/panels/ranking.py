@@ -8,10 +8,12 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 
+from console.render import safe
+from console.ui_text import need, number, stamp
 from console.widgets.bars import Bars
 from console.widgets.keyed_table import KeyedTable
+
 from .panel import PAGE, SLOW_FACTOR, InfoLine, Panel, window_text
-from console.ui_text import need, number, safe, stamp
 
 COLUMNS = [
     ("rank", "rank"),

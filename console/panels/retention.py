@@ -7,11 +7,12 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
+from console.render import safe
+from console.ui_text import count, number, stamp
+from console.widgets.keyed_table import KeyedTable
 from core.rules.retention import EXCEPTION_BELOW, FLOOR_SECONDS, describe
 
-from console.widgets.keyed_table import KeyedTable
 from .panel import Panel
-from console.ui_text import count, number, safe, stamp
 
 EXCEPTION_COLUMNS = [
     ("set_at", "signed at"),

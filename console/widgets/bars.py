@@ -6,9 +6,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from core.rules.text import escape_text
-
 from console.ui_text import bar, count
+from core.rules.text import escape_text
 
 LABEL_MAX = 10
 

@@ -12,9 +12,8 @@ from typing import Callable
 from rich.text import Text
 from textual.widget import Widget
 
-from core.rules.text import escape_text
-
 from console.ui_text import count
+from core.rules.text import escape_text
 
 OBSERVER = {
     "running": ("watch ok", "ok"),

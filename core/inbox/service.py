@@ -27,8 +27,8 @@ from core.rules.text import escape_text, one_line
 from core.store.receiver import Receiver
 
 from .delivery import FileResult, deliver
-from .health import FaultsAndHealth, _os_error
 from .files import _inside, claimed_dir, kind_skip, prepare_home, quiet_skip
+from .health import FaultsAndHealth, _os_error
 
 log = logging.getLogger("ussd.inbox")
 

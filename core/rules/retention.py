@@ -28,6 +28,26 @@ def check_retention(seconds: int, signed: bool) -> bool:
     return False
 
 
+class EvictionSchedule:
+    """When the next scheduled eviction is due: ``first_after`` seconds from ``now``, then every
+    ``every`` seconds after the last one that ran. The headless watcher and the console share it."""
+
+    def __init__(self, every: float, now: float, first_after: float = 0.0):
+        self.every = every
+        self.next_at = now + first_after
+
+    def due(self, now: float) -> bool:
+        """True (and the next one scheduled) when an eviction should run now."""
+        if now < self.next_at:
+            return False
+        self.next_at = now + self.every
+        return True
+
+    def wait(self, now: float) -> float:
+        """Seconds until the next one is due."""
+        return max(0.0, self.next_at - now)
+
+
 def describe(seconds: float) -> str:
     if seconds % DAY == 0:
         days = int(seconds // DAY)

@@ -14,12 +14,13 @@ import math
 import time
 from typing import NamedTuple
 
-from core.signing import audit
 from core.rules.decide import payload_key
 from core.rules.frame import Frame, is_rerankable, parse
-from .operators import ActionError, active_operator, check_name, load_signer, short_fingerprint
 from core.rules.retention import DAY, RetentionError, check_retention, describe
+from core.signing import audit
 from core.store.database import write_transaction
+
+from .operators import ActionError, active_operator, check_name, load_signer, short_fingerprint
 
 KEEP_FIRST = "keep_first"
 ACCEPT_CORRECTION = "accept_correction"

@@ -17,10 +17,11 @@ import time
 import unicodedata
 from typing import NamedTuple
 
-from .audit_models import audit_models
 from core.rules.text import escape_text
-from .operators import ActionError, Signer, verify_signature
 from core.store.database import write_transaction
+
+from .audit_models import audit_models
+from .operators import ActionError, Signer, verify_signature
 
 GENESIS = "0" * 64
 DOMAIN = b"ussd-console audit v1\n"

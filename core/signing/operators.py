@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import re
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +21,9 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from .audit_models import audit_models
 from core.store.database import write_transaction
+
+from .audit_models import audit_models
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}", re.ASCII)
 PASSPHRASE_MIN = 8

@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from core.config import InboxConfig
 from core.home import Home
@@ -215,56 +216,96 @@ def _process(claim_path: Path, resumer: str, receiver: Receiver, home: Home, con
         os.close(fd)  # releases the lock, after the claim is archived and removed
 
 
+class _Claim(NamedTuple):
+    """One claimed file as the delivery steps see it."""
+
+    path: Path
+    key: str  # its row in the progress table
+    inbox_name: str
+    label: str  # the inbox name, escaped for logs and the store
+    source: str  # the path that won the claim (or resumes it)
+    resumer: str  # the path doing this pass
+
+
 def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str, receiver: Receiver, home: Home,
                     config: InboxConfig, stop: threading.Event | None) -> FileResult:
+    """The claimed, locked file: finish what a crash left, check and read it, ingest the lines
+    not yet committed, then archive it (or hold it while its writer is still at it)."""
     m = receiver.m
-    claim = claim_path.name
-    key = _claim_key(m, claim)
-    named_source, inbox_name = _split_claim(claim)
+    key = _claim_key(m, claim_path.name)
+    named_source, inbox_name = _split_claim(claim_path.name)
     row = progress(m, key)
     source = (row or {}).get("source") or named_source or resumer
-    label = escape_text(inbox_name, 120)
-    base = dict(name=label, source=source, claimed=claim_path)
-    if row and row["state"] == "rejected":
-        return _reject(claim_path, row["reason"] or "rejected", source, label, inbox_name, receiver, home)
-    if row and row["state"] == "done":
-        # A crash after the archive was committed: only the stage and the claimed copy are left to remove.
-        _drop_stages(home, claim)
-        try:
-            os.unlink(claim_path)
-        except FileNotFoundError:
-            pass
-        return FileResult(**base, status="done", line=row["line"], format=row["format"])
-    why = kind_skip(st)
-    if why:
-        return _reject(claim_path, why, source, label, inbox_name, receiver, home)
-    if st.st_size > config.max_file_bytes:
-        return _reject(claim_path, f"over the size limit ({st.st_size} > {config.max_file_bytes} bytes)",
-                       source, label, inbox_name, receiver, home)
-    with open(fd, "rb", closefd=False) as fh:
-        data = fh.read(config.max_file_bytes + 1)
-    if len(data) > config.max_file_bytes:
-        return _reject(claim_path, f"over the size limit (more than {config.max_file_bytes} bytes)",
-                       source, label, inbox_name, receiver, home)
-    now = time.time()
-    fresh = now - st.st_mtime < config.settle_time or len(data) != st.st_size
+    c = _Claim(claim_path, key, inbox_name, escape_text(inbox_name, 120), source, resumer)
+    if row and row["state"] in ("rejected", "done"):
+        return _finish_earlier_pass(c, row, receiver, home)
+    data = _read_checked(fd, st, config)
+    if isinstance(data, str):
+        return _reject(claim_path, data, source, c.label, inbox_name, receiver, home)
+    fresh = time.time() - st.st_mtime < config.settle_time or len(data) != st.st_size
     part = complete_part(data) if fresh else data
     try:
         items, fmt = read_items(inbox_name, part)
     except FormatError as exc:
-        return _reject(claim_path, str(exc), source, label, inbox_name, receiver, home)
+        return _reject(claim_path, str(exc), source, c.label, inbox_name, receiver, home)
+    if row and len(part) < row["offset"] and not fresh:
+        log.warning("%s is shorter (%d bytes) than what was already read (%d); reading on from line %d",
+                    c.label, len(part), row["offset"], row["line"])
+    verdicts: list[Verdict] = []
+    stopped = _ingest_new_lines(c, row, items, fmt, part, receiver, config, stop, verdicts)
+    if isinstance(stopped, FileResult):
+        return stopped
+    line_at = stopped
+    outcomes = _tally(verdicts)
+    base = dict(name=c.label, source=source, claimed=claim_path)
+    if fresh or _changed(claim_path, st):
+        log.debug("%s read to line %d and held until it settles", c.label, line_at)
+        return FileResult(**base, status="held", format=fmt, frames=len(verdicts), line=line_at,
+                          due=max(st.st_mtime, time.time()) + config.settle_time, verdicts=verdicts, outcomes=outcomes)
+    return _archive_done(c, row, data, fmt, line_at, verdicts, outcomes, receiver, home, config)
+
+
+def _finish_earlier_pass(c: _Claim, row: dict, receiver: Receiver, home: Home) -> FileResult:
+    """A row already final: a crash came after the commit, so only the moves are left to finish."""
+    if row["state"] == "rejected":
+        return _reject(c.path, row["reason"] or "rejected", c.source, c.label, c.inbox_name, receiver, home)
+    _drop_stages(home, c.path.name)
+    try:
+        os.unlink(c.path)
+    except FileNotFoundError:
+        pass
+    return FileResult(c.label, c.source, "done", line=row["line"], format=row["format"], claimed=c.path)
+
+
+def _read_checked(fd: int, st: os.stat_result, config: InboxConfig) -> bytes | str:
+    """The file's bytes, or why it is rejected unread (not a regular file, over the size limit)."""
+    why = kind_skip(st)
+    if why:
+        return why
+    if st.st_size > config.max_file_bytes:
+        return f"over the size limit ({st.st_size} > {config.max_file_bytes} bytes)"
+    with open(fd, "rb", closefd=False) as fh:
+        data = fh.read(config.max_file_bytes + 1)
+    if len(data) > config.max_file_bytes:
+        return f"over the size limit (more than {config.max_file_bytes} bytes)"
+    return data
+
+
+def _ingest_new_lines(c: _Claim, row: dict | None, items, fmt: str, part: bytes, receiver: Receiver,
+                      config: InboxConfig, stop: threading.Event | None, verdicts: list) -> int | FileResult:
+    """Ingest the lines after the committed ones, in batches that each commit the file's progress
+    with their frames (R8). Returns the line reached, or the result when the pass ends early
+    (another worker committed first, or a stop between batches)."""
+    m = receiver.m
     done_line = row["line"] if row else 0
     done_offset = row["offset"] if row else 0
-    if row and len(part) < done_offset and not fresh:
-        log.warning("%s is shorter (%d bytes) than what was already read (%d); reading on from line %d",
-                    label, len(part), done_offset, done_line)
-    fresh_items = [(fid, text, label, line) for fid, text, line in items if line > done_line]
+    fresh_items = [(fid, text, c.label, line) for fid, text, line in items if line > done_line]
     total_lines = line_count(part)
-    verdicts: list[Verdict] = []
     batch = config.batch_lines
     # An empty batch still commits: the file's row (and its path's count) or lines with no frames.
     chunks = [fresh_items[i : i + batch] for i in range(0, len(fresh_items), batch)] or [[]]
     line_at, offset_at, row_exists = done_line, done_offset, row is not None
+    base = dict(name=c.label, source=c.source, claimed=c.path)
     for k, chunk in enumerate(chunks):
         last = k == len(chunks) - 1
         upto = max(total_lines, line_at) if last else chunks[k + 1][0][3] - 1
@@ -275,43 +316,46 @@ def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str,
         def within(chunk=chunk, upto=upto, upto_offset=upto_offset, first=not row_exists, expect=line_at):
             stamp = time.time()
             if first:
-                create_progress(m, key, label, source, fmt, "claimed", upto, upto_offset, len(chunk), stamp)
+                create_progress(m, c.key, c.label, c.source, fmt, "claimed", upto, upto_offset, len(chunk), stamp)
             else:
-                advance_progress(m, key, expect, upto, upto_offset, len(chunk), fmt, stamp)
+                advance_progress(m, c.key, expect, upto, upto_offset, len(chunk), fmt, stamp)
 
         try:
-            verdicts.extend(receiver.ingest_many(chunk, source=source, within=within))
+            verdicts.extend(receiver.ingest_many(chunk, source=c.source, within=within))
         except ClaimTaken:
-            log.info("claim lost by %s: %s was being read by another worker", resumer, label)
+            log.info("claim lost by %s: %s was being read by another worker", c.resumer, c.label)
             return FileResult(**base, status="lost", reason="progress committed elsewhere", verdicts=verdicts,
                               frames=len(verdicts), outcomes=_tally(verdicts))
         line_at, offset_at, row_exists = upto, upto_offset, True
         if stop is not None and stop.is_set() and not last:
-            log.info("%s left claimed at line %d to resume after the stop", label, line_at)
+            log.info("%s left claimed at line %d to resume after the stop", c.label, line_at)
             return FileResult(**base, status="held", format=fmt, frames=len(verdicts), line=line_at,
                               due=time.time(), verdicts=verdicts, outcomes=_tally(verdicts))
-    outcomes = _tally(verdicts)
-    if fresh or _changed(claim_path, st):
-        log.debug("%s read to line %d and held until it settles", label, line_at)
-        return FileResult(**base, status="held", format=fmt, frames=len(verdicts), line=line_at,
-                          due=max(st.st_mtime, time.time()) + config.settle_time, verdicts=verdicts, outcomes=outcomes)
-    # Settled and read to the end: archive it.
-    archived = _archive(home, claim, inbox_name, data if config.keep_originals else scrub(inbox_name, data, fmt))
-    if not finish_progress(m, key, "done", _relative(home, archived), None, time.time()):
-        winner = (progress(m, key) or {}).get("archived_as")
+    return line_at
+
+
+def _archive_done(c: _Claim, row: dict | None, data: bytes, fmt: str, line_at: int, verdicts: list, outcomes: dict,
+                  receiver: Receiver, home: Home, config: InboxConfig) -> FileResult:
+    """Settled and read to the end: archive it (without phone numbers unless asked), mark it done."""
+    m = receiver.m
+    base = dict(name=c.label, source=c.source, claimed=c.path)
+    archived = _archive(home, c.path.name, c.inbox_name,
+                        data if config.keep_originals else scrub(c.inbox_name, data, fmt))
+    if not finish_progress(m, c.key, "done", _relative(home, archived), None, time.time()):
+        winner = (progress(m, c.key) or {}).get("archived_as")
         if winner != _relative(home, archived):
             os.unlink(archived)  # our copy only; the worker that finished first archived its own
-        _drop_stages(home, claim)
-        log.info("claim lost by %s: %s was finished by another worker", resumer, label)
+        _drop_stages(home, c.path.name)
+        log.info("claim lost by %s: %s was finished by another worker", c.resumer, c.label)
         return FileResult(**base, status="lost", reason="finished elsewhere", verdicts=verdicts,
                           frames=len(verdicts), outcomes=outcomes)
-    _drop_stages(home, claim)
+    _drop_stages(home, c.path.name)
     try:
-        os.unlink(claim_path)
+        os.unlink(c.path)
     except FileNotFoundError:
         pass
     summary = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "none"
-    log.info("file %s done by %s: %d frames in %d lines (this pass: %s), moved to %s", label, source,
+    log.info("file %s done by %s: %d frames in %d lines (this pass: %s), moved to %s", c.label, c.source,
              (row["frames"] if row else 0) + len(verdicts), line_at, summary, _relative(home, archived))
     return FileResult(**base, status="done", format=fmt, frames=len(verdicts), line=line_at, archived=archived,
                       verdicts=verdicts, outcomes=outcomes)

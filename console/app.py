@@ -1,4 +1,4 @@
-"""The operator console: a live Textual app over the inbox and the ledger (SPEC §7).
+"""The operator console: a live Textual app over the inbox and the ledger (docs/rules.md#the-console).
 
 Threads, and why:
 - the UI thread only draws and handles keys;
@@ -58,7 +58,7 @@ FIRST_EVICTION_AFTER = 60.0  # seconds after start; then hourly
 
 def inbox_service(home: Home, on_verdicts: Callable, config: InboxConfig | None = None,
                   db_path: str | None = None) -> InboxService:
-    """The real inbox: watchdog push plus the periodic sweep (SPEC §6), settings from config.toml."""
+    """The real inbox: watchdog push plus the periodic sweep (docs/rules.md#delivery-one-merge-point-two-paths), settings from config.toml."""
     return InboxService(home, db_path=db_path, config=config, on_verdicts=on_verdicts)
 
 

@@ -1,7 +1,7 @@
 """Where the signed actions plug into the console.
 
 Resolving a conflict and signing a retention exception need an operator's
-signature (SPEC §8); that work ships its own dialogs. The console only knows
+signature (docs/rules.md#operators-and-signatures); that work ships its own dialogs. The console only knows
 where to find them: a dialog passed to ``ConsoleApp(dialogs=...)`` wins, else
 the class named here is imported if its module exists. Without one, the keys
 stay visible but disabled, and nothing pretends to resolve anything.

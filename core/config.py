@@ -2,6 +2,9 @@
 
 A bad value is a ``ValueError`` naming the key when the program starts, never
 a crash an hour later. Command-line flags override the file (``overrides``).
+Every value, from the file or a flag, is checked against one table of kinds and
+ranges (``_RULES``) in ``InboxConfig.__post_init__``; keep adding settings there
+rather than checking them where they are used.
 
 The inbox settings live in an ``[inbox]`` table::
 

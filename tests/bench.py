@@ -1,4 +1,4 @@
-"""``make bench``: the SPEC §10 figures, printed (never asserted in tests).
+"""``make bench``: the figures of docs/rules.md#performance-targets, printed (never asserted in tests).
 
 Each figure is measured in this run on this machine:
 - batch ingest of a generated mixed file into a file-backed store, beside the raw

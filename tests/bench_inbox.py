@@ -1,4 +1,4 @@
-"""Drop-to-ledger latency of the inbox (SPEC §10: p99 under 200 ms).
+"""Drop-to-ledger latency of the inbox (docs/rules.md#performance-targets: p99 under 200 ms).
 
 Each file is written under the home, renamed into the inbox of a running
 ``InboxService`` (default settings, observer and sweep both on), and timed

@@ -50,7 +50,7 @@ def test_with_the_observer_off_the_sweep_delivers_everything(home, start):
 
 
 def test_both_paths_on_200_files_deliver_every_frame_once_and_watch_carries_nearly_all(home, start):
-    """The one end-to-end test of both paths at once (SPEC §6): exactly once, honest per-path counts."""
+    """The one end-to-end test of both paths at once (docs/rules.md#delivery-one-merge-point-two-paths): exactly once, honest per-path counts."""
     service = start(sweep_interval=0.05, settle_time=0.2)
     files, per_file = 200, 3
     for n in range(files):

@@ -1,4 +1,4 @@
-"""How fast the console opens on a big store, and how much memory it holds (SPEC §10).
+"""How fast the console opens on a big store, and how much memory it holds (docs/rules.md#performance-targets).
 
 ``measure(frames)`` builds (or reuses) a store of that many frames, then opens
 the console in a fresh process, headless at 80x24 with the inbox running, and

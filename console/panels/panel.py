@@ -7,6 +7,10 @@ due: when the operator changed what the panel shows (page, sort, filter),
 when the store changed since the panel last loaded, or when the clock made
 the panel's view of time stale. A load that proved slow on a big store is
 repeated less often, so a steady trickle of frames cannot keep a core busy.
+
+Keep this split: no query ever runs on the UI thread, and ``show`` hands rows
+to ``KeyedTable.sync``, which updates them in place by key so the operator's
+cursor and scroll stay put while the store changes underneath.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ register, then feeds the message length, then inverts. Two implementations live
 here: a table-driven one that reads like the POSIX definition (the reference),
 and a fast one used on the hot path that gets the same number from the C
 ``zlib.crc32`` over bit-reversed bytes. Tests hold them equal and check both
-against the system ``cksum``.
+against the system ``cksum``. Keep the two side by side: the reference is how a
+reader checks the fast one.
 """
 
 from __future__ import annotations

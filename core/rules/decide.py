@@ -1,8 +1,9 @@
-"""The dedup decision (rules R1–R13) as a pure function of a frame and what is known.
+"""The dedup decision (docs/rules.md#rules, R1-R13) as a pure function of a frame and what is known.
 
-The store gathers ``Known`` for a frame (in bulk, for a whole batch) and this
-module says what happens. Keeping the rules free of I/O is what lets the
-property tests hammer them and lets every delivery path share one answer.
+The store gathers what it knows about a batch's ids in bulk (``core.rules.batch.Facts``)
+and ``decide`` says what happens to each frame. Keeping the rules free of I/O is what
+lets the table tests and the property tests hammer them, and lets every delivery path
+share one answer.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""Reading one frame: grammar, bounds, identity and canonical form (SPEC §2).
+"""Reading one frame: grammar, bounds, identity and canonical form (docs/rules.md#the-frame).
 
 Pure functions only. Everything that can go wrong with a line from outside
 becomes a ``Rejected`` value with a short reason, never an exception, so the
-caller can record it and move on.
+caller can record it and move on. ``parse`` checks in R1's order (id, grammar,
+bounds, id/seq agreement, then the trailer) and returns the first failure as
+``Rejected(reason)``; keep it returning rather than raising, the batch loop and
+the readers depend on it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The append-only, signed, hash-chained audit log (SPEC §8).
+"""The append-only, signed, hash-chained audit log (docs/rules.md#operators-and-signatures).
 
 Each entry signs one canonical text holding its number, action, target,
 reason, operator, key fingerprint, time, payload and the previous entry's

@@ -32,12 +32,6 @@ def stamp(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%m-%d %H:%M")
 
 
-def full_stamp(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def count(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 

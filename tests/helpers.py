@@ -20,6 +20,17 @@ def frame(seq: int, site: str, need: str, headcount: int, pri: int) -> str:
     return f"{body}|#{trailer(body)}"
 
 
+def is_seen(receiver, frame_id: str) -> bool:
+    """Whether the store keeps a dedup witness for ``frame_id``."""
+    S = receiver.m.SeenFrame
+    return S.select().where(S.frame_id == frame_id).exists()
+
+
+def quarantine_item(receiver, qid: int) -> dict | None:
+    Q = receiver.m.Quarantine
+    return Q.select().where(Q.id == qid).dicts().first()
+
+
 def bad_trailer(text: str) -> str:
     """The same frame with its trailer changed to a wrong one."""
     right = text[-2:]

@@ -11,6 +11,7 @@ from core import Receiver
 from core.signing.audit import verify
 from core.signing.operators import add_operator
 from core.rules.retention import DAY
+from tests.helpers import quarantine_item
 from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
 
 PASS = "alice passphrase"
@@ -63,7 +64,7 @@ async def test_accept_correction_in_the_console(sample_home):
         await until(lambda: app.screen is not dialog)
     after = state(sample_home)
     with Receiver(str(sample_home.db)) as r:
-        done = r.quarantine_item(item["id"])
+        done = quarantine_item(r, item["id"])
         case = r.m.Case.get(r.m.Case.case_key == done["case_key"])
         history = r.case_history(case.id)
     assert done["status"] == "accepted_correction" and done["resolved_by"] == "alice"

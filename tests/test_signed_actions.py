@@ -246,8 +246,7 @@ def test_what_is_shown_is_what_is_signed(conflicted, tmp_path):
     home = conflicted
     qid = quarantine_id(home, *A1_FIX)
     with Receiver(str(home.db)) as r:
-        preview = actions.describe_action(r, "resolve", quarantine_id=qid, decision="accept_correction",
-                                          operator="alice", reason="checked")
+        preview = actions.describe_resolve(r, qid, "accept_correction", operator="alice", reason="checked")
         assert any("headcount 3 -> 7" in line for line in preview.lines)
         assert "audit entry #1" in preview.text
         result = actions.resolve(home, r, qid, "accept_correction", operator="alice",

@@ -204,16 +204,6 @@ def describe_retention(receiver, days, operator: str, reason: str) -> Preview:
     return _preview(receiver, *_plan_retention(receiver, days), operator, reason)
 
 
-def describe_action(receiver, action: str, *, operator: str, reason: str, quarantine_id=None,
-                    decision=None, days=None) -> Preview:
-    """The preview for ``action`` ("resolve" or "retention"): exactly what will be signed."""
-    if action == "resolve":
-        return describe_resolve(receiver, quarantine_id, decision, operator, reason)
-    if action == "retention":
-        return describe_retention(receiver, days, operator, reason)
-    raise ActionError(f"unknown action {action!r}; the signed actions are resolve and retention")
-
-
 def _sign(home, receiver, plan_fn, apply_fn, operator, passphrase, reason, now, expected):
     """The common path: check, unlock, then plan, sign and apply in one transaction."""
     check_name(operator)

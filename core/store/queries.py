@@ -30,10 +30,6 @@ class LedgerReads:
         row.pop("id", None)
         return row
 
-    def is_seen(self, frame_id: str) -> bool:
-        S = self.m.SeenFrame
-        return S.select().where(S.frame_id == frame_id).exists()
-
     def _total(self, name: str) -> int:
         T = self.m.Total
         row = T.select(T.value).where(T.name == name).first()
@@ -131,10 +127,6 @@ class LedgerReads:
         if status:
             q = q.where(Q.status == status)
         return list(q.order_by(Q.id.desc()).limit(limit).offset(offset).dicts())
-
-    def quarantine_item(self, qid: int) -> dict | None:
-        Q = self.m.Quarantine
-        return Q.select().where(Q.id == qid).dicts().first()
 
     def rejects(self, limit: int = 100, offset: int = 0) -> list[dict]:
         R = self.m.Reject

@@ -159,7 +159,7 @@ def main() -> None:
 PG_WORKER = """
 import sys, time
 from core import Receiver
-from core.formats import plain_lines
+from core.rules.formats import plain_lines
 path = sys.argv[2]
 items = [(f, t, path, n) for f, t, n in plain_lines(open(path).read())]
 with Receiver(sys.argv[1]) as r:

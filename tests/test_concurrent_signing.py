@@ -13,7 +13,7 @@ from tests.helpers import ROOT
 SIGNER = """
 import sys
 from core import Receiver
-from core.actions import set_retention
+from core.signing.actions import set_retention
 from core.home import Home
 home, target, name, n = Home.resolve(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 with Receiver(target) as r:

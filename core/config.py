@@ -117,11 +117,13 @@ def store_target(home, given: str | None = None) -> str:
     ``<home>/config.toml``, then ``<home>/receiver.db``. A relative SQLite path is under the home."""
     import os
 
+    from core.store.backend import is_postgres_url
+
     chosen = given or os.environ.get("USSD_CONSOLE_DB") or read_toml(home.config).get("db")
     if chosen is None:
         return str(home.db)
     if not isinstance(chosen, str) or not chosen.strip():
         raise ValueError(f"{home.config}: db must be a SQLite path or a postgresql:// URL, not {chosen!r}")
-    if chosen.startswith(("postgresql://", "postgres://")) or chosen == ":memory:" or os.path.isabs(chosen):
+    if is_postgres_url(chosen) or chosen == ":memory:" or os.path.isabs(chosen):
         return chosen
     return str(home.root / chosen)

@@ -73,6 +73,10 @@ _counter = itertools.count()
 # processes are kept apart by the progress row's compare-and-set instead).
 _in_flight: set[str] = set()
 _in_flight_lock = threading.Lock()
+# A test hook: with this variable naming a folder, a worker leaves a marker there after each
+# committed batch and waits while the marker exists (or until a stop), so a test can signal,
+# kill or stop a receiver at a known point of a file instead of guessing a moment.
+HOLD_ENV = "USSD_HOLD_AFTER_COMMIT"
 
 
 class _ShutdownRaceFilter(logging.Filter):
@@ -665,6 +669,7 @@ def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str,
             return FileResult(**base, status="lost", reason="progress committed elsewhere", verdicts=verdicts,
                               frames=len(verdicts), outcomes=_tally(verdicts))
         line_at, offset_at, row_exists = upto, upto_offset, True
+        _hold_after_commit(claim, line_at, stop)
         if stop is not None and stop.is_set() and not last:
             log.info("%s left claimed at line %d to resume after the stop", label, line_at)
             return FileResult(**base, status="held", format=fmt, frames=len(verdicts), line=line_at,
@@ -694,6 +699,19 @@ def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str,
              (row["frames"] if row else 0) + len(verdicts), line_at, summary, _relative(home, archived))
     return FileResult(**base, status="done", format=fmt, frames=len(verdicts), line=line_at, archived=archived,
                       verdicts=verdicts, outcomes=outcomes)
+
+
+def _hold_after_commit(claim: str, line: int, stop: threading.Event | None) -> None:
+    """The ``HOLD_ENV`` test hook; does nothing unless the variable is set."""
+    folder = os.environ.get(HOLD_ENV)
+    if not folder:
+        return
+    marker = Path(folder) / f"{os.getpid()}-{threading.get_ident()}-{next(_counter)}.held"
+    temporary = marker.with_suffix(".tmp")
+    temporary.write_text(f"{claim}\n{line}\n")
+    os.rename(temporary, marker)  # whole when seen
+    while marker.exists() and not (stop is not None and stop.is_set()):
+        time.sleep(0.005)
 
 
 def _tally(verdicts: list[Verdict]) -> dict[str, int]:

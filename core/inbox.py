@@ -32,6 +32,7 @@ inbox and every sweep tries it again.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import fcntl
@@ -1114,6 +1115,13 @@ class InboxService:
         if self.receiver is None:
             raise RuntimeError("the inbox service is not started")
         return self._sweep_once()
+
+    @contextlib.contextmanager
+    def sweep_paused(self):
+        """No sweep runs inside this block (one under way finishes first), so files that arrive
+        meanwhile are the observer's alone; the tests use it to arrange a race instead of hoping."""
+        with self._sweep_lock:
+            yield
 
     def _sweepable(self, folder):
         """``(path, lstat)`` of the folder's files the worker does not hold, until a stop."""

@@ -145,8 +145,7 @@ async def test_watch_sweep_cli_and_console_together_deliver_every_frame_once_to_
         app = ConsoleApp(home, service_factory=functools.partial(inbox_service, config=CONSOLE_CONFIG),
                          evict_every=None, home_label=HOME_LABEL)
         async with app.run_test(size=(100, 30)):
-            await until(lambda: app.service is not None and app.service.health()["observer"] == "running",
-                        timeout=60)
+            await until(lambda: app.service is not None and app.service.health()["observer"] == "running")
             await asyncio.to_thread(wait_for, all_archived, what="the console's sweep to take its files")
             by_console_observer = [overlapping("o0.txt", 40, 10, bad=1), overlapping("o1.txt", 44, 10)]
             with app.service.sweep_paused():  # only the console's observer may take these

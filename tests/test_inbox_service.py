@@ -160,7 +160,7 @@ def test_a_stop_mid_file_leaves_it_claimed_and_a_restart_counts_nothing_twice(ho
 
 
 def test_health_reports_both_paths_and_what_is_waiting(home, start):
-    service = start(settle_time=30, sweep_interval=0.1)
+    service = start(settle_time=600, sweep_interval=0.1)
     (home.inbox / "inplace.txt").write_text(text_of(frame_lines("h", 1)))  # written in place: must settle
     wait_for(lambda: service.health()["last_sweep"] is not None, what="a sweep")
     health = service.health()

@@ -87,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ussd-console: error: store {ctx.store_label}: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:
-        where = escape_text(os.fsdecode(exc.filename), 300) if exc.filename is not None else ""
+        # filename is whatever the failing call was given: a path, or a bare descriptor number.
+        name = exc.filename
+        where = escape_text(os.fsdecode(name) if isinstance(name, (str, bytes, os.PathLike)) else str(name), 300) \
+            if name is not None else ""
         print(f"ussd-console: error: {exc.strerror or one_line(exc)}: {where}".rstrip(": "), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

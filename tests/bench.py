@@ -5,8 +5,9 @@ Each figure is measured in this run on this machine:
   SQLite insert rate of the same rows;
 - the same ingest with 1,000,000 frames already stored;
 - how long a console read waits while 1,000,000 expired rows are evicted;
-- drop-to-ledger latency through a watched inbox, and console open time and memory,
-  when those parts are present.
+- drop-to-ledger latency through a watched inbox, the share of a burst of files the
+  observer carries against the sweep, and console open time and memory, when those
+  parts are present.
 """
 
 from __future__ import annotations
@@ -216,11 +217,15 @@ def postgres_rates(tmp: Path, frames: int) -> None:
 
 def extras(tmp: Path, args) -> None:
     """Figures from the inbox and the console."""
-    from tests.bench_inbox import measure_drop_latency
+    from tests.bench_inbox import measure_drop_latency, measure_path_share
 
     lat = measure_drop_latency(n_files=50 if args.quick else 200)
     print(f"drop-to-ledger latency, watched inbox: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms "
           f"({lat['n']} files)")
+    share = measure_path_share(n_files=50 if args.quick else 200)
+    print(f"inbox burst of {share['files']} files, both paths on: observer carried {share['watch']} "
+          f"({share['watch'] / share['files']:.0%}), sweep {share['sweep']} "
+          f"(sweep every {share['sweep_interval']:g} s)")
     from tools.perf_probe import measure
 
     for frames in (0, args.stored):

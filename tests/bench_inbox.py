@@ -6,8 +6,10 @@ until a separate read-only connection sees its frames in the store: the
 ledger as any reader would see it, not the service's own word for it.
 Files are dropped one at a time so the figure is latency, not queueing.
 
-``make bench`` calls ``measure_drop_latency``; ``python -m tests.bench_inbox``
-prints it alone.
+``measure_path_share`` counts how a burst of files splits between the observer
+and the sweep when both run (docs/rules.md, delivery: the observer should carry nearly all).
+
+``make bench`` calls both; ``python -m tests.bench_inbox`` prints them alone.
 """
 
 from __future__ import annotations
@@ -87,9 +89,45 @@ def measure_drop_latency(n_files: int = 200) -> dict:
     }
 
 
+def measure_path_share(n_files: int = 200, sweep_interval: float = 0.05) -> dict:
+    """Both paths on, a burst of ``n_files`` backdated files renamed in at once: which path won how many.
+
+    Backdated, so the sweep may take any file it lists; the observer's events race it. A share,
+    so a figure to print, never a test's assertion: it moves with the machine and its load.
+    """
+    from core.config import InboxConfig
+    from core.inbox import file_counts
+
+    with tempfile.TemporaryDirectory(prefix="ussd-bench-share-") as tmp:
+        home = Home(Path(tmp) / "home").ensure()
+        staging = home.root / "staging"
+        staging.mkdir()
+        service = InboxService(home, config=InboxConfig(sweep_interval=sweep_interval, settle_time=0.2)).start()
+        try:
+            past = time.time() - 30
+            for n in range(n_files):
+                src = staging / f"burst-{n:05d}.txt"
+                src.write_text(_file_text(n)[0], encoding="ascii")
+                os.utime(src, (past, past))
+                os.rename(src, home.inbox / src.name)
+            deadline = time.monotonic() + 120
+            while sum(file_counts(service.receiver).values()) < n_files:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{n_files} files were not all taken within 120 s")
+                time.sleep(0.01)
+            counts = file_counts(service.receiver)
+        finally:
+            service.stop(timeout=10)
+    return {"files": n_files, "watch": counts.get("watch", 0), "sweep": counts.get("sweep", 0),
+            "sweep_interval": sweep_interval}
+
+
 if __name__ == "__main__":
     started = time.perf_counter()
     result = measure_drop_latency()
     print(f"inbox drop-to-ledger latency over {result['n']} files: p50 {result['p50_ms']} ms, "
           f"p99 {result['p99_ms']} ms (max {result['max_ms']} ms; target p99 < 200 ms); "
           f"{time.perf_counter() - started:.1f} s")
+    share = measure_path_share()
+    print(f"inbox paths on a burst of {share['files']} files: observer {share['watch']} "
+          f"({share['watch'] / share['files']:.0%}), sweep {share['sweep']} (sweep every {share['sweep_interval']:g} s)")

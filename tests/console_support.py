@@ -37,8 +37,9 @@ def fixed_app(home: Home, **kwargs) -> ConsoleApp:
     return ConsoleApp(home, **kwargs)
 
 
-async def until(predicate, timeout: float = 10.0, pause: float = 0.05):
-    """Poll ``predicate`` until true; fail with a clear message after ``timeout`` seconds."""
+async def until(predicate, timeout: float = 60.0, pause: float = 0.05):
+    """Poll ``predicate`` until true; fail with a clear message after ``timeout`` seconds
+    (generous: it only turns a hang into a failure, never a slow machine into one)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

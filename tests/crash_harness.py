@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.rules.cksum import trailer
+from tests.inbox_helpers import Holds
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = "[inbox]\nbatch_lines = 100\nsweep_interval = 0.5\nsettle_time = 0.2\n"
@@ -178,7 +179,7 @@ def claimed_files(home: Path) -> int:
 class Watch:
     """One ``ussd-console watch`` process, its stderr appended to a file."""
 
-    def __init__(self, home: Path, stderr_path: Path):
+    def __init__(self, home: Path, stderr_path: Path, env: dict[str, str] | None = None):
         self.home = home
         self.log = home / "logs" / "receiver.log"
         self.log_from = self.log.stat().st_size if self.log.exists() else 0
@@ -187,7 +188,7 @@ class Watch:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "console.cli", "watch", "--home", str(home)],
             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         )
 
     def watching(self) -> bool:
@@ -249,33 +250,52 @@ class KillRun:
     exited_early: int = 0  # a watcher that was gone before its kill: it must never happen
     restarts: int = 0
     mid_file: int = 0  # kills that left a file claimed, part read
+    at_commit: int = 0  # kills of a watcher held just after committing a batch
 
 
-def run_with_kills(home: Path, stderr_path: Path, kills: int, clean_seconds: float, total_files: int,
-                   rng: random.Random, timeout: float) -> KillRun:
-    """Kill ``kills`` watchers at random instants, spread so the kills last about as long as the work."""
+def run_with_kills(home: Path, stderr_path: Path, kills: int, rng: random.Random, timeout: float,
+                   holds: Holds) -> KillRun:
+    """Kill ``kills`` watchers: in start-up, at a commit, or at a random instant just after one.
+
+    Every watcher runs with the hold-after-commit hook, so it waits after each batch it commits
+    until the harness lets it go: it cannot run away from its kill on a fast machine, and a
+    kill at a held commit lands with a file claimed and part read on any machine. Between
+    commits the kill instant is random (reading, ingesting, archiving, claiming the next file).
+    """
     run = KillRun()
     deadline = time.monotonic() + timeout
     while run.kills < kills and pending_files(home) and time.monotonic() < deadline:
-        watch = Watch(home, stderr_path)
+        watch = Watch(home, stderr_path, env=holds.env)
+        pid = watch.proc.pid
         run.restarts += 1
+        held = False
+
+        def working() -> bool:
+            return watch.proc.poll() is None and pending_files(home) > 0
+
         if rng.random() < 0.1:
             # Anywhere in start-up: imports, opening and migrating the store, starting threads.
             time.sleep(rng.uniform(0.0, 0.8))
             run.during_startup += 1
         else:
-            if not watch.wait_watching():
-                run.exited_early += 1
-                watch.kill()
-                continue
-            left = max(1, kills - run.kills)
-            share = clean_seconds * pending_files(home) / max(1, total_files)
-            time.sleep(rng.uniform(0.0, 1.2 * share / left))
+            marker = holds.next(pid, alive=working, timeout=timeout)
+            for _ in range(rng.randint(0, 1)):  # a few commits more
+                if marker is None:
+                    break
+                holds.release(pid)
+                marker = holds.next(pid, alive=working, timeout=timeout)
+            if marker is not None and rng.random() < 0.5:
+                held = True
+            else:
+                holds.release(pid)
+                time.sleep(rng.uniform(0.0, 0.05))  # anywhere up to the next commit, where it waits again
         if watch.kill():
             run.kills += 1
             run.mid_file += claimed_files(home) > 0
+            run.at_commit += held
         else:
             run.exited_early += 1
+        holds.release(pid)  # the dead watcher's markers
     return run
 
 
@@ -387,6 +407,7 @@ class Result:
     kills: int
     kills_in_startup: int
     kills_mid_file: int
+    kills_at_commit: int
     restarts: int
     exited_early: int
     lost: int
@@ -417,8 +438,7 @@ def run(workdir: Path, frames: int, kills: int, seed: int = 1, timeout: float = 
     if code != 0 or pending_files(clean_home):
         found.append(f"the clean run did not finish (exit {code}, {pending_files(clean_home)} files left)")
 
-    killed = run_with_kills(crash_home, workdir / "crash-stderr.txt", kills, max(clean_seconds, 0.5),
-                            corpus.files, rng, timeout)
+    killed = run_with_kills(crash_home, workdir / "crash-stderr.txt", kills, rng, timeout, Holds(workdir / "holds"))
     _took, code = run_until_empty(crash_home, workdir / "crash-stderr.txt", timeout)
     if code != 0 or pending_files(crash_home):
         found.append(f"the last run after the kills did not finish (exit {code}, {pending_files(crash_home)} files left)")
@@ -444,7 +464,7 @@ def run(workdir: Path, frames: int, kills: int, seed: int = 1, timeout: float = 
     want, got = frame_counts(clean_home), frame_counts(crash_home)
     return Result(
         frames=corpus.frames, files=corpus.files, kills=killed.kills, kills_in_startup=killed.during_startup,
-        kills_mid_file=killed.mid_file,
+        kills_mid_file=killed.mid_file, kills_at_commit=killed.at_commit,
         restarts=killed.restarts, exited_early=killed.exited_early,
         lost=sum((want - got).values()), double_counted=sum((got - want).values()),
         integrity=check, differences=found, tracebacks=tracebacks,
@@ -473,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"inbox: {result.frames} frame lines in {result.files} files ({', '.join(f'{k} {v}' for k, v in result.kinds.items())})")
     print(f"clean run: {result.clean_seconds:.1f} s of work")
     print(f"kills survived: {result.kills} SIGKILLs ({result.kills_in_startup} during start-up, "
-          f"{result.kills_mid_file} leaving a file claimed), "
+          f"{result.kills_mid_file} leaving a file claimed, {result.kills_at_commit} just after a commit), "
           f"{result.restarts + 1} watcher starts")
     print(f"outcomes: {', '.join(f'{k} {v}' for k, v in result.outcomes.items())}")
     print(f"frames lost: {result.lost}; frames double-counted: {result.double_counted}; "

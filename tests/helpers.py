@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from core.rules.cksum import trailer
 
 ROOT = Path(__file__).resolve().parents[1]
-# CI clones the project beside a read-only copy of shared/.
-SHARED = Path(os.environ.get("USSD_SHARED", ROOT.parent / "shared"))
-MKFRAME = SHARED / "tools" / "mkframe"
-SCENARIOS = SHARED / "vectors" / "scenarios.json"
+# The public scenarios, carried by the repository so any clone can run them.
+SCENARIOS = ROOT / "tests" / "vectors" / "scenarios.json"
 
 
 def frame(seq: int, site: str, need: str, headcount: int, pri: int) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from core.config import InboxConfig
 from core.home import Home
-from core.inbox import InboxService
+from core.inbox import HOLD_ENV, InboxService
 from tests.helpers import frame
 
 NEEDS = ("MED", "SHE", "WAT", "FOO", "PRO")
@@ -42,8 +42,11 @@ def drop(home: Home, name: str, data: str | bytes, age: float = 0.0) -> Path:
     return target
 
 
-def wait_for(predicate, timeout: float = 10.0, interval: float = 0.01, what: str = "condition"):
-    """Poll until ``predicate()`` is truthy; its value, or an AssertionError naming ``what``."""
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.01, what: str = "condition"):
+    """Poll until ``predicate()`` is truthy; its value, or an AssertionError naming ``what``.
+
+    The deadline only turns a hang into a failure: generous, so a loaded machine is never one.
+    """
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -82,3 +85,46 @@ def started_services(home, **defaults):
 
 def archived(home) -> list[str]:
     return sorted(p.name for p in home.processed.rglob("*") if p.is_file())
+
+
+class Holds:
+    """The receiver's hold-after-commit hook seen from a test: each marker is a worker that has
+    just committed a batch of a claimed file and waits, until the marker is removed or it stops."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.seen: set[str] = set()
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The variable that turns the hook on, for a child process or ``monkeypatch.setenv``."""
+        return {HOLD_ENV: str(self.folder)}
+
+    def held(self, pid: int | None = None) -> list[Path]:
+        prefix = f"{pid}-" if pid is not None else ""
+        return sorted(p for p in self.folder.glob(f"{prefix}*.held"))
+
+    def next(self, pid: int | None = None, alive=lambda: True, timeout: float = 60.0) -> Path | None:
+        """The first marker not seen before; None if ``alive()`` turns false first."""
+        def fresh():
+            if not alive():
+                return "gone"
+            return next((p for p in self.held(pid) if p.name not in self.seen), None)
+
+        found = wait_for(fresh, timeout=timeout, interval=0.005, what="a worker held after a commit")
+        if found == "gone":
+            return None
+        self.seen.add(found.name)
+        return found
+
+    @staticmethod
+    def where(marker: Path) -> tuple[str, int]:
+        """(claim name, line committed) of a held worker."""
+        claim, line = marker.read_text().splitlines()
+        return claim, int(line)
+
+    def release(self, pid: int | None = None) -> None:
+        """Let every held worker (of ``pid``) go on to its next commit."""
+        for marker in self.held(pid):
+            marker.unlink(missing_ok=True)

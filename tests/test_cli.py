@@ -67,9 +67,9 @@ def test_locked_store_is_a_clear_error(home, tmp_path):
     Receiver(str(home.db)).close()
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1]); c.execute('BEGIN EXCLUSIVE');"
-         "print('locked',flush=True); time.sleep(30)", str(home.db)],
-        stdout=subprocess.PIPE, text=True)
+         "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('BEGIN EXCLUSIVE');"
+         "print('locked',flush=True); sys.stdin.read()", str(home.db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # holds the lock until killed, however slow the CLI
     try:
         assert holder.stdout.readline().strip() == "locked"
         feed = tmp_path / "f.txt"
@@ -88,3 +88,30 @@ def test_console_script_is_installed():
     script = Path(sys.executable).parent / "ussd-console"
     proc = subprocess.run([str(script), "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "ingest" in proc.stdout
+
+
+def cli(home, *argv) -> subprocess.CompletedProcess:
+    """The real ``ussd-console`` process, as an operator runs it."""
+    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *argv],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_ingest_of_anything_but_a_regular_file_is_one_line_and_exit_2(home, tmp_path):
+    """A directory, a missing file, a FIFO, in the inbox or outside: one line, exit 2, nothing stored."""
+    import os
+
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "pipe")
+    (home.inbox / "sub").mkdir(parents=True)
+    good = tmp_path / "good.txt"
+    good.write_text("k-1 " + frame(1, "A", "MED", 1, 1) + "\n")
+    for bad in (tmp_path / "folder", tmp_path / "missing.txt", tmp_path / "pipe", home.inbox / "sub",
+                home.inbox / "missing.txt", home.inbox):
+        proc = cli(home, "ingest", str(good), str(bad))
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, (bad, proc.stderr)
+        assert lines[0].startswith("ussd-console: error:") and bad.name in lines[0], (bad, lines)
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+    status = json.loads(cli(home, "status", "--json").stdout)
+    assert status["cases"] == 0  # a bad path stops the command before anything is applied
+    assert good.exists() and (home.inbox / "sub").is_dir()

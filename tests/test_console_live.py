@@ -58,7 +58,7 @@ async def test_a_dropped_file_reaches_cases_ranking_and_activity(home, utc):
         assert table(app, "cases-table").row_keys == []
         deliver(home.inbox, SAMPLES / "01-session.txt", "kakuma-0800.txt")
 
-        await until(lambda: len(table(app, "cases-table").row_keys) == 3, timeout=10)
+        await until(lambda: len(table(app, "cases-table").row_keys) == 3)
         assert sorted(cell_texts(table(app, "cases-table"), "frame_id")) == ["kak01-1", "kak02-2", "kak03-3"]
         assert "cases 3 | people 23" in app.query_one(HeaderBar).render().plain
 

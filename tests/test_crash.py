@@ -6,7 +6,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 
 from core import Receiver
 from tests.helpers import ROOT, bad_trailer, frame
@@ -19,6 +18,7 @@ with Receiver(sys.argv[1]) as r:
     for start in range(0, len(items), 250):
         r.ingest_many(items[start:start + 250], now=1_700_000_000, source="cli")
         print(start, flush=True)
+        sys.stdin.readline()  # the test lets each next batch go, so it knows the child is still at work
 """
 
 
@@ -51,17 +51,19 @@ def test_sigkill_then_full_resend_applies_each_case_once(tmp_path):
     db = str(tmp_path / "r.db")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     rng = random.Random(9)
-    kills = 0
     for attempt in range(4):
         proc = subprocess.Popen([sys.executable, "-c", INGEST, db, str(src)], env=env,
-                                stdout=subprocess.PIPE, text=True)
-        proc.stdout.readline()  # at least one batch committed before the kill
-        time.sleep(rng.uniform(0.0, 0.4))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-    assert kills >= 1
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline()  # one batch committed
+        for _ in range(rng.randint(0, 3)):  # a few more, then the kill lands inside the next commit or after it
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.poll() is None  # it cannot finish: 24 batches, at most 5 let go per run
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL
     # After the crashes, the sender re-sends everything once more.
     with Receiver(db) as r:
         r.ingest_many(items, now=1_700_000_100, source="cli")

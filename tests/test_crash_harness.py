@@ -6,9 +6,10 @@ from tests.crash_harness import run
 
 
 def test_ten_sigkills_of_the_watcher_change_nothing_against_a_clean_run(tmp_path):
-    result = run(tmp_path, frames=5000, kills=10, seed=7, timeout=120)
+    """Each watcher waits after every commit until the harness lets it go: ten kills on any machine."""
+    result = run(tmp_path, frames=5000, kills=10, seed=7, timeout=600)
     assert result.differences == []
     assert result.kills == 10 and result.exited_early == 0
-    assert result.kills_mid_file >= 3  # most kills land while a file is part read
+    assert result.kills_mid_file >= result.kills_at_commit > 0  # a kill at a commit leaves the file part read
     assert (result.lost, result.double_counted, result.integrity, result.tracebacks) == (0, 0, "ok", 0)
     assert result.frames >= 5000 and sum(result.outcomes.values()) == result.frames

@@ -97,11 +97,11 @@ def test_a_read_only_store_leaves_the_file_waiting_and_takes_it_once_writable(ho
 
 
 LOCK_HOLDER = textwrap.dedent("""
-    import sqlite3, sys, time
+    import sqlite3, sys
     con = sqlite3.connect(sys.argv[1], isolation_level=None)
     con.execute("BEGIN IMMEDIATE")
     print("locked", flush=True)
-    time.sleep(float(sys.argv[2]))
+    sys.stdin.readline()  # held until the test says so, however slow the machine
     con.execute("COMMIT")
 """)
 
@@ -113,9 +113,10 @@ def short_busy_timeout(monkeypatch):
     monkeypatch.setitem(store.SQLITE_PRAGMAS, "busy_timeout", 200)
 
 
-def hold_lock(db_path, seconds: float) -> subprocess.Popen:
-    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(db_path), str(seconds)],
-                              stdout=subprocess.PIPE, text=True)
+def hold_lock(db_path) -> subprocess.Popen:
+    """Another process holding the store's write lock until a line arrives on its stdin."""
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(db_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "locked"
     return holder
 
@@ -124,7 +125,7 @@ def test_a_store_locked_by_another_process_past_the_busy_timeout_delays_but_lose
         home, start, short_busy_timeout, caplog, capsys):
     caplog.set_level(logging.INFO, logger="ussd")
     service = start()  # both paths, real threads
-    holder = hold_lock(home.db, 1.5)
+    holder = hold_lock(home.db)
     drop(home, "during.txt", text_of(frame_lines("lk", 40)))
     wait_for(lambda: "locked" in (service.health()["last_error"] or ""), what="the lock reported as a fault")
     assert service.receiver.totals()["frames"] == 0  # reading still works while it is locked
@@ -138,7 +139,7 @@ def test_a_store_locked_by_another_process_past_the_busy_timeout_delays_but_lose
     assert main(["status", "--home", str(home.root), "--json"]) == 0
     capsys.readouterr()
 
-    holder.wait(timeout=10)
+    holder.communicate("release\n", timeout=60)
     wait_for(lambda: archived(home) == ["during.txt"], what="the file taken once the lock went")
     wait_for(lambda: service.health()["state"] == "ok", what="the fault cleared")
     assert service.receiver.totals()["applied"] == 40 and service.receiver.totals()["frames"] == 40
@@ -314,7 +315,7 @@ def _watch(home, tmp_path, preexec=None, name="watch"):
     proc = subprocess.Popen([sys.executable, "-m", "console.cli", "watch", "--home", str(home.root)], cwd=ROOT,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=preexec)
     log = home.logs / "receiver.log"
-    wait_for(lambda: proc.poll() is not None or (log.exists() and "watching " in log.read_text()), timeout=20,
+    wait_for(lambda: proc.poll() is not None or (log.exists() and "watching " in log.read_text()), timeout=60,
              what="watch to start")
     assert proc.poll() is None, (tmp_path / f"{name}-stderr.txt").read_text()
     return proc, err
@@ -356,7 +357,7 @@ def test_a_watch_process_under_real_permissions_waits_out_a_read_only_store_and_
         wait_for(lambda: "secret.txt" in archived(home), what="the file once readable")
     finally:
         proc.terminate()
-        assert proc.wait(timeout=20) == 0
+        assert proc.wait(timeout=60) == 0
         err.close()
     text = log.read_text()
     assert [line.split(" WARNING ")[1] for line in text.splitlines() if " WARNING " in line] == [
@@ -387,17 +388,17 @@ def test_a_watch_process_whose_files_cannot_grow_waits_and_resumes_without_count
     try:
         drop(home, "big.txt", text_of(lines))
         wait_for(lambda: "WARNING ussd.inbox: store: disk I/O error" in (tmp_path / "watch-stderr.txt").read_text(),
-                 timeout=30, what="the write failure")
+                 timeout=60, what="the write failure")
         assert proc.poll() is None  # still running
         row = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True).execute(
             "SELECT state, line FROM inbox_files").fetchone()
         assert row is None or (row[0] == "claimed" and row[1] < 20000)
         assert claimed(home) == ["big.txt"]
         resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-        wait_for(lambda: archived(home) == ["big.txt"], timeout=30, what="the file finished after the limit went")
+        wait_for(lambda: archived(home) == ["big.txt"], timeout=60, what="the file finished after the limit went")
     finally:
         proc.terminate()
-        code = proc.wait(timeout=20)
+        code = proc.wait(timeout=60)
         err.close()
     assert code == 0
     stderr = (tmp_path / "watch-stderr.txt").read_text()

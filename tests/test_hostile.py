@@ -54,6 +54,15 @@ def take(home, r, name: str, data: bytes):
     return deliver(drop(home, name, data, age=5), "sweep", r, home, CONFIG)
 
 
+def bytes_read() -> int:
+    """Bytes this process has read through read-like calls (Linux): a count, not a clock."""
+    try:
+        io = open("/proc/self/io").read()
+    except FileNotFoundError:
+        pytest.skip("no /proc/self/io on this system")
+    return int(re.search(r"^rchar: (\d+)$", io, re.M).group(1))
+
+
 def reason_of(home, name: str) -> str:
     return (home.rejected / f"{name}.reason").read_text()
 
@@ -92,12 +101,10 @@ def test_nul_bytes_reject_the_file(inbox):
 ], ids=["plain", "jsonl", "csv"])
 def test_a_10_mb_line_is_one_bounded_reject_and_the_next_line_still_counts(inbox, name, data):
     home, r = inbox
-    started = time.monotonic()
     result = take(home, r, name, data)
     assert result.status == "done" and result.outcomes == {"REJECT_BAD_FORMAT": 1, "APPLIED": 1}
     [reject] = r.rejects()
     assert reject["line"] == (2 if name.endswith(".csv") else 1) and len(reject["frame_text"]) <= 210
-    assert time.monotonic() - started < 20
 
 
 def test_a_1_gb_sparse_file_over_the_size_limit_is_rejected_unread(inbox):
@@ -107,11 +114,12 @@ def test_a_1_gb_sparse_file_over_the_size_limit_is_rejected_unread(inbox):
         fh.truncate(1 << 30)  # 1 GiB, sparse: nothing is written and nothing may be read
     os.utime(staging, (time.time() - 5, time.time() - 5))
     os.rename(staging, home.inbox / "huge.txt")
-    started = time.monotonic()
+    before = bytes_read()
     result = deliver(home.inbox / "huge.txt", "sweep", r, home, CONFIG)
+    read = bytes_read() - before
     assert result.status == "rejected" and result.reason == f"over the size limit ({1 << 30} > {64 << 20} bytes)"
     assert (home.rejected / "huge.txt").stat().st_size == 1 << 30
-    assert time.monotonic() - started < 2  # unread
+    assert read < 1 << 20, f"{read} bytes read: the file was read, not refused by its size"
 
 
 def test_a_csv_with_10000_columns_is_read_and_archived_without_its_phone_column(inbox):
@@ -125,11 +133,9 @@ def test_a_csv_with_10000_columns_is_read_and_archived_without_its_phone_column(
         row[9000] = "+254712345678"
         rows.append(",".join(row))
     data = (",".join(header) + "\n" + "\n".join(rows) + "\n").encode()
-    started = time.monotonic()
     result = take(home, r, "wide.csv", data)
     assert result.status == "done" and result.outcomes == {"APPLIED": 3}
     assert b"254712345678" not in result.archived.read_bytes()
-    assert time.monotonic() - started < 20
 
 
 def test_a_csv_with_an_unbalanced_quote_gives_the_broken_record_a_reject(inbox):
@@ -241,7 +247,7 @@ def test_a_watcher_fed_every_hostile_file_logs_nothing_raw_and_leaves_only_the_s
                                 stdin=subprocess.DEVNULL, stdout=err, stderr=err)
         try:
             log = home.logs / "receiver.log"
-            wait_for(lambda: log.exists() and "watching " in log.read_text(), timeout=20, what="watch to start")
+            wait_for(lambda: log.exists() and "watching " in log.read_text(), timeout=60, what="watch to start")
             for name, data in files.items():
                 if data is None:
                     with open(home.root / name, "wb") as fh:
@@ -254,10 +260,10 @@ def test_a_watcher_fed_every_hostile_file_logs_nothing_raw_and_leaves_only_the_s
                 left = sorted(p.name for p in home.inbox.iterdir() if p.name != ".claimed")
                 return left == ["fifo\x07", "link\x1b[2J.txt"] and not list(claimed_dir(home).iterdir())
 
-            wait_for(settled, timeout=30, what="every file processed or rejected")
+            wait_for(settled, timeout=60, what="every file processed or rejected")
         finally:
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=20) == 0
+            assert proc.wait(timeout=60) == 0
     rejected = sorted(p.name for p in home.rejected.iterdir() if not p.name.endswith(".reason"))
     processed = sorted(p.name for p in home.processed.rglob("*") if p.is_file())
     assert rejected == sorted(["noise.bin", "latin1.txt", "huge.txt"])

@@ -74,6 +74,7 @@ def test_two_paths_racing_for_one_file_exactly_one_wins_and_the_loser_logs_it(in
 
 def test_a_file_still_being_written_is_held_and_nothing_its_writer_adds_is_lost(inbox):
     home, r = inbox
+    config = CONFIG.replace(settle_time=600)  # fresh however slowly this test runs, until backdated below
     lines = frame_lines("w", 6)
     staging = home.root / "staging"
     staging.mkdir()
@@ -81,11 +82,12 @@ def test_a_file_still_being_written_is_held_and_nothing_its_writer_adds_is_lost(
         writer.write(text_of(lines[:3]) + lines[3][:10])  # a half-written line at the end
         writer.flush()
         os.rename(staging / "live.txt", home.inbox / "live.txt")  # a careless writer: renamed before done
-        first = deliver(home.inbox / "live.txt", "watch", r, home, CONFIG)
+        first = deliver(home.inbox / "live.txt", "watch", r, home, config)
         assert (first.status, first.outcomes, first.line) == ("held", {"APPLIED": 3}, 3)
         writer.write(lines[3][10:] + "\n" + text_of(lines[4:]))  # lands in the claimed file
-    time.sleep(CONFIG.settle_time + 0.05)
-    second = deliver(first.claimed, "sweep", r, home, CONFIG)
+    old = time.time() - 601
+    os.utime(first.claimed, (old, old))  # the writer went quiet ten minutes ago
+    second = deliver(first.claimed, "sweep", r, home, config)
     assert (second.status, second.outcomes, second.source) == ("done", {"APPLIED": 3}, "watch")
     assert second.archived.read_text() == text_of(lines)
     assert r.totals()["applied"] == 6 and r.rejects() == []

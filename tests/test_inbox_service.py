@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from core.inbox import claimed_dir, file_counts, recent_files
+from core.inbox import HOLD_ENV, claimed_dir, file_counts, recent_files
 from core.inbox.service import _Handler
-from tests.inbox_helpers import archived, drop, frame_lines, started_services, text_of, wait_for
+from tests.inbox_helpers import Holds, archived, drop, frame_lines, started_services, text_of, wait_for
 
 
 @pytest.fixture
@@ -26,12 +26,13 @@ def settled_inbox(home) -> bool:
 def test_a_renamed_file_is_applied_once_by_watch_and_its_resend_is_duplicates(home, start):
     service = start()
     lines = frame_lines("k", 3)
-    drop(home, "session.txt", text_of(lines))
     r = service.receiver
-    wait_for(lambda: r.totals()["applied"] == 3, what="the frames in the ledger")
-    wait_for(lambda: archived(home) == ["session.txt"], what="the archive copy")
-    drop(home, "resend.txt", text_of(lines))
-    wait_for(lambda: archived(home) == ["resend.txt", "session.txt"], what="the re-send archived")
+    with service.sweep_paused():  # the observer's alone, however slow its events come
+        drop(home, "session.txt", text_of(lines))
+        wait_for(lambda: r.totals()["applied"] == 3, what="the frames in the ledger")
+        wait_for(lambda: archived(home) == ["session.txt"], what="the archive copy")
+        drop(home, "resend.txt", text_of(lines))
+        wait_for(lambda: archived(home) == ["resend.txt", "session.txt"], what="the re-send archived")
     assert r.per_source() == {"watch": {"APPLIED": 3, "DUPLICATE": 3}}
     assert r.totals()["cases"] == 3
     assert file_counts(r) == {"watch": 2}
@@ -49,37 +50,45 @@ def test_with_the_observer_off_the_sweep_delivers_everything(home, start):
     assert (health["observer"], health["sweep"]) == ("off", "running")
 
 
-def test_both_paths_on_200_files_deliver_every_frame_once_and_watch_carries_nearly_all(home, start):
-    """The one end-to-end test of both paths at once (docs/rules.md#delivery-one-merge-point-two-paths): exactly once, honest per-path counts."""
+def test_with_the_sweep_paused_the_observer_alone_carries_every_one_of_200_files(home, start):
+    """The observer misses nothing in a burst: with no sweep to cover for it, all 200 arrive by watch.
+    (How the two share files when both run is a race: ``make bench`` prints it; the delivery family
+    test checks each path is credited exactly what it won.)"""
     service = start(sweep_interval=0.05, settle_time=0.2)
     files, per_file = 200, 3
-    for n in range(files):
-        # Backdated, so the sweep may take any file it lists: only the claim keeps the paths apart.
-        drop(home, f"batch{n:03d}.txt", text_of(frame_lines(f"m{n}x", per_file)), age=30)
     r = service.receiver
-    wait_for(lambda: len(archived(home)) == files, timeout=60, what="200 files archived")
-    wait_for(lambda: settled_inbox(home), what="an empty inbox")
-    counts = file_counts(r)
-    assert sum(counts.values()) == files
-    assert counts.get("watch", 0) >= 0.9 * files, counts
+    with service.sweep_paused():
+        for n in range(files):
+            drop(home, f"batch{n:03d}.txt", text_of(frame_lines(f"m{n}x", per_file)), age=30)
+        wait_for(lambda: len(archived(home)) == files, what="200 files archived")
+        wait_for(lambda: settled_inbox(home), what="an empty inbox")
+    assert service.sweep_now() == 0  # nothing left for the sweep once it runs again
+    assert file_counts(r) == {"watch": files}
+    assert r.per_source() == {"watch": {"APPLIED": files * per_file}}
     totals = r.totals()
     assert (totals["applied"], totals["duplicates"], totals["cases"]) == (files * per_file, 0, files * per_file)
-    per_source = r.per_source()
-    for path, n in counts.items():  # frames are credited to the path that won each file
-        assert per_source[path] == {"APPLIED": n * per_file}
-    assert sum(service.health()["claims_won"].values()) == files
+    assert service.health()["claims_won"] == {"watch": files}
     assert all(f["state"] == "done" for f in recent_files(r, limit=files))
 
 
 def test_a_file_written_slowly_in_place_is_taken_whole(home, start):
-    service = start(settle_time=0.3, sweep_interval=0.1)
+    """Pieces cut anywhere, flushed one by one: however long the writer pauses (under the settle
+    time), nothing is taken; once the file is old enough, it is taken whole."""
+    service = start(settle_time=600, sweep_interval=0.05)
     text = text_of(frame_lines("slow", 12))
     pieces = [text[i : i + 37] for i in range(0, len(text), 37)]  # cut anywhere, mid-line included
-    with open(home.inbox / "slow.txt", "w") as writer:
-        for piece in pieces:
+    path = home.inbox / "slow.txt"
+    with open(path, "w") as writer:
+        for n, piece in enumerate(pieces):
             writer.write(piece)
             writer.flush()
-            time.sleep(0.08)
+            if n % 3 == 2:
+                assert service.sweep_now() == 0  # a sweep that looks mid-write leaves it
+        first = service.health()["last_sweep"]
+        wait_for(lambda: service.health()["last_sweep"] > first, what="a sweep after the last write")
+        assert service.receiver.totals()["frames"] == 0 and not list(claimed_dir(home).iterdir())
+        old = time.time() - 601
+        os.utime(path, (old, old))  # as if the writer had finished ten minutes ago; its close is the event
     wait_for(lambda: archived(home) == ["slow.txt"], what="the slow file archived")
     r = service.receiver
     assert r.totals()["applied"] == 12 and r.rejects() == []
@@ -132,22 +141,27 @@ def test_the_event_handler_never_raises(home, start, caplog):
     assert service.health()["observer"] == "running"
 
 
-def test_a_stop_mid_file_leaves_it_claimed_and_a_restart_counts_nothing_twice(home, start):
+def test_a_stop_mid_file_leaves_it_claimed_and_a_restart_counts_nothing_twice(home, start, monkeypatch, tmp_path):
+    holds = Holds(tmp_path / "holds")
+    monkeypatch.setenv(*holds.env.popitem())  # the worker waits after each commit: stopped at a known line
     service = start(batch_lines=50)
     drop(home, "long.txt", text_of(frame_lines("L", 15000)))
-    wait_for(lambda: (recent_files(service.receiver) or [{}])[0].get("line", 0) > 0, what="the first batch")
-    assert service.stop(timeout=10)
+    holds.next()  # the first batch committed, the second not begun
+    holds.release()
+    _claim, line = holds.where(holds.next())  # the second
+    assert service.stop(timeout=60)
     left = recent_files(service.receiver)[0]
-    assert left["state"] == "claimed" and 0 < left["line"] < 15000
+    assert (left["state"], left["line"]) == ("claimed", line) and line == 100
     assert len(list(claimed_dir(home).iterdir())) == 1
+    monkeypatch.delenv(HOLD_ENV)
     again = start(batch_lines=5000)
-    wait_for(lambda: archived(home) == ["long.txt"], timeout=30, what="the resumed file archived")
+    wait_for(lambda: archived(home) == ["long.txt"], what="the resumed file archived")
     assert again.receiver.per_source() == {"watch": {"APPLIED": 15000}}
     assert file_counts(again.receiver) == {"watch": 1}
 
 
 def test_health_reports_both_paths_and_what_is_waiting(home, start):
-    service = start(settle_time=30, sweep_interval=0.1)
+    service = start(settle_time=600, sweep_interval=0.1)
     (home.inbox / "inplace.txt").write_text(text_of(frame_lines("h", 1)))  # written in place: must settle
     wait_for(lambda: service.health()["last_sweep"] is not None, what="a sweep")
     health = service.health()
@@ -166,8 +180,10 @@ def test_odd_things_in_the_inbox_are_skipped_logged_once_and_left_alone(home, st
     service = start(sweep_interval=0.05)
     os.symlink(target, home.inbox / "link.txt")
     os.mkfifo(home.inbox / "pipe")
-    first = service.health()["last_sweep"] or 0
-    wait_for(lambda: (service.health()["last_sweep"] or 0) > first + 0.2, what="several sweeps")
+    for _ in range(3):
+        service.sweep_now()  # three sweeps here, and those of the sweep thread besides
+    first = service.health()["last_sweep"]
+    wait_for(lambda: service.health()["last_sweep"] > first, what="a sweep by the sweep thread too")
     skips = [rec.getMessage() for rec in caplog.records if "skipping" in rec.getMessage()]
     assert sorted(skips) == ["inbox: skipping link.txt: symlink (never read)", "inbox: skipping pipe: FIFO (never read)"]
     assert sorted(p.name for p in home.inbox.iterdir()) == [".claimed", "link.txt", "pipe"]

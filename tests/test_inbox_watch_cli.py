@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import itertools
+import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from console.cli import main
 from core import Receiver
 from core.rules.formats import read_items
 from tests.helpers import ROOT, bad_trailer, frame
-from tests.inbox_helpers import drop, every_file_under, frame_lines, text_of, wait_for
+from tests.inbox_helpers import Holds, drop, every_file_under, frame_lines, text_of, wait_for
 
 PHONES = ["+254712345678", "+254733000111", "0722 444 555"]
 # Every way a phone number could have been written down by a careless copy.
@@ -24,21 +25,24 @@ PHONE_TRACES = [b"254712345678", b"712345678", b"254733000111", b"733000111", b"
                 b"722444555"]
 
 
+_watchers = itertools.count()
+
+
 class Watcher:
     """``ussd-console watch`` in a subprocess, its stderr in a file (a full pipe would stall it)."""
 
-    def __init__(self, home, tmp_path: Path, *flags: str):
+    def __init__(self, home, tmp_path: Path, *flags: str, env: dict[str, str] | None = None):
         self.home = home
-        self.err_path = tmp_path / f"watch-stderr-{time.monotonic_ns()}.txt"
+        self.err_path = tmp_path / f"watch-stderr-{next(_watchers)}.txt"
         self._err = open(self.err_path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "console.cli", "watch", "--home", str(home.root), *flags],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._err,
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._err, env={**os.environ, **(env or {})},
         )
         log = home.logs / "receiver.log"
         started = log.read_text().count("watching ") if log.exists() else 0
         wait_for(lambda: self.proc.poll() is not None
-                 or (log.exists() and log.read_text().count("watching ") > started), timeout=20, what="watch to start")
+                 or (log.exists() and log.read_text().count("watching ") > started), timeout=60, what="watch to start")
         assert self.proc.poll() is None, self.stderr()
 
     def stderr(self) -> str:
@@ -48,7 +52,7 @@ class Watcher:
 
     def signal(self, sig) -> int:
         self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=20)
+        code = self.proc.wait(timeout=60)
         self._err.close()
         return code
 
@@ -85,16 +89,19 @@ def mixed_file(count: int) -> str:
     return text_of(out)
 
 
-def interrupt_mid_file(home, watcher: Watcher, total_lines: int, sig) -> int:
-    """Wait until some but not all of the file is committed, then signal the watcher."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        state = progress(home)
-        if state and state[0] == "claimed" and 0 < state[1] < total_lines - 500:
-            return watcher.signal(sig)
-        assert not state or state[0] == "claimed", f"the file finished before it could be interrupted: {state}"
-        time.sleep(0.002)
-    raise AssertionError("the watcher never started on the file")
+def interrupt_mid_file(holds: Holds, watcher: Watcher, commits: int, sig) -> tuple[int, int]:
+    """Let the watcher commit ``commits`` batches, signal it while it waits after the last one.
+
+    (exit code, line committed when signalled)
+    """
+    pid = watcher.proc.pid
+    for n in range(commits):
+        if n:
+            holds.release(pid)
+        marker = holds.next(pid, alive=lambda: watcher.proc.poll() is None)
+        assert marker is not None, watcher.stderr()
+    _claim, line = holds.where(marker)
+    return watcher.signal(sig), line
 
 
 def test_killing_the_watcher_mid_file_and_starting_it_again_applies_nothing_twice(home, tmp_path):
@@ -104,15 +111,18 @@ def test_killing_the_watcher_mid_file_and_starting_it_again_applies_nothing_twic
     reference = Receiver(":memory:")
     items, _fmt = read_items("big.txt", data.encode())
     reference.ingest_many([(f, t, "big.txt", n) for f, t, n in items], source="watch")
+    holds = Holds(tmp_path / "holds")  # each watcher waits after every commit until let go
 
-    watcher = Watcher(home, tmp_path)
+    watcher = Watcher(home, tmp_path, env=holds.env)
     drop(home, "big.txt", data)
-    assert interrupt_mid_file(home, watcher, total_lines, signal.SIGINT) == 0  # a clean stop ...
-    stopped_at = progress(home)[1]
-    watcher = Watcher(home, tmp_path)
-    wait_for(lambda: (progress(home) or ("", 0))[1] > stopped_at, what="the resumed file's progress")
-    assert interrupt_mid_file(home, watcher, total_lines, signal.SIGKILL) == -signal.SIGKILL  # ... then a crash
-    assert progress(home)[0] == "claimed" and len(list((home.inbox / ".claimed").iterdir())) == 1
+    code, line = interrupt_mid_file(holds, watcher, 3, signal.SIGINT)
+    assert code == 0  # a clean stop ...
+    assert progress(home) == ("claimed", line) and 0 < line < total_lines
+    watcher = Watcher(home, tmp_path, env=holds.env)
+    code, resumed = interrupt_mid_file(holds, watcher, 2, signal.SIGKILL)
+    assert code == -signal.SIGKILL  # ... then a crash
+    assert progress(home) == ("claimed", resumed) and line < resumed < total_lines
+    assert len(list((home.inbox / ".claimed").iterdir())) == 1
 
     watcher = Watcher(home, tmp_path)
     wait_for(lambda: progress(home) == ("done", total_lines), timeout=60, what="the file finished")

@@ -76,7 +76,7 @@ def test_two_watchers_on_one_home_claim_every_file_once_and_count_every_frame_on
     procs = [start_watch(home, tmp_path / f"stderr-{i}.txt") for i in range(2)]
     log = home.logs / "receiver.log"
     try:
-        wait_for(lambda: log.exists() and log.read_text().count("INFO ussd.watch: watching ") == 2, timeout=30,
+        wait_for(lambda: log.exists() and log.read_text().count("INFO ussd.watch: watching ") == 2, timeout=60,
                  what="both watchers to start")
         for name in late:  # dropped while both run: both observers and both sweeps race
             drop(home, name, files[name])
@@ -91,7 +91,7 @@ def test_two_watchers_on_one_home_claim_every_file_once_and_count_every_frame_on
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
-        codes = [proc.wait(timeout=30) for proc in procs]
+        codes = [proc.wait(timeout=60) for proc in procs]
     assert codes == [0, 0]
 
     archived = sorted(p.name for p in home.processed.rglob("*") if p.is_file())

@@ -72,10 +72,13 @@ def _read_items(path: Path, max_bytes: int):
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+    # Checked on the descriptor before wrapping it: fdopen itself refuses a directory with a
+    # bare errno that names no file.
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise CommandError(f"{path} is not a regular file")
     with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise CommandError(f"{path} is not a regular file")
         if st.st_size > max_bytes:
             raise CommandError(f"{path} is over the size limit ({st.st_size} > {max_bytes} bytes)")
         try:

@@ -3,12 +3,13 @@ service that runs the push and pull paths (``service``, with ``health`` for its 
 
 from core.store.inbox_progress import file_counts, recent_files
 
-from .delivery import FileResult, deliver, deliver_until_done
+from .delivery import HOLD_ENV, FileResult, deliver, deliver_until_done
 from .files import claimed_dir, kind_skip, prepare_home, quiet_skip
 from .service import InboxService
 
 __all__ = [
     "FileResult",
+    "HOLD_ENV",
     "InboxService",
     "claimed_dir",
     "deliver",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import itertools
 import logging
 import os
 import threading
@@ -64,6 +65,9 @@ from .files import (
 )
 
 log = logging.getLogger("ussd.inbox")
+
+HOLD_ENV = "USSD_HOLD_AFTER_COMMIT"  # see _hold_after_commit
+_hold_counter = itertools.count()
 
 
 
@@ -327,11 +331,32 @@ def _ingest_new_lines(c: _Claim, row: dict | None, items, fmt: str, part: bytes,
             return FileResult(**base, status="lost", reason="progress committed elsewhere", verdicts=verdicts,
                               frames=len(verdicts), outcomes=_tally(verdicts))
         line_at, offset_at, row_exists = upto, upto_offset, True
+        _hold_after_commit(c.path.name, line_at, stop)
         if stop is not None and stop.is_set() and not last:
             log.info("%s left claimed at line %d to resume after the stop", c.label, line_at)
             return FileResult(**base, status="held", format=fmt, frames=len(verdicts), line=line_at,
                               due=time.time(), verdicts=verdicts, outcomes=_tally(verdicts))
     return line_at
+
+
+def _hold_after_commit(claim: str, line: int, stop: threading.Event | None) -> None:
+    """The ``HOLD_ENV`` hook; does nothing unless the variable is set.
+
+    With ``USSD_HOLD_AFTER_COMMIT`` naming a folder, a worker leaves a marker there after each
+    committed batch and waits while the marker exists (or until a stop), so a test or the crash
+    harness can signal, kill or stop a real receiver at a known point of a file instead of
+    guessing a moment. It lives here, not in tests/, because the receiver under test is a real
+    ``ussd-console watch`` process.
+    """
+    folder = os.environ.get(HOLD_ENV)
+    if not folder:
+        return
+    marker = Path(folder) / f"{os.getpid()}-{threading.get_ident()}-{next(_hold_counter)}.held"
+    temporary = marker.with_suffix(".tmp")
+    temporary.write_text(f"{claim}\n{line}\n")
+    os.rename(temporary, marker)  # whole when seen
+    while marker.exists() and not (stop is not None and stop.is_set()):
+        time.sleep(0.005)
 
 
 def _archive_done(c: _Claim, row: dict | None, data: bytes, fmt: str, line_at: int, verdicts: list, outcomes: dict,

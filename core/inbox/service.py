@@ -12,6 +12,7 @@ inbox and every sweep tries it again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -381,6 +382,13 @@ class InboxService(FaultsAndHealth):
         if self.receiver is None:
             raise RuntimeError("the inbox service is not started")
         return self._sweep_once()
+
+    @contextlib.contextmanager
+    def sweep_paused(self):
+        """No sweep runs inside this block (one under way finishes first), so files that arrive
+        meanwhile are the observer's alone; the tests use it to arrange a race instead of hoping."""
+        with self._sweep_lock:
+            yield
 
     def _sweepable(self, folder):
         """``(path, lstat)`` of the folder's files the worker does not hold, until a stop."""

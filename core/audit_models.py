@@ -104,3 +104,19 @@ def create_audit_tables(db: Database) -> None:
     db.create_tables([a.Operator, a.AuditEntry, a.AuditHead])
     for sql in PG_APPEND_ONLY_TRIGGERS if isinstance(db, PostgresqlDatabase) else APPEND_ONLY_TRIGGERS:
         db.execute_sql(sql)
+
+# Row triggers do not fire on TRUNCATE; a statement trigger does (PostgreSQL only:
+# SQLite has no TRUNCATE, and its DELETE is refused row by row above).
+TRUNCATE_GUARDED = ("audit_log", "audit_head", "operators")
+PG_NO_TRUNCATE_TRIGGERS = (
+    "CREATE OR REPLACE FUNCTION audit_no_truncate() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'the audit tables are append-only: % cannot be truncated', TG_TABLE_NAME; END $$",
+    *(f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
+      "FOR EACH STATEMENT EXECUTE FUNCTION audit_no_truncate()" for table in TRUNCATE_GUARDED),
+)
+
+
+def create_truncate_guards(db: Database) -> None:
+    if isinstance(db, PostgresqlDatabase):
+        for sql in PG_NO_TRUNCATE_TRIGGERS:
+            db.execute_sql(sql)

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 
 from .decide import CaseRef, Outcome, decide_fields, reject
 from .frame import Frame, escape_text, parse
-from .retention import DEFAULT_SECONDS, check_retention
+from .retention import RetentionError, check_retention
 from .store import StoreError, connect, is_postgres, write_transaction
 
 log = logging.getLogger("ussd.receiver")
@@ -71,12 +71,10 @@ def _chunks(seq: Sequence, size: int):
 class Receiver:
     """Takes frames in exactly once on a durable store; see the module docstring."""
 
-    def __init__(self, path: str, retention_seconds: int | None = None):
+    def __init__(self, path: str):
         self.path = path
         self.db, self.m = connect(path)
         self._postgres = is_postgres(self.db)
-        if retention_seconds is not None:
-            self.set_retention(retention_seconds, set_by="config")
 
     # -- lifecycle -------------------------------------------------------------
     def close(self) -> None:
@@ -349,25 +347,28 @@ class Receiver:
 
     # -- retention (R7) --------------------------------------------------------
     def retention_seconds(self) -> int:
-        P = self.m.Policy
-        row = P.select(P.retention_seconds).order_by(P.id.desc()).first()
-        return row.retention_seconds if row else DEFAULT_SECONDS
+        return self.retention()["retention_seconds"]
 
     def retention(self) -> dict:
-        """The policy in force, as plain data."""
-        P = self.m.Policy
-        row = P.select().order_by(P.id.desc()).dicts().first()
-        if row is None:
-            return {"retention_seconds": DEFAULT_SECONDS, "set_at": None, "set_by": "default",
-                    "reason": "", "is_exception": False, "audit_id": None}
-        row.pop("id", None)
-        return row
+        """The policy in force, as plain data: only a signed one above the floor (core.retention_guard).
+
+        ``fault`` says why a newer policy row is not applied, or is ``None``.
+        """
+        from .retention_guard import policy_in_force
+
+        return policy_in_force(self)
 
     def set_retention(self, seconds: int, set_by: str = "operator", reason: str = "",
                       signed: bool = False, audit_id: int | None = None, now: float | None = None) -> dict:
-        """Change the policy; refused below 72 h, and below 30 days unless signed."""
+        """Record a signed policy change (``core.actions.set_retention`` signs it first).
+
+        Refused below 72 h, below 30 days unless signed, and without its audit
+        entry: a row without one would never be applied.
+        """
         seconds = int(seconds)
         is_exception = check_retention(seconds, signed)
+        if audit_id is None:
+            raise RetentionError("a retention change is signed by an operator: use `ussd-console retention set`")
         with write_transaction(self.db):
             if seconds == self.retention_seconds() and self.m.Policy.select().exists():
                 return self.retention()
@@ -382,7 +383,10 @@ class Receiver:
         """Age-only eviction of dedup witnesses, in short transactions; logged (R7)."""
         m = self.m
         now = time.time() if now is None else float(now)
-        policy = self.retention_seconds()
+        in_force = self.retention()
+        if in_force["fault"]:
+            log.warning("%s", in_force["fault"])
+        policy = in_force["retention_seconds"]
         cutoff = now - policy
         removed = 0
         oldest = newest = None
@@ -442,6 +446,7 @@ class Receiver:
         for counts in self.per_source().values():
             by_outcome.update(counts)
         Q = self.m.Quarantine
+        policy = self.retention()
         return {
             "cases": self._total("cases"),
             "headcount_total": self._total("headcount"),
@@ -452,7 +457,8 @@ class Receiver:
             "applied": by_outcome["APPLIED"],
             "frames": sum(by_outcome.values()),
             "seen_frames": self._total("seen_frames"),
-            "retention_days": round(self.retention_seconds() / 86400, 3),
+            "retention_days": round(policy["retention_seconds"] / 86400, 3),
+            "retention_fault": policy["fault"],
         }
 
     CASE_SORTS = ("first_seen", "frame_id", "site", "need", "headcount", "pri", "updated_at")

@@ -19,6 +19,7 @@ from core.inbox import claimed_dir, deliver_until_done, file_counts, quiet_skip
 from core.retention import DAY, describe
 
 from ..errors import CommandError
+from .audit import print_retention_fault
 from ..exports import export_path, write_dispatch_csv, write_rows
 from ..render import make_console, print_json, safe, table, when
 
@@ -218,6 +219,7 @@ def cmd_status(args, ctx) -> int:
     out.print(table("Inbox files", ["arrival path", "files"], sorted(files.items())))
     kind = "signed exception" if policy["is_exception"] else "policy"
     out.print(Text(f"retention: {describe(policy['retention_seconds'])} ({kind}, set by {policy['set_by']})"))
+    print_retention_fault(policy)
     return 0
 
 
@@ -317,9 +319,12 @@ def cmd_evictions(args, ctx) -> int:
 
 def cmd_evict(args, ctx) -> int:
     removed = ctx.receiver.evict(started_by="cli")
+    policy = ctx.receiver.retention()
     if ctx.json:
-        print_json({"removed": removed})
+        print_json({"removed": removed, "retention_seconds": policy["retention_seconds"],
+                    "retention_fault": policy["fault"]})
     else:
         make_console().print(Text(f"evicted {removed} dedup rows older than "
-                                  f"{describe(ctx.receiver.retention_seconds())}"))
+                                  f"{describe(policy['retention_seconds'])}"))
+        print_retention_fault(policy)
     return 0

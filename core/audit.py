@@ -264,21 +264,32 @@ def _walk(receiver, at_count: int | None = None) -> _Walk:
         ok_before = pos - 1
         if not digest:
             return bad(ok_before, pos, "edited: the entry's fields cannot be read back")
-        # The entry's own signature first: an edited number is an edit, not a gap.
+
+        def misplaced() -> _Walk | None:
+            if row.seq != pos:
+                if pos not in present:
+                    return bad(ok_before, pos, f"removed: entry #{pos} is missing")
+                return bad(ok_before, pos, f"reordered: entry #{_shown(row.seq)} stands where #{pos} belongs")
+            if row.prev_hash != prev:
+                elsewhere = position_of.get(row.prev_hash)
+                if elsewhere is not None and elsewhere != pos - 1:
+                    return bad(ok_before, pos,
+                               f"reordered: entry #{pos} was signed after #{elsewhere}, not #{pos - 1}")
+                if pos == 1:
+                    return bad(0, 1, "edited: the first entry does not start the chain")
+                return bad(pos - 2, pos - 1,
+                           f"edited: entry #{pos - 1} was changed after entry #{pos} recorded its hash")
+            return None
+
+        # The entry's own signature first: an edited number is an edit, not a gap. A key the
+        # log has not registered (yet) is the mark of an entry moved up or of its registration
+        # cut out: say where the chain broke.
         problem = _entry_problem(row, digest, message(_fields_of(row)), registry, pos, later)
         if problem:
-            return bad(ok_before, pos, problem)
-        if row.seq != pos:
-            if pos not in present:
-                return bad(ok_before, pos, f"removed: entry #{pos} is missing")
-            return bad(ok_before, pos, f"reordered: entry #{_shown(row.seq)} stands where #{pos} belongs")
-        if row.prev_hash != prev:
-            elsewhere = position_of.get(row.prev_hash)
-            if elsewhere is not None and elsewhere != pos - 1:
-                return bad(ok_before, pos, f"reordered: entry #{pos} was signed after #{elsewhere}, not #{pos - 1}")
-            if pos == 1:
-                return bad(0, 1, "edited: the first entry does not start the chain")
-            return bad(pos - 2, pos - 1, f"edited: entry #{pos - 1} was changed after entry #{pos} recorded its hash")
+            return (row.key not in registry.by_fp and misplaced()) or bad(ok_before, pos, problem)
+        moved = misplaced()
+        if moved is not None:
+            return moved
         if prev_at is not None and float(row.at) < prev_at:
             return bad(ok_before, pos, f"backdated: entry #{pos} is dated {prev_at - float(row.at):.0f} s "
                                        f"before entry #{pos - 1}, which it follows")

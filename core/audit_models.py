@@ -110,7 +110,8 @@ def create_audit_tables(db: Database) -> None:
 TRUNCATE_GUARDED = ("audit_log", "audit_head", "operators")
 PG_NO_TRUNCATE_TRIGGERS = (
     "CREATE OR REPLACE FUNCTION audit_no_truncate() RETURNS trigger LANGUAGE plpgsql AS "
-    "$$ BEGIN RAISE EXCEPTION 'the audit tables are append-only: % cannot be truncated', TG_TABLE_NAME; END $$",
+    "$$ BEGIN RAISE EXCEPTION USING MESSAGE = 'the audit tables are append-only: ' "
+    "|| TG_TABLE_NAME || ' cannot be truncated'; END $$",
     *(f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
       "FOR EACH STATEMENT EXECUTE FUNCTION audit_no_truncate()" for table in TRUNCATE_GUARDED),
 )

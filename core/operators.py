@@ -14,7 +14,6 @@ import json
 import os
 import stat
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -19,7 +19,6 @@ from .trust_support import (
     C2,
     add,
     backdated_entry,
-    cli,
     log_rows,
     qid,
     rewrite_with_new_keys,

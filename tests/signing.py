@@ -8,6 +8,7 @@ from pathlib import Path
 from console.cli import main
 from core import Receiver
 from core.signing.audit_models import audit_models
+from core.signing.operators import list_operators
 
 from .helpers import frame
 
@@ -33,9 +34,17 @@ def passfile(tmp_path: Path, name: str, text: str | None = None) -> str:
     return str(path)
 
 
-def add_operators(home, tmp_path, *names: str) -> None:
-    for name in names:
-        assert cli(home, "operator", "add", name, "--passphrase-file", passfile(tmp_path, name)) == 0
+def add_operators(home, tmp_path, *names: str, approver: str | None = None) -> None:
+    """Add operators through the CLI: the store's first signs its own entry, the others are approved
+    by ``approver`` (default: the first name given, or alice)."""
+    with Receiver(str(home.db)) as r:
+        empty = not list_operators(r)
+    approver = approver or (names[0] if empty else "alice")
+    for i, name in enumerate(names):
+        argv = ["operator", "add", name, "--passphrase-file", passfile(tmp_path, name)]
+        if i or not empty:
+            argv += ["--operator", approver, "--operator-passphrase-file", passfile(tmp_path, approver)]
+        assert cli(home, *argv) == 0, argv
 
 
 def ingest(home, tmp_path, items, name="frames.txt") -> None:

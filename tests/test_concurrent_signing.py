@@ -7,7 +7,7 @@ import sys
 from core import Receiver
 from core.signing.audit import verify
 from core.home import Home
-from core.signing.operators import add_operator
+from core.signing.operators import add_operator, load_signer
 from tests.helpers import ROOT
 
 SIGNER = """
@@ -28,8 +28,8 @@ def test_simultaneous_signers_keep_a_single_chain(new_store, tmp_path):
     home = Home(tmp_path / "home").ensure()
     target = new_store()
     with Receiver(target) as r:
-        for name in ("alice", "bob"):
-            add_operator(home, r, name, f"{name} passphrase")
+        add_operator(home, r, "alice", "alice passphrase")
+        add_operator(home, r, "bob", "bob passphrase", sponsor=load_signer(home, r, "alice", "alice passphrase"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-c", SIGNER, str(home.root), target, name, "15"], env=env,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -45,4 +45,4 @@ def test_simultaneous_signers_keep_a_single_chain(new_store, tmp_path):
     with Receiver(target) as r:
         result = verify(r)
         assert result.ok, result
-        assert result.count == 30
+        assert result.count == 32  # two operator.add entries, then 30 signed changes

@@ -17,6 +17,8 @@ from console.dialogs.help_screen import HelpScreen, section
 from console.widgets.keyed_table import KeyedTable
 from console.panels.panel import PAGE
 from core import Receiver
+from core.signing import actions
+from core.signing.operators import add_operator
 from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
 from tests.helpers import frame
 
@@ -245,7 +247,9 @@ async def test_every_screen_is_reachable_by_keyboard_alone(sample_home):
 @run_async
 async def test_retention_shows_the_policy_and_its_signed_exceptions(sample_home):
     with Receiver(str(sample_home.db)) as r:
-        r.set_retention(14 * 86400, set_by="amina", reason="disk nearly full", signed=True, now=1714640000.0)
+        add_operator(sample_home, r, "amina", "correct horse", now=1714630000.0)
+        actions.set_retention(sample_home, r, 14, operator="amina", passphrase="correct horse",
+                              reason="disk nearly full", now=1714640000.0)
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
         await press_and_settle(pilot, "4")
@@ -253,3 +257,18 @@ async def test_retention_shows_the_policy_and_its_signed_exceptions(sample_home)
         assert "14 days SIGNED EXCEPTION by amina" in summary and "disk nearly full" in summary
         assert cells(app, "exceptions-table", "set_by") == ["amina"]
         assert cells(app, "exceptions-table", "retention") == ["14 days"]
+
+
+@run_async
+async def test_a_policy_without_its_signed_entry_is_a_fault_on_screen(sample_home):
+    """A one-hour policy typed into the store is never applied, and the console says so."""
+    with Receiver(str(sample_home.db)) as r:
+        r.db.execute_sql("INSERT INTO retention_policy (retention_seconds, set_at, set_by, reason, is_exception) "
+                         "VALUES (3600, 1714640000, 'alice', 'by hand', 0)")
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await press_and_settle(pilot, "4")
+        summary = static_text(app.query_one("#retention-summary", Static))
+        assert "FAULT" in summary and "1 hours" in summary and "not applied" in summary
+        assert "30 days (default)" in summary  # what eviction uses instead
+        assert "RETENTION FAULT" in str(app.query_one(HeaderBar).render())

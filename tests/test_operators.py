@@ -20,7 +20,7 @@ from core.signing.operators import (
     retire_operator,
 )
 
-from .signing import PASSPHRASES, add_operators, cli, json_lines, passfile
+from .signing import PASSPHRASES, add_operators, cli, json_lines, passfile, sign
 
 
 @pytest.fixture
@@ -75,31 +75,40 @@ def test_good_names(home, receiver_at, name):
     assert info["name"] == name and info["active"] and len(info["fingerprint"]) == 64
 
 
+def _signer(home, r, name):
+    return load_signer(home, r, name, PASSPHRASES[name])
+
+
 def test_names_are_never_reused_and_short_passphrases_refused(home, receiver_at):
     add_operator(home, receiver_at, "alice", PASSPHRASES["alice"])
-    retire_operator(receiver_at, "alice")
+    add_operator(home, receiver_at, "bob", PASSPHRASES["bob"], sponsor=_signer(home, receiver_at, "alice"))
+    retire_operator(receiver_at, "alice", _signer(home, receiver_at, "bob"), "left the team")
     with pytest.raises(ActionError, match="never reused"):
-        add_operator(home, receiver_at, "alice", "another passphrase")
+        add_operator(home, receiver_at, "alice", "another passphrase", sponsor=_signer(home, receiver_at, "bob"))
     with pytest.raises(ActionError, match="at least 8"):
-        add_operator(home, receiver_at, "bob", "short")
-    assert [o["name"] for o in list_operators(receiver_at)] == ["alice"]
-    assert not key_path(home, "bob").exists()
+        add_operator(home, receiver_at, "carol", "short", sponsor=_signer(home, receiver_at, "bob"))
+    assert [o["name"] for o in list_operators(receiver_at)] == ["alice", "bob"]
+    assert not key_path(home, "carol").exists()
 
 
 def test_retired_operator_cannot_sign_but_stays_listed(home, receiver_at):
     add_operator(home, receiver_at, "alice", PASSPHRASES["alice"], now=100.0)
-    retire_operator(receiver_at, "alice", now=200.0)
+    add_operator(home, receiver_at, "bob", PASSPHRASES["bob"], now=150.0, sponsor=_signer(home, receiver_at, "alice"))
+    bob = _signer(home, receiver_at, "bob")
+    retire_operator(receiver_at, "alice", bob, "left the team", now=200.0)
     with pytest.raises(ActionError, match="retired"):
         load_signer(home, receiver_at, "alice", PASSPHRASES["alice"])
     with pytest.raises(ActionError, match="already retired"):
-        retire_operator(receiver_at, "alice")
-    [info] = list_operators(receiver_at)
+        retire_operator(receiver_at, "alice", bob, "again")
+    with pytest.raises(ActionError, match="last active operator"):
+        retire_operator(receiver_at, "bob", bob, "nobody would be left to approve anyone")
+    info = list_operators(receiver_at)[0]
     assert info["retired_at"] == 200.0 and not info["active"]
 
 
 def test_loose_key_file_mode_and_swapped_key_file_are_refused(home, receiver_at):
     add_operator(home, receiver_at, "alice", PASSPHRASES["alice"])
-    add_operator(home, receiver_at, "bob", PASSPHRASES["alice"])
+    add_operator(home, receiver_at, "bob", PASSPHRASES["alice"], sponsor=_signer(home, receiver_at, "alice"))
     path = key_path(home, "alice")
     path.chmod(0o644)
     with pytest.raises(ActionError, match="chmod 600"):
@@ -127,11 +136,11 @@ def test_cli_add_list_retire(home, tmp_path, capsys):
     rows = json_lines(capsys.readouterr().out)
     assert [r["name"] for r in rows] == ["alice", "bob"]
     assert all(r["active"] and r["retired_at"] is None for r in rows)
-    assert cli(home, "operator", "retire", "bob") == 0
+    assert sign(home, tmp_path, "operator", "retire", "bob", reason="left the team") == 0
     assert cli(home, "operator", "list") == 0
     out = capsys.readouterr().out
     assert "alice" in out and "active" in out and rows[0]["fingerprint"][:4] in out
-    assert cli(home, "operator", "retire", "bob") == 2
+    assert sign(home, tmp_path, "operator", "retire", "bob", reason="again") == 2
     assert "already retired" in capsys.readouterr().err
 
 
@@ -149,9 +158,10 @@ def test_cli_asks_twice_without_echo_and_never_logs_the_passphrase(home, monkeyp
     with Receiver(str(home.db)) as r:
         assert load_signer(home, r, "alice", "typed passphrase 1").name == "alice"
 
-    answers = iter(["first one 123", "second one 123"])
-    assert cli(home, "operator", "add", "bob") == 2
+    answers = iter(["typed passphrase 1", "first one 123", "second one 123"])
+    assert cli(home, "operator", "add", "bob", "--operator", "alice") == 2
     assert "differ" in capsys.readouterr().err
+    assert prompts[-3:] == ["passphrase for alice (approving): ", "passphrase for bob: ", "passphrase for bob (again): "]
     with Receiver(str(home.db)) as r:
         assert [o["name"] for o in list_operators(r)] == ["alice"]
 

@@ -157,7 +157,7 @@ def test_retention_set_signed_exception_and_plain_change(home, tmp_path, capsys)
     assert sign(home, tmp_path, "retention", "set", "45", reason="back to normal") == 0
     after = snapshot(home)
     entry = _one_entry(mid, after, "retention.set", "retention", reason="back to normal")
-    assert after["policy"][-1]["is_exception"] is False and after["policy"][-1]["audit_id"] == 2
+    assert after["policy"][-1]["is_exception"] is False and after["policy"][-1]["audit_id"] == entry["seq"] == 3
     capsys.readouterr()
     assert cli(home, "retention", "show", "--json") == 0
     shown = json_lines(capsys.readouterr().out)[0]
@@ -206,7 +206,7 @@ def _refusals(home, tmp_path):
 
 def test_every_refusal_is_one_line_and_changes_nothing(conflicted, tmp_path, capsys):
     home = conflicted
-    assert cli(home, "operator", "retire", "bob") == 0
+    assert sign(home, tmp_path, "operator", "retire", "bob", reason="left the team") == 0
     # one resolved item, for the "already resolved" refusal
     done = quarantine_id(home, *B1_FIX)
     assert sign(home, tmp_path, "resolve", str(done), "--keep-first") == 0
@@ -239,7 +239,7 @@ def test_an_action_that_fails_midway_leaves_no_entry(conflicted, tmp_path, monke
     assert snapshot(home) == before
     monkeypatch.undo()
     assert sign(home, tmp_path, "resolve", str(qid), "--accept-correction") == 0
-    assert len(snapshot(home)["audit"]) == 1
+    assert len(snapshot(home)["audit"]) == len(before["audit"]) + 1
 
 
 def test_what_is_shown_is_what_is_signed(conflicted, tmp_path):
@@ -248,7 +248,7 @@ def test_what_is_shown_is_what_is_signed(conflicted, tmp_path):
     with Receiver(str(home.db)) as r:
         preview = actions.describe_resolve(r, qid, "accept_correction", operator="alice", reason="checked")
         assert any("headcount 3 -> 7" in line for line in preview.lines)
-        assert "audit entry #1" in preview.text
+        assert "audit entry #3" in preview.text  # after the two operator.add entries
         result = actions.resolve(home, r, qid, "accept_correction", operator="alice",
                                  passphrase="alice passphrase", reason="checked", expected=preview)
         entry = result["entry"]
@@ -268,7 +268,7 @@ def test_a_stale_preview_is_not_signed(conflicted, tmp_path):
             actions.set_retention(home, r, 10, operator="alice", passphrase="alice passphrase",
                                   reason="disk nearly full", expected=stale)
         assert r.retention()["retention_seconds"] == 20 * DAY
-        assert audit.head(r).count == 1
+        assert audit.head(r).count == 3
         fresh = actions.describe_retention(r, 10, "alice", "disk nearly full")
         changed = copy.deepcopy(fresh)
         changed.fields["reason"] = "something else"
@@ -277,7 +277,7 @@ def test_a_stale_preview_is_not_signed(conflicted, tmp_path):
                                   reason="disk nearly full", expected=changed)
         actions.set_retention(home, r, 10, operator="alice", passphrase="alice passphrase",
                               reason="disk nearly full", expected=fresh)
-        assert audit.verify(r) == audit.VerifyResult(True, 2, None, "2 entries verified")
+        assert audit.verify(r) == audit.VerifyResult(True, 4, None, "4 entries verified")
 
 
 def test_json_output_of_a_signed_action(conflicted, tmp_path, capsys):
@@ -287,4 +287,4 @@ def test_json_output_of_a_signed_action(conflicted, tmp_path, capsys):
     assert sign(home, tmp_path, "--json", "resolve", str(qid), "--keep-first") == 0
     [result] = json_lines(capsys.readouterr().out)
     assert result["quarantine_id"] == qid and result["status"] == "kept_first"
-    assert result["entry"]["seq"] == 1 and len(result["entry"]["hash"]) == 64
+    assert result["entry"]["seq"] == 3 and len(result["entry"]["hash"]) == 64

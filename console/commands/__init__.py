@@ -9,6 +9,7 @@ MODULES = [
     "console.commands.ledger",
     "console.commands.demo",
     "console.commands.operators",
+    "console.commands.audit",
     "console.commands.watch",
     "console.commands.ui",
 ]

@@ -21,6 +21,8 @@ from core.inbox import claimed_dir, deliver_until_done, file_counts, quiet_skip
 from core.rules.formats import FormatError, read_items
 from core.rules.retention import describe
 
+from .audit import print_retention_fault
+
 PRINT_LIMIT = 1000  # per-frame rows printed for people; --json prints every one
 PROGRESS_FROM = 5000  # frames; smaller files finish before a bar is worth drawing
 BATCH = 20_000
@@ -219,6 +221,7 @@ def cmd_status(args, ctx) -> int:
     out.print(table("Inbox files", ["arrival path", "files"], sorted(files.items())))
     kind = "signed exception" if policy["is_exception"] else "policy"
     out.print(Text(f"retention: {describe(policy['retention_seconds'])} ({kind}, set by {policy['set_by']})"))
+    print_retention_fault(policy)
     return 0
 
 
@@ -318,9 +321,12 @@ def cmd_evictions(args, ctx) -> int:
 
 def cmd_evict(args, ctx) -> int:
     removed = ctx.receiver.evict(started_by="cli")
+    policy = ctx.receiver.retention()
     if ctx.json:
-        print_json({"removed": removed})
+        print_json({"removed": removed, "retention_seconds": policy["retention_seconds"],
+                    "retention_fault": policy["fault"]})
     else:
         make_console().print(Text(f"evicted {removed} dedup rows older than "
-                                  f"{describe(ctx.receiver.retention_seconds())}"))
+                                  f"{describe(policy['retention_seconds'])}"))
+        print_retention_fault(policy)
     return 0

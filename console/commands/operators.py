@@ -1,5 +1,4 @@
-"""Operators and signed actions: operator add/list/retire, resolve, retention set/show,
-audit verify/show.
+"""Operators and signed actions: operator add/list/retire/adopt, resolve, retention set/show.
 
 A signing command first prints exactly what will be signed, then asks for the
 passphrase (never echoed; ``--passphrase-file`` for scripts), then signs and
@@ -9,6 +8,8 @@ applies in one transaction.
 from __future__ import annotations
 
 import getpass
+import os
+import stat
 import sys
 import warnings
 
@@ -19,15 +20,19 @@ from console.render import make_console, print_json, safe, table, when
 from core.rules.retention import describe
 from core.signing import actions, audit
 from core.signing.operators import (
+    ADD_REASON,
     add_operator,
+    adopt_operators,
+    adoption_list,
     check_name,
     key_path,
     list_operators,
+    load_signer,
     retire_operator,
     short_fingerprint,
 )
 
-EXIT_BAD_LOG = 1
+from .audit import print_retention_fault
 
 
 def register(sub, common) -> None:
@@ -35,15 +40,25 @@ def register(sub, common) -> None:
 
     p = sub.add_parser("operator", parents=[common], help="operators and their signing keys")
     ops = p.add_subparsers(dest="operator_command", metavar="ACTION", required=True)
-    q = ops.add_parser("add", parents=[common], help="create a key pair for a new operator")
+    q = ops.add_parser("add", parents=[common],
+                       help="create a key pair for a new operator (signed: by an active operator, after the first)")
     q.add_argument("name", metavar="NAME")
-    q.add_argument("--passphrase-file", metavar="PATH", help="read the passphrase from the first line of PATH")
+    q.add_argument("--passphrase-file", metavar="PATH",
+                   help="read the new operator's passphrase from the first line of PATH")
+    q.add_argument("--operator", metavar="NAME", help="the active operator who approves (not for the first one)")
+    q.add_argument("--operator-passphrase-file", metavar="PATH",
+                   help="read the approving operator's passphrase from the first line of PATH")
+    q.add_argument("--reason", metavar="TEXT", default=ADD_REASON, help=f"why (default: {ADD_REASON!r})")
     q.set_defaults(handler=cmd_operator_add)
     q = ops.add_parser("list", parents=[common], help="names, key fingerprints, when added and retired")
     q.set_defaults(handler=cmd_operator_list)
-    q = ops.add_parser("retire", parents=[common], help="stop a key from signing; its old signatures stay valid")
+    q = ops.add_parser("retire", parents=[common, signing],
+                       help="stop a key from signing (signed by an active operator); its old signatures stay valid")
     q.add_argument("name", metavar="NAME")
     q.set_defaults(handler=cmd_operator_retire)
+    q = ops.add_parser("adopt", parents=[common, signing],
+                       help="once, after upgrading: sign the operators added before operator changes were signed")
+    q.set_defaults(handler=cmd_operator_adopt)
 
     p = sub.add_parser("resolve", parents=[common, signing], help="resolve a quarantined conflict (signed)")
     p.add_argument("id", metavar="ID", help="the quarantine id, as listed by `quarantine --json`")
@@ -65,15 +80,6 @@ def register(sub, common) -> None:
     q.add_argument("days", metavar="DAYS", help="days of dedup state to keep, such as 30 or 3.5")
     q.set_defaults(handler=cmd_retention_set)
 
-    p = sub.add_parser("audit", parents=[common], help="the signed audit log")
-    aud = p.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
-    q = aud.add_parser("verify", parents=[common], help="check every signature and the hash chain")
-    q.add_argument("--head", metavar="HASH", help="a head hash written down earlier; it must still be in the log")
-    q.set_defaults(handler=cmd_audit_verify)
-    q = aud.add_parser("show", parents=[common], help="the log, newest first")
-    q.add_argument("--limit", type=int, default=50)
-    q.set_defaults(handler=cmd_audit_show)
-
 
 def _signing_parser():
     import argparse
@@ -88,13 +94,26 @@ def _signing_parser():
 
 # -- passphrases ------------------------------------------------------------------
 def _read_passphrase_file(path: str) -> str:
+    """The first line of a passphrase file only others cannot read or write (like the key file)."""
     try:
-        with open(path, "r", encoding="utf-8") as fh:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise CommandError(f"cannot read the passphrase file {path}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
+            raise CommandError(f"the passphrase file {path} is open to others (mode {info.st_mode & 0o777:04o}); "
+                               f"run: chmod 600 {path}")
+        with os.fdopen(fd, "r", encoding="utf-8") as fh:
+            fd = -1
             line = fh.readline()
     except OSError as exc:
         raise CommandError(f"cannot read the passphrase file {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise CommandError(f"the passphrase file {path} is not UTF-8 text") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     line = line.rstrip("\r\n")
     if not line:
         raise CommandError(f"the passphrase file {path} has an empty first line")
@@ -140,8 +159,17 @@ def _reason(args) -> str:
 def cmd_operator_add(args, ctx) -> int:
     name = check_name(args.name)
     receiver = ctx.receiver
+    reason = audit.check_reason(args.reason)
+    sponsor = None
+    if list_operators(receiver):
+        if not args.operator:
+            raise CommandError("a new operator is approved by an active one: name them with --operator NAME")
+        approver = check_name(args.operator)
+        pass_file = args.operator_passphrase_file
+        secret = _read_passphrase_file(pass_file) if pass_file else _ask(f"passphrase for {approver} (approving): ")
+        sponsor = load_signer(ctx.home, receiver, approver, secret)
     passphrase = _passphrase(args, name, twice=True)
-    info = add_operator(ctx.home, receiver, name, passphrase)
+    info = add_operator(ctx.home, receiver, name, passphrase, sponsor=sponsor, reason=reason)
     path = key_path(ctx.home, name)
     if ctx.json:
         print_json({**info, "key_file": str(path)})
@@ -149,6 +177,7 @@ def cmd_operator_add(args, ctx) -> int:
     out = make_console()
     out.print(Text(f"operator {name} added; key fingerprint {short_fingerprint(info['fingerprint'])}"))
     out.print(Text(f"private key (encrypted with the passphrase, mode 0600): {path}"), soft_wrap=True)
+    out.print(Text(f"signed audit entry #{info['entry']['seq']} by {info['entry']['operator']}"), soft_wrap=True)
     return 0
 
 
@@ -167,11 +196,37 @@ def cmd_operator_list(args, ctx) -> int:
 
 
 def cmd_operator_retire(args, ctx) -> int:
-    info = retire_operator(ctx.receiver, args.name)
+    receiver = ctx.receiver
+    name, reason = _signer_name(args), _reason(args)
+    signer = load_signer(ctx.home, receiver, name, _passphrase(args, name))
+    info = retire_operator(receiver, check_name(args.name), signer, reason)
     if ctx.json:
         print_json(info)
     else:
-        make_console().print(Text(f"operator {info['name']} retired; signatures it made stay verifiable"))
+        make_console().print(Text(f"operator {info['name']} retired (signed audit entry #{info['entry']['seq']} "
+                                  f"by {name}); signatures it made stay verifiable"))
+    return 0
+
+
+def cmd_operator_adopt(args, ctx) -> int:
+    receiver = ctx.receiver
+    name, reason = _signer_name(args), _reason(args)
+    listed = adoption_list(receiver)
+    if not ctx.json:
+        out = make_console()
+        out.print(Text("About to sign: these operators and keys were registered before operator changes "
+                       "were signed; compare each fingerprint with the operator's own record:", style="bold"),
+                  soft_wrap=True)
+        for op in listed:
+            state = "retired" if op["retired_at"] is not None else "active"
+            out.print(Text(f"  {op['name']}  key {short_fingerprint(op['fingerprint'])}  {state}"))
+    signer = load_signer(ctx.home, receiver, name, _passphrase(args, name))
+    result = adopt_operators(receiver, signer, reason, expected=listed)
+    if ctx.json:
+        print_json(result)
+    else:
+        make_console().print(Text(f"{len(listed)} operators adopted into the signed log "
+                                  f"(audit entry #{result['entry']['seq']} by {name})"))
     return 0
 
 
@@ -232,53 +287,10 @@ def cmd_retention_show(args, ctx) -> int:
     out = make_console()
     kind = "signed exception" if policy["is_exception"] else "policy"
     out.print(Text(f"retention: {describe(policy['retention_seconds'])} ({kind}, set by {policy['set_by']})"))
+    print_retention_fault(policy)
     out.print(table(
         "Retention history", ["set at", "retention", "kind", "set by", "audit entry", "reason"],
         [(when(p["set_at"]), describe(p["retention_seconds"]), "exception" if p["is_exception"] else "policy",
           p["set_by"], p["audit_id"] if p["audit_id"] is not None else "-", p["reason"] or "-") for p in history],
     ))
-    return 0
-
-
-# -- audit ------------------------------------------------------------------------
-def cmd_audit_verify(args, ctx) -> int:
-    receiver = ctx.receiver
-    result = audit.verify(receiver, expect_head=args.head)
-    head = audit.head(receiver)
-    if ctx.json:
-        print_json({**result._asdict(), "head": head.hash, "head_count": head.count})
-    else:
-        out = make_console()
-        if result.ok:
-            out.print(Text(f"audit log OK: {result.count} entries verified; head {head.hash}"), soft_wrap=True)
-        else:
-            out.print(Text(f"audit log BAD at entry #{result.first_bad_seq}: ", style="bold red")
-                      + safe(result.why) + Text(f" ({result.count} entries verified before it)"), soft_wrap=True)
-    return 0 if result.ok else EXIT_BAD_LOG
-
-
-def _when(at) -> str:
-    """A stored time, or the stored value itself when it is no time (a tampered log)."""
-    try:
-        return when(float(at))
-    except (TypeError, ValueError, OverflowError, OSError):
-        return str(at)
-
-
-def cmd_audit_show(args, ctx) -> int:
-    receiver = ctx.receiver
-    rows = audit.entries(receiver, limit=args.limit, newest_first=True)
-    if ctx.json:
-        for row in rows:
-            print_json(row)
-        return 0
-    head = audit.head(receiver)
-    out = make_console()
-    out.print(table(
-        f"Audit log ({head.count} entries, newest first)",
-        ["#", "time", "operator", "action", "target", "reason", "hash"],
-        [(r["seq"], _when(r["at"]), r["operator"], r["action"], r["target"], r["reason"], str(r["hash"])[:16])
-         for r in rows],
-    ))
-    out.print(Text(f"head {head.hash}"), soft_wrap=True)
     return 0

@@ -84,6 +84,8 @@ class RetentionPanel(Panel):
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column()
+        if policy.get("fault"):
+            grid.add_row(Text("FAULT", style="bold reverse"), safe(policy["fault"], 400))
         grid.add_row("Policy in force", policy_text(policy))
         if policy.get("reason"):
             grid.add_row("Reason", safe(policy["reason"], 120))

@@ -122,4 +122,6 @@ class HeaderBar(Widget):
             out.append(f" ! {count(open_)} {word} OPEN ", style=self._style("alert"))
         else:
             out.append("conflicts 0")
+        if t.get("retention_fault"):
+            out.append(" ! RETENTION FAULT ", style=self._style("alert"))
         return out

@@ -33,13 +33,9 @@ from .health import FaultsAndHealth, _os_error
 
 log = logging.getLogger("ussd.inbox")
 
-
-
 # How long a path the watch worker has queued is left to it before the sweep may take it.
 OWN_GRACE = 30.0
-
-
-MONITOR_EVERY = 0.5
+MONITOR_EVERY = 0.5  # seconds between the monitor's looks at the threads
 
 
 class _ShutdownRaceFilter(logging.Filter):
@@ -385,8 +381,7 @@ class InboxService(FaultsAndHealth):
 
     @contextlib.contextmanager
     def sweep_paused(self):
-        """No sweep runs inside this block (one under way finishes first), so files that arrive
-        meanwhile are the observer's alone; the tests use it to arrange a race instead of hoping."""
+        """No sweep runs in this block: arriving files are the observer's alone (a race arranged, not hoped for)."""
         with self._sweep_lock:
             yield
 

@@ -220,7 +220,7 @@ def _sign(home, receiver, plan_fn, apply_fn, operator, passphrase, reason, now, 
             if fields != expected.fields:
                 raise ActionError("the store changed since this action was shown; review it again before signing")
         entry = audit.append(receiver, signer, action, target, reason, payload, now=at)
-        result = apply_fn(payload, entry, at)
+        result = apply_fn(payload, entry, entry["at"])  # the signed time, which never goes back
     return {"entry": entry, **result}
 
 

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from core.rules.text import escape_text
 from core.store.database import write_transaction
 
+from . import registry as registry_
 from .audit_models import audit_models
 from .operators import ActionError, Signer, verify_signature
 
@@ -39,6 +40,7 @@ class VerifyResult(NamedTuple):
     count: int  # entries verified (all of them when ok)
     first_bad_seq: int | None
     why: str
+    rows: tuple = ()  # each row of the tables that differs from the log, named (see core.reconcile)
 
 
 def canonical_json(obj) -> str:
@@ -104,14 +106,15 @@ def head_hash(receiver) -> str:
     return head(receiver).hash
 
 
-def _check_tail(receiver, current: Head) -> None:
-    """Refuse to extend a log whose last entry no longer matches its head."""
+def _check_tail(receiver, current: Head) -> float:
+    """Refuse to extend a log whose last entry no longer matches its head; return that entry's time."""
     E = audit_models(receiver.db).AuditEntry
     last = E.select().order_by(E.id.desc()).first()
     if current.count == 0 and last is None:
-        return
+        return float("-inf")
     if last is None or last.seq != current.count or last.hash != current.hash:
         raise ActionError("the audit log does not match its recorded head; run `audit verify` before signing")
+    return last.at
 
 
 def prepare(receiver, action: str, target: str, reason: str, operator: str, key: str,
@@ -129,8 +132,10 @@ def append(receiver, signer: Signer, action: str, target: str, reason: str, payl
     reason = check_reason(reason)
     with write_transaction(receiver.db):
         current = head(receiver)
-        _check_tail(receiver, current)
-        at = time.time() if now is None else float(now)
+        last_at = _check_tail(receiver, current)
+        # Never dated before the entry it follows (verify calls that backdated): a clock
+        # stepped back signs at the previous entry's time instead.
+        at = max(time.time() if now is None else float(now), last_at)
         fields = signed_fields(current.count + 1, action, target, reason, signer.name,
                                signer.fingerprint, at, current.hash, canonical_json(payload))
         msg = message(fields)
@@ -193,19 +198,21 @@ def _columns(db) -> str:
     return ", ".join(f"{db.quote[0]}{name}{db.quote[1]}" for name in _Row._fields)
 
 
-class _Key(NamedTuple):
-    name: str
-    public_key: str
-    retired_at: float | None
-
-
-def _entry_problem(row, digest: str, msg: bytes, keys: dict[str, _Key]) -> str | None:
-    """Why one entry is not what its operator signed, or None."""
-    key = keys.get(row.key)
+def _entry_problem(row, digest: str, msg: bytes, registry: registry_.Registry, pos: int,
+                   later: dict[str, str]) -> str | None:
+    """Why one entry is not what an operator registered at that point of the log signed, or None."""
+    key = registry.by_fp.get(row.key)
     if key is None:
-        return f"unknown key: {_shown(row.key, 16)} is not a registered operator key"
+        own = registry_.self_registration(row, registry)
+        if own is None:
+            if row.key in later:
+                return f"unknown key: {later[row.key]} was not an operator yet when entry #{pos} was signed"
+            return (f"unknown key: {_shown(row.key, 16)} is not a key the log registered"
+                    + (" (operators from before signed operator changes must be adopted once: "
+                       "`ussd-console operator adopt`)" if registry.adoption_seq is None else ""))
+        key = registry_.Key(str(row.operator), own, str(row.key), pos)
     if not verify_signature(key.public_key, row.signature, msg):
-        for other in keys.values():
+        for other in registry.by_fp.values():
             if other is not key and verify_signature(other.public_key, row.signature, msg):
                 return f"bad signature: signed with {other.name}'s key, not {_shown(row.operator)}'s"
         if digest != row.hash:
@@ -215,28 +222,30 @@ def _entry_problem(row, digest: str, msg: bytes, keys: dict[str, _Key]) -> str |
         return f"unknown key: the key belongs to {key.name}, not {_shown(row.operator)}"
     if digest != row.hash:
         return "edited: the stored hash does not match the entry"
-    if key.retired_at is not None and float(row.at) > key.retired_at:
-        return f"unknown key: {key.name}'s key was retired before this entry was signed"
+    if key.retired_seq is not None:
+        return f"retired: {key.name} was retired by entry #{key.retired_seq} and signed this entry after that"
+    if key.legacy_retired_at is not None and (float(row.at) > key.legacy_retired_at or pos > (registry.adoption_seq or 0)):
+        return f"retired: {key.name}'s key was retired before this entry was signed"
     return None
 
 
-def verify(receiver, expect_head: str | None = None) -> VerifyResult:
-    """Check every signature and link of the chain; name the first bad entry and why.
+class _Walk(NamedTuple):
+    rows: list
+    computed: list[str]
+    result: VerifyResult | None  # the first bad entry, or None when the chain holds
+    registry: registry_.Registry
+    active_at: dict[str, str] | None  # active operators after entry ``at_count``
 
-    ``expect_head`` is a head hash (or a prefix of at least 12 hex digits) the
-    operator wrote down earlier: it must still be an entry of the log.
-    """
-    a = audit_models(receiver.db)
-    keys = {
-        fp: _Key(name, pub, retired)
-        for fp, name, pub, retired in a.Operator.select(
-            a.Operator.fingerprint, a.Operator.name, a.Operator.public_key, a.Operator.retired_at
-        ).tuples()
-    }
+
+def _walk(receiver, at_count: int | None = None) -> _Walk:
+    """Check every signature and link, in order, against the keys the log registered so far."""
     # Raw values, not model instances: a tampered column may hold any type, and
     # reading it must end in a verdict, never in a conversion error.
     cursor = receiver.db.execute_sql(f"SELECT {_columns(receiver.db)} FROM audit_log ORDER BY id")
     rows = [_Row(*values) for values in cursor.fetchall()]
+    registry = registry_.seed(rows)
+    later = registry_.registered_later(rows)
+    active_at = dict(registry.active()) if at_count == 0 else None
     present = {row.seq for row in rows}
     computed: list[str] = []
     for row in rows:
@@ -246,31 +255,90 @@ def verify(receiver, expect_head: str | None = None) -> VerifyResult:
             msg = b""
         computed.append(entry_hash(msg, row.signature) if msg else "")
     position_of = {h: i + 1 for i, h in enumerate(computed) if h}
+
+    def bad(count: int, seq: int, why: str) -> _Walk:
+        return _Walk(rows, computed, VerifyResult(False, count, seq, why), registry, active_at)
+
     prev = GENESIS
+    prev_at: float | None = None
     for pos, (row, digest) in enumerate(zip(rows, computed), start=1):
         ok_before = pos - 1
         if not digest:
-            return VerifyResult(False, ok_before, pos, "edited: the entry's fields cannot be read back")
-        # The entry's own signature first: an edited number is an edit, not a gap.
-        problem = _entry_problem(row, digest, message(_fields_of(row)), keys)  # readable: digest is set
+            return bad(ok_before, pos, "edited: the entry's fields cannot be read back")
+
+        def misplaced() -> _Walk | None:
+            if row.seq != pos:
+                if pos not in present:
+                    return bad(ok_before, pos, f"removed: entry #{pos} is missing")
+                return bad(ok_before, pos, f"reordered: entry #{_shown(row.seq)} stands where #{pos} belongs")
+            if row.prev_hash != prev:
+                elsewhere = position_of.get(row.prev_hash)
+                if elsewhere is not None and elsewhere != pos - 1:
+                    return bad(ok_before, pos,
+                               f"reordered: entry #{pos} was signed after #{elsewhere}, not #{pos - 1}")
+                if pos == 1:
+                    return bad(0, 1, "edited: the first entry does not start the chain")
+                return bad(pos - 2, pos - 1,
+                           f"edited: entry #{pos - 1} was changed after entry #{pos} recorded its hash")
+            return None
+
+        # The entry's own signature first: an edited number is an edit, not a gap. A key the
+        # log has not registered (yet) is the mark of an entry moved up or of its registration
+        # cut out: say where the chain broke.
+        problem = _entry_problem(row, digest, message(_fields_of(row)), registry, pos, later)
         if problem:
-            return VerifyResult(False, ok_before, pos, problem)
-        if row.seq != pos:
-            if pos not in present:
-                return VerifyResult(False, ok_before, pos, f"removed: entry #{pos} is missing")
-            return VerifyResult(False, ok_before, pos,
-                                f"reordered: entry #{_shown(row.seq)} stands where #{pos} belongs")
-        if row.prev_hash != prev:
-            elsewhere = position_of.get(row.prev_hash)
-            if elsewhere is not None and elsewhere != pos - 1:
-                return VerifyResult(False, ok_before, pos,
-                                    f"reordered: entry #{pos} was signed after #{elsewhere}, not #{pos - 1}")
-            if pos == 1:
-                return VerifyResult(False, 0, 1, "edited: the first entry does not start the chain")
-            return VerifyResult(False, pos - 2, pos - 1,
-                                f"edited: entry #{pos - 1} was changed after entry #{pos} recorded its hash")
-        prev = digest
-    count = len(rows)
+            return (row.key not in registry.by_fp and misplaced()) or bad(ok_before, pos, problem)
+        moved = misplaced()
+        if moved is not None:
+            return moved
+        if prev_at is not None and float(row.at) < prev_at:
+            return bad(ok_before, pos, f"backdated: entry #{pos} is dated {prev_at - float(row.at):.0f} s "
+                                       f"before entry #{pos - 1}, which it follows")
+        problem = registry_.apply(row, pos, registry)
+        if problem:
+            return bad(ok_before, pos, problem)
+        prev, prev_at = digest, float(row.at)
+        if pos == at_count:
+            active_at = dict(registry.active())
+    return _Walk(rows, computed, None, registry, active_at)
+
+
+def decoded(rows) -> list[dict]:
+    """Verified rows as plain entries for reconciling: payload decoded, time a float."""
+    out = []
+    for pos, row in enumerate(rows, start=1):
+        try:
+            payload = json.loads(row.payload)
+        except (TypeError, ValueError):
+            payload = None
+        out.append({"seq": pos, "action": row.action, "target": row.target, "reason": row.reason,
+                    "operator": row.operator, "key": row.key, "at": float(row.at), "payload": payload})
+    return out
+
+
+def verify(receiver, expect_head: str | None = None, checkpoint=None) -> VerifyResult:
+    """Check every signature and link of the chain, then reconcile the tables with it.
+
+    Names the first bad entry and why; or, when the chain holds, every row of
+    the signed state that no entry accounts for (``rows``). ``expect_head`` is a
+    head hash (or a prefix of at least 12 hex digits) the operator wrote down
+    earlier: it must still be an entry of the log. ``checkpoint`` (a
+    ``core.checkpoint.Checkpoint``) must still be extended by the log: same
+    entry at its count, same keys for its operators.
+    """
+    from . import checkpoint as checkpoint_
+    from .reconcile import reconcile
+
+    wanted = None
+    if expect_head is not None:
+        wanted = expect_head.strip().lower()
+        if len(wanted) < HEAD_PREFIX_MIN or any(c not in "0123456789abcdef" for c in wanted):
+            raise ActionError(f"a head hash is at least {HEAD_PREFIX_MIN} hex digits")
+    walk = _walk(receiver, at_count=None if checkpoint is None else checkpoint.count)
+    if walk.result is not None:
+        return walk.result
+    computed, prev = walk.computed, (walk.computed[-1] if walk.computed else GENESIS)
+    count = len(walk.rows)
     recorded = head(receiver)
     if recorded.count > count:
         return VerifyResult(False, count, count + 1,
@@ -281,11 +349,33 @@ def verify(receiver, expect_head: str | None = None) -> VerifyResult:
     if recorded.hash != prev:
         return VerifyResult(False, max(count - 1, 0), count or None,
                             "edited: the last entry does not match the recorded head hash")
-    if expect_head is not None:
-        wanted = expect_head.strip().lower()
-        if len(wanted) < HEAD_PREFIX_MIN or any(c not in "0123456789abcdef" for c in wanted):
-            raise ActionError(f"a head hash is at least {HEAD_PREFIX_MIN} hex digits")
-        if wanted != GENESIS[: len(wanted)] and not any(h.startswith(wanted) for h in computed):
-            return VerifyResult(False, count, count + 1,
-                                f"removed: head {wanted[:16]} is no longer in the log (entries were cut off or rewritten)")
+    if wanted is not None and wanted != GENESIS[: len(wanted)] and not any(h.startswith(wanted) for h in computed):
+        near = checkpoint_.near_miss(wanted, computed)
+        if near is not None:
+            raise ActionError(f"no entry has head {wanted[:16]}, but entry #{near} has {computed[near - 1][:16]}: "
+                              "check the head you typed against what you wrote down")
+        return VerifyResult(False, count, count + 1,
+                            f"removed: head {wanted[:16]} is no longer in the log (entries were cut off or rewritten)")
+    if checkpoint is not None:
+        problem = checkpoint_.problem(checkpoint, computed, walk.active_at)
+        if problem:
+            seq = min(checkpoint.count, count + 1)
+            return VerifyResult(False, max(seq - 1, 0), seq, problem)
+    differences = tuple(reconcile(receiver, decoded(walk.rows)))
+    if differences:
+        return VerifyResult(False, count, None,
+                            f"the tables differ from the signed log in {len(differences)} "
+                            f"row{'s' if len(differences) != 1 else ''}", differences)
     return VerifyResult(True, count, None, f"{count} entries verified")
+
+
+def make_checkpoint(receiver):
+    """``(verdict, checkpoint)``: a checkpoint of the log as it stands, only when it verifies."""
+    from . import checkpoint as checkpoint_
+
+    result = verify(receiver)
+    if not result.ok:
+        return result, None
+    walk = _walk(receiver)
+    last = walk.computed[-1] if walk.computed else GENESIS
+    return result, checkpoint_.of(len(walk.rows), last, walk.registry.active())

@@ -90,3 +90,13 @@ def create_audit_tables(db: Database) -> None:
     db.create_tables([a.Operator, a.AuditEntry, a.AuditHead])
     for sql in db.append_only_sql("audit_log", APPEND_ONLY):
         db.execute_sql(sql)
+
+
+
+TRUNCATE_GUARDED = ("audit_log", "audit_head", "operators")
+
+
+def create_truncate_guards(db: Database) -> None:
+    """PostgreSQL's TRUNCATE passes row triggers; the backend adds statement triggers where it has it."""
+    for sql in db.no_truncate_sql(TRUNCATE_GUARDED, "the audit tables are append-only"):
+        db.execute_sql(sql)

@@ -10,10 +10,10 @@ signatures stay verifiable after a key is retired.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,12 @@ from .audit_models import audit_models
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}", re.ASCII)
 PASSPHRASE_MIN = 8
 KEY_SUFFIX = ".key"
+# Adding, retiring and adopting operators are entries of the audit chain (SPEC §8).
+OPERATOR_ADD = "operator.add"
+OPERATOR_RETIRE = "operator.retire"
+OPERATOR_ADOPT = "operator.adopt"
+ADD_REASON = "new operator"
+PROOF_DOMAIN = b"ussd-console operator key v1\n"
 
 
 class ActionError(ValueError):
@@ -95,9 +101,7 @@ def _operator_row(receiver, name: str):
 
 
 def _write_key_file(path: Path, data: bytes) -> None:
-    """Create the key file 0600 in a 0700 folder; never replace an existing one."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    """Create the key file 0600 in the checked 0700 folder; never replace an existing one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
@@ -119,12 +123,69 @@ def _write_key_file(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def add_operator(home, receiver, name: str, passphrase: str, now: float | None = None) -> dict:
-    """Create a key pair for a new operator and register its public half."""
+def operators_folder(home, create: bool = False) -> Path:
+    """The key folder: a real 0700 folder inside the home, never a symlink to elsewhere.
+
+    A folder others can read or write is refused (with the chmod to run), not
+    silently fixed: whoever opened it may already have swapped a key file.
+    """
+    path = Path(home.operators)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        if not create:
+            raise ActionError(f"no operators folder at {path}; add an operator first") from None
+        os.mkdir(path, 0o700)
+        os.chmod(path, 0o700)  # whatever the umask
+        info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise ActionError(f"the operators folder {path} is a symbolic link; it must be a real folder inside the home")
+    if not stat.S_ISDIR(info.st_mode):
+        raise ActionError(f"{path} is not a folder; the operators folder must be a real folder inside the home")
+    if info.st_mode & 0o077:
+        raise ActionError(
+            f"the operators folder {path} is open to others (mode {info.st_mode & 0o777:04o}); run: chmod 700 {path}"
+        )
+    return path
+
+
+def proof_message(seq: int, prev_hash: str, name: str, public_key_hex: str, sponsor: str) -> bytes:
+    """What a new key signs to show its holder asked to be added, at this place of the chain."""
+    fields = {"v": 1, "seq": int(seq), "prev_hash": prev_hash, "name": name, "public_key": public_key_hex,
+              "sponsor": sponsor}
+    return PROOF_DOMAIN + json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def add_payload(seq: int, prev_hash: str, name: str, key: Ed25519PrivateKey, sponsor: str) -> dict:
+    """The signed payload of an ``operator.add`` entry: the new public key and its proof of possession."""
+    public_raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    proof = key.sign(proof_message(seq, prev_hash, name, public_raw.hex(), sponsor))
+    return {"name": name, "public_key": public_raw.hex(), "fingerprint": fingerprint(public_raw),
+            "key_proof": proof.hex()}
+
+
+def _signed_operator_entries(receiver) -> bool:
+    """Whether the log already records operator changes (a store from before them has none)."""
+    E = audit_models(receiver.db).AuditEntry
+    return E.select().where(E.action.in_((OPERATOR_ADD, OPERATOR_ADOPT))).exists()
+
+
+def add_operator(home, receiver, name: str, passphrase: str, now: float | None = None, *,
+                 sponsor: Signer | None = None, reason: str = ADD_REASON) -> dict:
+    """Create a key pair for a new operator and register it with a signed ``operator.add`` entry.
+
+    The first operator of a store signs its own entry; every later one is
+    approved by an active operator (``sponsor``), and the new key signs its
+    proof of possession inside the entry, so neither can add a key alone.
+    """
+    from . import audit
+
     check_name(name)
     secret = _passphrase_bytes(passphrase)
     if len(passphrase) < PASSPHRASE_MIN:
         raise ActionError(f"the passphrase must be at least {PASSPHRASE_MIN} characters")
+    reason = audit.check_reason(reason)
+    folder = operators_folder(home, create=True)
     key = Ed25519PrivateKey.generate()
     public_raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     pem = key.private_bytes(
@@ -142,15 +203,28 @@ def add_operator(home, receiver, name: str, passphrase: str, now: float | None =
                 raise ActionError(
                     f"operator {name} already exists; names are never reused, so old signatures stay attributable"
                 )
-            O.create(name=name, public_key=public_raw.hex(), fingerprint=fp,
-                     added_at=time.time() if now is None else float(now))
-            _write_key_file(path, pem)
+            first = not O.select().exists()
+            if not first and not _signed_operator_entries(receiver):
+                raise ActionError("this store's operators were added before operator changes were signed; "
+                                  "run `ussd-console operator adopt --operator NAME` first")
+            if first:
+                signer = Signer(name, fp, key)
+            elif sponsor is None:
+                raise ActionError("a new operator is approved by an active one: name them with --operator NAME")
+            else:
+                active_operator(receiver, sponsor.name)  # not retired since the key was unlocked
+                signer = sponsor
+            current = audit.head(receiver)
+            payload = add_payload(current.count + 1, current.hash, name, key, signer.name)
+            entry = audit.append(receiver, signer, OPERATOR_ADD, f"operator:{name}", reason, payload, now=now)
+            O.create(name=name, public_key=public_raw.hex(), fingerprint=fp, added_at=entry["at"])
+            _write_key_file(folder / path.name, pem)
             written = True
     except BaseException:
         if written:
             path.unlink(missing_ok=True)
         raise
-    return operator_info(receiver, name)
+    return {**operator_info(receiver, name), "entry": entry}
 
 
 def _as_info(row) -> dict:
@@ -178,9 +252,12 @@ def list_operators(receiver, include_retired: bool = True) -> list[dict]:
     return [_as_info(row) for row in q]
 
 
-def retire_operator(receiver, name: str, now: float | None = None) -> dict:
-    """Stop a key from signing; its public half stays for verifying what it signed."""
+def retire_operator(receiver, name: str, signer: Signer, reason: str, now: float | None = None) -> dict:
+    """Stop a key from signing, signed by an active operator; its public half stays for verifying."""
+    from . import audit
+
     check_name(name)
+    reason = audit.check_reason(reason)
     O = audit_models(receiver.db).Operator
     with write_transaction(receiver.db):
         row = O.get_or_none(O.name == name)
@@ -188,8 +265,46 @@ def retire_operator(receiver, name: str, now: float | None = None) -> dict:
             raise ActionError(f"no operator named {name}")
         if row.retired_at is not None:
             raise ActionError(f"operator {name} is already retired")
-        O.update(retired_at=time.time() if now is None else float(now)).where(O.id == row.id).execute()
-    return operator_info(receiver, name)
+        active_operator(receiver, signer.name)
+        if not _signed_operator_entries(receiver):
+            raise ActionError("this store's operators were added before operator changes were signed; "
+                              "run `ussd-console operator adopt --operator NAME` first")
+        if not O.select().where(O.retired_at.is_null() & (O.id != row.id)).exists():
+            raise ActionError(f"{name} is the last active operator; add another one before retiring this one")
+        entry = audit.append(receiver, signer, OPERATOR_RETIRE, f"operator:{name}", reason,
+                             {"name": name, "fingerprint": row.fingerprint}, now=now)
+        O.update(retired_at=entry["at"]).where(O.id == row.id).execute()
+    return {**operator_info(receiver, name), "entry": entry}
+
+
+def adoption_list(receiver) -> list[dict]:
+    """The operator rows an adoption would sign, as they stand in the table."""
+    O = audit_models(receiver.db).Operator
+    return [{"name": r.name, "public_key": r.public_key, "fingerprint": r.fingerprint, "added_at": r.added_at,
+             "retired_at": r.retired_at} for r in O.select().order_by(O.id)]
+
+
+def adopt_operators(receiver, signer: Signer, reason: str, now: float | None = None,
+                    expected: list[dict] | None = None) -> dict:
+    """Bring the operators of a store from before signed operator changes into the log, once.
+
+    One active operator signs the list of every registered operator and key as
+    the table holds them; verify then checks the older entries against that
+    signed list instead of the unsigned table. ``expected`` is the list shown
+    to the operator: anything else is not signed.
+    """
+    from . import audit
+
+    reason = audit.check_reason(reason)
+    with write_transaction(receiver.db):
+        if _signed_operator_entries(receiver):
+            raise ActionError("the operators are already in the signed log; there is nothing to adopt")
+        active_operator(receiver, signer.name)
+        listed = adoption_list(receiver)
+        if expected is not None and listed != expected:
+            raise ActionError("the operators changed since they were shown; review them again before signing")
+        entry = audit.append(receiver, signer, OPERATOR_ADOPT, "operators", reason, {"operators": listed}, now=now)
+    return {"entry": entry, "operators": listed}
 
 
 def active_operator(receiver, name: str):
@@ -234,6 +349,7 @@ def load_signer(home, receiver, name: str, passphrase: str) -> Signer:
     """Unlock an active operator's key; a wrong passphrase is a one-line error."""
     row = active_operator(receiver, name)
     secret = _passphrase_bytes(passphrase)
+    operators_folder(home)
     data = _read_key_file(key_path(home, name))
     try:
         key = serialization.load_pem_private_key(data, password=secret)

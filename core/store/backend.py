@@ -83,6 +83,10 @@ class SqliteStore(_Dialect, SqliteDatabase):
         """Changes whenever another connection commits: a cheap "anything new?" probe."""
         return self.execute_sql("PRAGMA data_version").fetchone()[0]
 
+    def no_truncate_sql(self, tables: tuple[str, ...], message: str) -> list[str]:
+        """SQLite has no TRUNCATE; its DELETE is refused row by row by the append-only triggers."""
+        return []
+
     def append_only_sql(self, table: str, message: str) -> list[str]:
         return append_only_sqlite(table, message)
 
@@ -127,6 +131,15 @@ class PostgresStore(_Dialect, PostgresqlDatabase):
         """The snapshot's xmax moves on with every commit on the server (a superset of this
         store's commits: an extra refresh at worst, never a missed one)."""
         return int(self.execute_sql("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()[0])
+
+    def no_truncate_sql(self, tables: tuple[str, ...], message: str) -> list[str]:
+        """Row triggers do not fire on TRUNCATE; a statement trigger does."""
+        return [
+            "CREATE OR REPLACE FUNCTION audit_no_truncate() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$$ BEGIN RAISE EXCEPTION USING MESSAGE = '{message}: ' || TG_TABLE_NAME || ' cannot be truncated'; END $$",
+            *(f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
+              "FOR EACH STATEMENT EXECUTE FUNCTION audit_no_truncate()" for table in tables),
+        ]
 
     def append_only_sql(self, table: str, message: str) -> list[str]:
         return [

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Sequence
 from core.rules.batch import ACTIVITY_KEEP, Facts, Verdict, Writes, decide_batch, needs_facts
 from core.rules.decide import CaseRef, payload_from_key
 from core.rules.frame import Frame, parse
-from core.rules.retention import check_retention
+from core.rules.retention import RetentionError, check_retention
 
 from .database import write_transaction
 
@@ -195,9 +195,15 @@ class LedgerWrites:
     # -- retention (R7) --------------------------------------------------------
     def set_retention(self, seconds: int, set_by: str = "operator", reason: str = "",
                       signed: bool = False, audit_id: int | None = None, now: float | None = None) -> dict:
-        """Change the policy; refused below 72 h, and below 30 days unless signed."""
+        """Record a signed policy change (``core.signing.actions.set_retention`` signs it first).
+
+        Refused below 72 h, below 30 days unless signed, and without its audit
+        entry: a row without one would never be applied.
+        """
         seconds = int(seconds)
         is_exception = check_retention(seconds, signed)
+        if audit_id is None:
+            raise RetentionError("a retention change is signed by an operator: use `ussd-console retention set`")
         with write_transaction(self.db):
             if seconds == self.retention_seconds() and self.m.Policy.select().exists():
                 return self.retention()
@@ -212,7 +218,10 @@ class LedgerWrites:
         """Age-only eviction of dedup witnesses, in short transactions; logged (R7)."""
         m = self.m
         now = time.time() if now is None else float(now)
-        policy = self.retention_seconds()
+        in_force = self.retention()
+        if in_force["fault"]:
+            log.warning("%s", in_force["fault"])
+        policy = in_force["retention_seconds"]
         cutoff = now - policy
         removed = 0
         oldest = newest = None

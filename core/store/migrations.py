@@ -8,7 +8,7 @@ from typing import Callable
 from peewee import Database
 
 from core.rules.text import one_line
-from core.signing.audit_models import create_audit_tables
+from core.signing.audit_models import create_audit_tables, create_truncate_guards
 
 from .backend import open_database
 from .database import StoreError, describe_target, write_transaction
@@ -41,11 +41,16 @@ def _v3_operators_and_audit(db: Database, m) -> None:
     create_audit_tables(db)
 
 
+def _v4_audit_truncate_guards(db: Database, m) -> None:
+    create_truncate_guards(db)
+
+
 # Append only: a released store is upgraded by running the steps it lacks, in order.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core tables: dedup witnesses, ledger, quarantine, rejects, accounting, retention", _v1_core_tables),
     (2, "inbox: claimed files with per-file progress, files per delivery path", _v2_inbox_tables),
     (3, "operators, the signed audit log and its head", _v3_operators_and_audit),
+    (4, "PostgreSQL: the audit tables refuse TRUNCATE", _v4_audit_truncate_guards),
 ]
 
 

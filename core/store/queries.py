@@ -8,7 +8,6 @@ from typing import Iterable
 
 from peewee import fn
 
-from core.rules.retention import DEFAULT_SECONDS
 
 
 class LedgerReads:
@@ -16,19 +15,16 @@ class LedgerReads:
 
     # -- retention (R7) ----------------------------------------------------------
     def retention_seconds(self) -> int:
-        P = self.m.Policy
-        row = P.select(P.retention_seconds).order_by(P.id.desc()).first()
-        return row.retention_seconds if row else DEFAULT_SECONDS
+        return self.retention()["retention_seconds"]
 
     def retention(self) -> dict:
-        """The policy in force, as plain data."""
-        P = self.m.Policy
-        row = P.select().order_by(P.id.desc()).dicts().first()
-        if row is None:
-            return {"retention_seconds": DEFAULT_SECONDS, "set_at": None, "set_by": "default",
-                    "reason": "", "is_exception": False, "audit_id": None}
-        row.pop("id", None)
-        return row
+        """The policy in force, as plain data: only a signed one above the floor
+        (``core.signing.retention_guard``). ``fault`` says why a newer policy row is not
+        applied, or is ``None``.
+        """
+        from core.signing.retention_guard import policy_in_force
+
+        return policy_in_force(self)
 
     def _total(self, name: str) -> int:
         T = self.m.Total
@@ -51,6 +47,7 @@ class LedgerReads:
         for counts in self.per_source().values():
             by_outcome.update(counts)
         Q = self.m.Quarantine
+        policy = self.retention()
         return {
             "cases": self._total("cases"),
             "headcount_total": self._total("headcount"),
@@ -61,7 +58,8 @@ class LedgerReads:
             "applied": by_outcome["APPLIED"],
             "frames": sum(by_outcome.values()),
             "seen_frames": self._total("seen_frames"),
-            "retention_days": round(self.retention_seconds() / 86400, 3),
+            "retention_days": round(policy["retention_seconds"] / 86400, 3),
+            "retention_fault": policy["fault"],
         }
 
     CASE_SORTS = ("first_seen", "frame_id", "site", "need", "headcount", "pri", "updated_at")

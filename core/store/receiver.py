@@ -19,11 +19,9 @@ __all__ = ["Receiver", "Verdict"]
 class Receiver(LedgerWrites, LedgerReads):
     """Takes frames in exactly once on a durable store, and answers what the store holds."""
 
-    def __init__(self, path: str, retention_seconds: int | None = None):
+    def __init__(self, path: str):
         self.path = path
         self.db, self.m = connect(path)
-        if retention_seconds is not None:
-            self.set_retention(retention_seconds, set_by="config")
 
     def close(self) -> None:
         if not self.db.is_closed():

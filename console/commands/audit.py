@@ -1,0 +1,113 @@
+"""The signed audit log: audit verify/show/checkpoint.
+
+`verify` checks the chain, then reconciles the tables with it and names each
+row that differs; with ``--checkpoint`` it also proves the log still extends a
+checkpoint kept outside the machine. A checkpoint or head that cannot be read
+(a typo) is a usage error (exit 2), never a tamper verdict (exit 1).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from core.signing import audit
+from core.signing import checkpoint as checkpoint_
+
+from ..render import make_console, print_json, safe, table, when
+
+EXIT_BAD_LOG = 1
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("audit", parents=[common], help="the signed audit log")
+    aud = p.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
+    q = aud.add_parser("verify", parents=[common],
+                       help="check every signature and the hash chain, and the tables against the log")
+    q.add_argument("--head", metavar="HASH", help="a head hash written down earlier; it must still be in the log")
+    q.add_argument("--checkpoint", metavar="FILE", help="a checkpoint kept outside (`audit checkpoint`); - for stdin")
+    q.set_defaults(handler=cmd_audit_verify)
+    q = aud.add_parser("show", parents=[common], help="the log, newest first")
+    q.add_argument("--limit", type=int, default=50)
+    q.set_defaults(handler=cmd_audit_show)
+    q = aud.add_parser("checkpoint", parents=[common],
+                       help="a short record of the log to keep outside the machine (paper, a message)")
+    q.set_defaults(handler=cmd_audit_checkpoint)
+
+
+def print_retention_fault(policy: dict) -> None:
+    """A policy row set aside (below the floor, unsigned) is said on stderr, where scripts look too."""
+    if policy.get("fault"):
+        make_console(stderr=True).print(Text("RETENTION FAULT: ", style="bold red") + safe(policy["fault"], 600),
+                                        soft_wrap=True)
+
+
+def _print_verdict(result, head) -> None:
+    out = make_console()
+    if result.ok:
+        out.print(Text(f"audit log OK: {result.count} entries verified; head {head.hash}"), soft_wrap=True)
+    elif result.rows:
+        out.print(Text(f"audit log BAD: {result.count} entries verified, but ", style="bold red")
+                  + safe(result.why), soft_wrap=True)
+        for row in result.rows:
+            out.print(Text("  ") + safe(row, 400), soft_wrap=True)
+    else:
+        out.print(Text(f"audit log BAD at entry #{result.first_bad_seq}: ", style="bold red")
+                  + safe(result.why) + Text(f" ({result.count} entries verified before it)"), soft_wrap=True)
+
+
+def cmd_audit_verify(args, ctx) -> int:
+    cp = checkpoint_.read(args.checkpoint) if args.checkpoint else None
+    receiver = ctx.receiver
+    result = audit.verify(receiver, expect_head=args.head, checkpoint=cp)
+    head = audit.head(receiver)
+    if ctx.json:
+        print_json({**result._asdict(), "rows": list(result.rows), "head": head.hash, "head_count": head.count})
+    else:
+        _print_verdict(result, head)
+    return 0 if result.ok else EXIT_BAD_LOG
+
+
+def cmd_audit_checkpoint(args, ctx) -> int:
+    result, cp = audit.make_checkpoint(ctx.receiver)
+    if cp is None:
+        if ctx.json:
+            print_json({**result._asdict(), "rows": list(result.rows)})
+        else:
+            _print_verdict(result, audit.head(ctx.receiver))
+            make_console(stderr=True).print("no checkpoint taken: the log does not verify")
+        return EXIT_BAD_LOG
+    if ctx.json:
+        print_json(cp.as_json())
+        return 0
+    out = make_console()
+    out.print(Text(cp.line()), soft_wrap=True)
+    out.print(Text(f"# {cp.count} entries; keep this line outside this machine (paper, a message). "
+                   "Later: ussd-console audit verify --checkpoint FILE", style="dim"), soft_wrap=True)
+    return 0
+
+
+def _when(at) -> str:
+    """A stored time, or the stored value itself when it is no time (a tampered log)."""
+    try:
+        return when(float(at))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return str(at)
+
+
+def cmd_audit_show(args, ctx) -> int:
+    receiver = ctx.receiver
+    rows = audit.entries(receiver, limit=args.limit, newest_first=True)
+    if ctx.json:
+        for row in rows:
+            print_json(row)
+        return 0
+    head = audit.head(receiver)
+    out = make_console()
+    out.print(table(
+        f"Audit log ({head.count} entries, newest first)",
+        ["#", "time", "operator", "action", "target", "reason", "hash"],
+        [(r["seq"], _when(r["at"]), r["operator"], r["action"], r["target"], r["reason"], str(r["hash"])[:16])
+         for r in rows],
+    ))
+    out.print(Text(f"head {head.hash}"), soft_wrap=True)
+    return 0

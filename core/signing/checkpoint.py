@@ -1,0 +1,172 @@
+"""Checkpoints: a few words about the log, kept outside the machine (SPEC §8).
+
+Whoever can write the store can cut the log short, or rewrite all of it with
+keys of their own, and leave it consistent with itself. A checkpoint written on
+paper, sent in a chat message or kept by the alert hook records the entry
+count, the hash of the entry at that count and the active operators' key
+fingerprints; a log that still extends it has the same entry at that count,
+which (the entries being chained) means the same entries before it, signed by
+the same keys.
+
+One line, short enough to copy by hand, with a check code so that a typo reads
+as a typo and never as tampering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import NamedTuple
+
+from .operators import NAME_RE, ActionError
+
+MAGIC = "ussd-checkpoint"
+VERSION = "v1"
+PREFIX = 16  # hex digits of each hash written down: 64 bits
+PREFIX_MIN = 12
+CHECK = 6  # hex digits of the check code
+HEX = frozenset("0123456789abcdef")
+
+
+class CheckpointError(ActionError):
+    """A checkpoint that cannot be read: a usage error, never a verdict on the log."""
+
+
+class Checkpoint(NamedTuple):
+    count: int
+    head: str  # the hash of entry ``count`` (or a prefix of it)
+    operators: dict  # name -> key fingerprint (or a prefix), active at ``count``
+
+    def line(self) -> str:
+        body = " ".join([MAGIC, VERSION, f"entries={self.count}", f"head={self.head[:PREFIX]}",
+                         *(f"op:{name}={fp[:PREFIX]}" for name, fp in sorted(self.operators.items()))])
+        return f"{body} check={_check(body)}"
+
+    def as_json(self) -> dict:
+        return {"checkpoint": self.line(), "entries": self.count, "head": self.head,
+                "operators": dict(sorted(self.operators.items()))}
+
+
+def _check(body: str) -> str:
+    return hashlib.sha256(body.encode("ascii")).hexdigest()[:CHECK]
+
+
+def _hex(value, what: str, minimum: int = PREFIX_MIN) -> str:
+    if not isinstance(value, str) or len(value) < minimum or len(value) > 64 or not set(value.lower()) <= HEX:
+        raise CheckpointError(f"the checkpoint's {what} is not {minimum} to 64 hex digits")
+    return value.lower()
+
+
+def _count(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
+        raise CheckpointError("the checkpoint's entry count is not a whole number")
+    return int(value)
+
+
+def _operators(pairs) -> dict:
+    out = {}
+    for name, fp in pairs:
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            raise CheckpointError("the checkpoint names an operator in a way no operator is named")
+        out[name] = _hex(fp, f"key of {name}")
+    return out
+
+
+def parse(text: str) -> Checkpoint:
+    """Read a checkpoint as `audit checkpoint` prints it (text or ``--json``); refuse anything else."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise CheckpointError("the checkpoint is not valid JSON") from None
+        if not isinstance(data, dict) or not isinstance(data.get("operators"), dict):
+            raise CheckpointError("the checkpoint JSON lacks entries, head or operators")
+        if "checkpoint" in data and isinstance(data["checkpoint"], str):
+            parse(data["checkpoint"])  # its own line must read too: a typo shows
+        return Checkpoint(_count(data.get("entries")), _hex(data.get("head"), "head"),
+                          _operators(data["operators"].items()))
+    lines = [line.strip() for line in text.splitlines() if line.strip().startswith(MAGIC)]
+    if not lines:
+        raise CheckpointError(f"no checkpoint found (a line starting with {MAGIC})")
+    body, _, check = lines[0].rpartition(" check=")
+    if not body:
+        raise CheckpointError("the checkpoint has no check code at its end (check=...)")
+    if _check(body) != check.strip().lower():
+        raise CheckpointError("the checkpoint's check code does not match: it was copied with a typo")
+    words = body.split()
+    if words[:2] != [MAGIC, VERSION]:
+        raise CheckpointError(f"not a {MAGIC} {VERSION} line")
+    fields, ops = {}, []
+    for word in words[2:]:
+        key, eq, value = word.partition("=")
+        if not eq:
+            raise CheckpointError(f"the checkpoint has a word without '=': {word[:20]}")
+        if key.startswith("op:"):
+            ops.append((key[3:], value))
+        else:
+            fields[key] = value
+    if set(fields) != {"entries", "head"}:
+        raise CheckpointError("the checkpoint needs entries= and head=")
+    return Checkpoint(_count(fields["entries"]), _hex(fields["head"], "head"), _operators(ops))
+
+
+def read(source: str, stdin=None) -> Checkpoint:
+    """A checkpoint from a file, or from standard input for ``-``."""
+    if source == "-":
+        import sys
+
+        text = (stdin or sys.stdin).read(65536)
+    else:
+        try:
+            with open(source, "r", encoding="utf-8") as fh:
+                text = fh.read(65536)
+        except OSError as exc:
+            raise CheckpointError(f"cannot read the checkpoint file {source}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise CheckpointError(f"the checkpoint file {source} is not UTF-8 text") from None
+    return parse(text)
+
+
+def problem(cp: Checkpoint, computed: list[str], active_at: dict | None) -> str | None:
+    """Why a verified log does not extend the checkpoint, or None."""
+    if len(computed) < cp.count:
+        return (f"removed: the log holds {len(computed)} entries but the checkpoint recorded {cp.count} "
+                "(entries were cut off)")
+    active = active_at or {}
+    for name, fp in sorted(cp.operators.items()):
+        now = active.get(name)
+        if now is None:
+            return f"rewritten: {name}, active at the checkpoint, is not an active operator at entry #{cp.count}"
+        if not now.startswith(fp):
+            return (f"key replaced: {name}'s key at entry #{cp.count} is {now[:PREFIX]}, "
+                    f"the checkpoint recorded {fp[:PREFIX]} (the log was rewritten with other keys)")
+    for name in sorted(set(active) - set(cp.operators)):
+        return f"rewritten: {name} is active at entry #{cp.count} but the checkpoint does not list them"
+    at = computed[cp.count - 1] if cp.count else "0" * 64
+    if not at.startswith(cp.head):
+        return (f"rewritten: entry #{cp.count} is not the entry the checkpoint recorded "
+                f"(head {cp.head[:PREFIX]}, now {at[:PREFIX]})")
+    return None
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` becomes ``b`` by dropping one character."""
+    return len(a) == len(b) + 1 and any(a[:i] + a[i + 1:] == b for i in range(len(a)))
+
+
+def near_miss(wanted: str, computed: list[str]) -> int | None:
+    """The entry whose hash a mistyped head was most likely meant to be (a slip of one or two
+    characters), or None. A cut-off entry's hash is random: it is never this close to another."""
+    for pos, h in enumerate(computed, start=1):
+        if not h:
+            continue
+        same = h[: len(wanted)]
+        if sum(x != y for x, y in zip(wanted, same)) <= 2 or _one_edit(wanted, h[: len(wanted) - 1]) \
+                or _one_edit(h[: len(wanted) + 1], wanted):
+            return pos
+    return None
+
+
+def of(count: int, head_hash: str, active: dict) -> Checkpoint:
+    return Checkpoint(count, head_hash, dict(active))

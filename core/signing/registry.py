@@ -1,0 +1,158 @@
+"""The operator registry as the signed log builds it, entry by entry (SPEC §8).
+
+`audit verify` checks each entry's signature against the keys the log itself
+has registered so far, never against the ``operators`` table: a key swapped in
+the table then changes nothing that verifies, and reconciling the table with
+the log names the swapped row. A store from before signed operator changes is
+seeded from its one ``operator.adopt`` entry, which lists the keys that signed
+the older entries.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from .operators import (
+    NAME_RE,
+    OPERATOR_ADD,
+    OPERATOR_ADOPT,
+    OPERATOR_RETIRE,
+    fingerprint,
+    proof_message,
+    verify_signature,
+)
+
+HEX64 = frozenset("0123456789abcdef")
+
+
+@dataclass
+class Key:
+    name: str
+    public_key: str
+    fingerprint: str
+    added_seq: int  # 0: listed by the adoption, registered before the log began
+    legacy_retired_at: float | None = None  # a retirement from before signed operator changes
+    retired_seq: int | None = None
+
+
+@dataclass
+class Registry:
+    by_fp: dict[str, Key] = field(default_factory=dict)
+    by_name: dict[str, Key] = field(default_factory=dict)
+    adoption_seq: int | None = None  # the adoption entry the registry was seeded from
+    adopted: list = field(default_factory=list)
+
+    def register(self, key: Key) -> None:
+        self.by_fp[key.fingerprint] = key
+        self.by_name[key.name] = key
+
+    def active(self) -> dict[str, str]:
+        """Active operators' names and key fingerprints."""
+        return {k.name: k.fingerprint for k in self.by_name.values()
+                if k.retired_seq is None and k.legacy_retired_at is None}
+
+
+def _payload(raw) -> dict | None:
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _is_hex64(value) -> bool:
+    return isinstance(value, str) and len(value) == 64 and set(value) <= HEX64
+
+
+def _key_of(listed) -> Key | None:
+    """One operator of an adoption list, or None when it is not well formed."""
+    if not isinstance(listed, dict):
+        return None
+    name, pub, fp, retired = (listed.get(k) for k in ("name", "public_key", "fingerprint", "retired_at"))
+    if not (isinstance(name, str) and NAME_RE.fullmatch(name) and _is_hex64(pub) and _is_hex64(fp)):
+        return None
+    if fingerprint(bytes.fromhex(pub)) != fp:
+        return None
+    if retired is not None and not isinstance(retired, (int, float)):
+        return None
+    return Key(name, pub, fp, 0, None if retired is None else float(retired))
+
+
+def seed(rows) -> Registry:
+    """A registry holding the keys listed by the log's first adoption entry, if any."""
+    registry = Registry()
+    for pos, row in enumerate(rows, start=1):
+        if row.action != OPERATOR_ADOPT:
+            continue
+        listed = (_payload(row.payload) or {}).get("operators")
+        keys = [_key_of(x) for x in listed] if isinstance(listed, list) else [None]
+        if keys and all(keys) and len({k.name for k in keys}) == len(keys):
+            for key in keys:
+                registry.register(key)
+            registry.adopted = listed
+        registry.adoption_seq = pos
+        break
+    return registry
+
+
+def registered_later(rows) -> dict[str, str]:
+    """Fingerprint -> name of every key some ``operator.add`` entry registers, for clearer verdicts."""
+    out = {}
+    for row in rows:
+        if row.action == OPERATOR_ADD:
+            p = _payload(row.payload) or {}
+            if isinstance(p.get("fingerprint"), str) and isinstance(p.get("name"), str):
+                out[p["fingerprint"]] = p["name"]
+    return out
+
+
+def self_registration(row, registry: Registry) -> str | None:
+    """The public key an entry may be checked with when it registers the store's first operator."""
+    if row.action != OPERATOR_ADD or registry.by_fp:
+        return None
+    p = _payload(row.payload) or {}
+    if p.get("fingerprint") == row.key and p.get("name") == row.operator and _is_hex64(p.get("public_key")):
+        return p["public_key"]
+    return None
+
+
+def apply(row, pos: int, registry: Registry) -> str | None:
+    """Check an operator entry whose signature holds and record its effect; say why it is bad, or None."""
+    if row.action not in (OPERATOR_ADD, OPERATOR_RETIRE, OPERATOR_ADOPT):
+        return None
+    p = _payload(row.payload)
+    if p is None:
+        return f"malformed: entry #{pos} ({row.action}) has no readable payload"
+    if row.action == OPERATOR_ADOPT:
+        if registry.adoption_seq != pos:
+            return f"adopted twice: entry #{pos} adopts operators again (the first adoption is entry #{registry.adoption_seq})"
+        if not registry.adopted or p.get("operators") != registry.adopted:
+            return f"malformed: entry #{pos} lists operators that cannot be read"
+        return None
+    name = p.get("name")
+    if not isinstance(name, str) or row.target != f"operator:{name}":
+        return f"malformed: entry #{pos} ({row.action}) does not name its operator as its target"
+    if row.action == OPERATOR_RETIRE:
+        key = registry.by_name.get(name)
+        if key is None or key.fingerprint != p.get("fingerprint"):
+            return f"unknown operator: entry #{pos} retires {name}, whose key the log never registered"
+        if key.retired_seq is not None or key.legacy_retired_at is not None:
+            return f"retired twice: entry #{pos} retires {name}, already retired"
+        key.retired_seq = pos
+        return None
+    pub, fp, proof = p.get("public_key"), p.get("fingerprint"), p.get("key_proof")
+    if not (NAME_RE.fullmatch(name) and _is_hex64(pub) and _is_hex64(fp)) or fingerprint(bytes.fromhex(pub)) != fp:
+        return f"malformed: entry #{pos} registers a key whose fingerprint does not match it"
+    if name in registry.by_name:
+        return f"name reused: entry #{pos} adds {name}, a name the log already registered"
+    if fp in registry.by_fp:
+        return f"key reused: entry #{pos} adds {name} with {registry.by_fp[fp].name}'s key"
+    first = not registry.by_fp
+    if first != (row.operator == name):
+        return (f"unapproved: entry #{pos} adds {name} without an active operator's signature" if not first
+                else f"malformed: entry #{pos} registers the first operator but is signed by someone else")
+    if not verify_signature(pub, proof, proof_message(pos, row.prev_hash, name, pub, row.operator)):
+        return f"bad signature: entry #{pos} adds {name} without a proof made by the new key"
+    registry.register(Key(name, pub, fp, pos))
+    return None

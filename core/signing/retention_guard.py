@@ -1,0 +1,96 @@
+"""Which retention policy is in force: only a signed one, and never one below the floor (R7, SPEC §8).
+
+A policy row is applied only when it is at least 72 hours and the audit entry it
+names is a ``retention.set`` entry for exactly that row, signed by the key of
+the operator it names. A row that fails (typed in by hand, below the floor, an
+old signed entry replayed) is never applied: the newest valid row before it
+is, or the default, and the policy comes with a *fault* the operator sees.
+
+This checks one signature per policy row, so it is cheap enough for every
+eviction and every status line; the whole log is `audit verify`'s work.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .audit_models import audit_models
+from core.rules.retention import DEFAULT_SECONDS, FLOOR_SECONDS, describe
+from core.rules.text import escape_text
+
+RETENTION_SET = "retention.set"
+ROWS_CHECKED = 200  # newest policy rows looked at; rows are one per signed change
+
+
+def _entry(receiver, seq):
+    from .audit import _columns, _Row
+
+    db = receiver.db
+    found = db.execute_sql(f"SELECT {_columns(db)} FROM audit_log WHERE seq = {db.param}", (int(seq),)).fetchone()
+    return None if found is None else _Row(*found)
+
+
+def _problem(receiver, row: dict) -> str | None:
+    """Why a policy row must not be applied, or None."""
+    from .audit import _fields_of, entry_hash, message
+    from .operators import verify_signature
+
+    seconds = row["retention_seconds"]
+    if not isinstance(seconds, int) or seconds < FLOOR_SECONDS:
+        return "it is below the 72-hour floor"
+    if row["audit_id"] is None:
+        return "it has no signed audit entry"
+    entry = _entry(receiver, row["audit_id"])
+    if entry is None:
+        return f"its audit entry #{row['audit_id']} is not in the log"
+    try:
+        payload = json.loads(entry.payload)
+        msg = message(_fields_of(entry))
+    except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
+        return f"its audit entry #{row['audit_id']} cannot be read"
+    if (entry.action != RETENTION_SET or not isinstance(payload, dict) or payload.get("to_seconds") != seconds
+            or entry.operator != row["set_by"] or entry.at != row["set_at"]
+            or bool(payload.get("exception")) != bool(row["is_exception"])):
+        return f"audit entry #{row['audit_id']} did not set this policy"
+    O = audit_models(receiver.db).Operator
+    key = O.get_or_none((O.fingerprint == entry.key) & (O.name == entry.operator))
+    if key is None or not verify_signature(key.public_key, entry.signature, msg) \
+            or entry_hash(msg, entry.signature) != entry.hash:
+        return f"audit entry #{row['audit_id']} is not signed by {escape_text(row['set_by'], 24)}"
+    return None
+
+
+def _seconds(value) -> str:
+    return describe(value) if isinstance(value, int) and value > 0 else escape_text(value, 20)
+
+
+def policy_in_force(receiver) -> dict:
+    """The policy eviction applies, as plain data, with ``fault`` saying why a newer row was set aside."""
+    P = receiver.m.Policy
+    rows = list(P.select().order_by(P.id.desc()).limit(ROWS_CHECKED).dicts())
+    faults = []
+    used: dict[int, int] = {}  # audit id -> the oldest row naming it; a later row naming it is a replay
+    for row in reversed(rows):
+        used.setdefault(row["audit_id"], row["id"])
+    for row in rows:
+        problem = _problem(receiver, row)
+        if problem is None and row["audit_id"] is not None and used.get(row["audit_id"]) != row["id"]:
+            problem = f"it repeats audit entry #{row['audit_id']}, which an older row already applied"
+        if problem is None:
+            break
+        faults.append(f"retention policy #{row['id']} ({_seconds(row['retention_seconds'])}, "
+                      f"set by {escape_text(row['set_by'], 24)}) is not applied: {problem}")
+    else:
+        row = None
+    if row is None:
+        policy = {"retention_seconds": DEFAULT_SECONDS, "set_at": None, "set_by": "default",
+                  "reason": "", "is_exception": False, "audit_id": None}
+    else:
+        policy = {k: v for k, v in row.items() if k != "id"}
+    fault = None
+    if faults:
+        fault = (f"{faults[0]}; eviction uses {describe(policy['retention_seconds'])} "
+                 + (f"(the last valid policy, entry #{policy['audit_id']})" if policy["audit_id"] else "(the default)")
+                 + (f"; {len(faults) - 1} more such row{'s' if len(faults) > 2 else ''}" if len(faults) > 1 else "")
+                 + "; run `ussd-console audit verify`")
+    return {**policy, "fault": fault}

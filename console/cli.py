@@ -89,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         # filename is whatever the failing call was given: a path, or a bare descriptor number.
         name = exc.filename
-        where = escape_text(os.fsdecode(name) if isinstance(name, (str, bytes, os.PathLike)) else str(name), 300) \
-            if name is not None else ""
+        if isinstance(name, (str, bytes, os.PathLike)):
+            name = os.fsdecode(name)
+        where = escape_text(str(name), 300) if name is not None else ""
         print(f"ussd-console: error: {exc.strerror or one_line(exc)}: {where}".rstrip(": "), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

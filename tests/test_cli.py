@@ -115,3 +115,15 @@ def test_ingest_of_anything_but_a_regular_file_is_one_line_and_exit_2(home, tmp_
     status = json.loads(cli(home, "status", "--json").stdout)
     assert status["cases"] == 0  # a bad path stops the command before anything is applied
     assert good.exists() and (home.inbox / "sub").is_dir()
+
+
+def test_an_os_error_naming_a_descriptor_is_still_one_line(home, capsys, monkeypatch):
+    """Some calls (fdopen) put a descriptor number where the file name goes; the handler copes."""
+    from console.commands import ledger
+
+    def fails(args, ctx):
+        raise IsADirectoryError(21, "Is a directory", 3)
+
+    monkeypatch.setattr(ledger, "cmd_ingest", fails)
+    code, out, err = run(capsys, "--home", str(home.root), "ingest", "x.txt")
+    assert (code, out) == (2, "") and err == "ussd-console: error: Is a directory: 3\n"

@@ -112,9 +112,13 @@ def test_the_sweep_covers_events_the_observer_never_saw(home, start):
     service = start(sweep_interval=0.1)
     service._stop_observer()  # dead, and the monitor has not noticed yet
     drop(home, "missed.txt", text_of(frame_lines("z", 2)), age=5)
-    assert service.sweep_now() >= 0
-    wait_for(lambda: service.receiver.totals()["applied"] == 2, what="the sweep's delivery")
-    assert service.receiver.per_source() in ({"sweep": {"APPLIED": 2}}, {"watch": {"APPLIED": 2}})
+    took = service.sweep_now()  # 0 when the periodic sweep or a restarted observer won it first
+    wait_for(lambda: service.receiver.totals()["applied"] == 2, what="the file's delivery")
+    counts = file_counts(service.receiver)
+    assert sum(counts.values()) == 1, counts
+    (winner,) = counts
+    assert winner == "sweep" or not took  # a file this sweep took is credited to the sweep
+    assert service.receiver.per_source() == {winner: {"APPLIED": 2}}
 
 
 def test_on_verdicts_sees_every_file_and_its_errors_never_stop_delivery(home, start, caplog):

@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         home=Home.resolve(getattr(args, "home", None)),
         json=getattr(args, "json", False),
         db=getattr(args, "db", None),
+        writes=getattr(args, "writes", False) or getattr(args, "handler", None) is None,
     )
     handler = getattr(args, "handler", None)
     try:

@@ -29,7 +29,7 @@ BATCH = 20_000
 def register(sub, common) -> None:
     p = sub.add_parser("ingest", parents=[common], help="ingest frame files by hand (source 'cli')")
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.set_defaults(handler=cmd_ingest)
+    p.set_defaults(handler=cmd_ingest, writes=True)
 
     p = sub.add_parser("status", parents=[common], help="totals, per-path counts and retention")
     p.set_defaults(handler=cmd_status)
@@ -63,7 +63,7 @@ def register(sub, common) -> None:
     p.set_defaults(handler=cmd_evictions)
 
     p = sub.add_parser("evict", parents=[common], help="run age-only eviction now (logged)")
-    p.set_defaults(handler=cmd_evict)
+    p.set_defaults(handler=cmd_evict, writes=True)
 
 
 def _read_items(path: Path, max_bytes: int):

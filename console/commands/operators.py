@@ -38,12 +38,12 @@ def register(sub, common) -> None:
     q = ops.add_parser("add", parents=[common], help="create a key pair for a new operator")
     q.add_argument("name", metavar="NAME")
     q.add_argument("--passphrase-file", metavar="PATH", help="read the passphrase from the first line of PATH")
-    q.set_defaults(handler=cmd_operator_add)
+    q.set_defaults(handler=cmd_operator_add, writes=True)
     q = ops.add_parser("list", parents=[common], help="names, key fingerprints, when added and retired")
     q.set_defaults(handler=cmd_operator_list)
     q = ops.add_parser("retire", parents=[common], help="stop a key from signing; its old signatures stay valid")
     q.add_argument("name", metavar="NAME")
-    q.set_defaults(handler=cmd_operator_retire)
+    q.set_defaults(handler=cmd_operator_retire, writes=True)
 
     p = sub.add_parser("resolve", parents=[common, signing], help="resolve a quarantined conflict (signed)")
     p.add_argument("id", metavar="ID", help="the quarantine id, as listed by `quarantine --json`")
@@ -53,7 +53,7 @@ def register(sub, common) -> None:
     how.add_argument("--accept-correction", dest="decision", action="store_const",
                      const=actions.ACCEPT_CORRECTION,
                      help="the ledger takes the newcomer's values; the old ones go to the case history")
-    p.set_defaults(handler=cmd_resolve)
+    p.set_defaults(handler=cmd_resolve, writes=True)
 
     p = sub.add_parser("retention", parents=[common], help="the retention policy of dedup state")
     ret = p.add_subparsers(dest="retention_command", metavar="ACTION", required=True)
@@ -63,7 +63,7 @@ def register(sub, common) -> None:
     q = ret.add_parser("set", parents=[common, signing],
                        help="change retention (signed; below 30 days an exception, below 3 days refused)")
     q.add_argument("days", metavar="DAYS", help="days of dedup state to keep, such as 30 or 3.5")
-    q.set_defaults(handler=cmd_retention_set)
+    q.set_defaults(handler=cmd_retention_set, writes=True)
 
     p = sub.add_parser("audit", parents=[common], help="the signed audit log")
     aud = p.add_subparsers(dest="audit_command", metavar="ACTION", required=True)

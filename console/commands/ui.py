@@ -52,7 +52,8 @@ def logs_to_file(home: Home):
 
 def open_console(ctx, inbox: bool = True) -> int:
     need_terminal()
-    home = ctx.home.ensure()
+    ctx.writes = inbox  # taking in the inbox writes; --no-inbox only reads
+    home = ctx.open_home()
     config = load_inbox_config(home.config)  # a bad setting is one line here, not a broken screen
     _ = ctx.receiver  # open and migrate the store here too, for the same reason
     ctx.close()

@@ -149,11 +149,25 @@ def test_cli_asks_twice_without_echo_and_never_logs_the_passphrase(home, monkeyp
     with Receiver(str(home.db)) as r:
         assert load_signer(home, r, "alice", "typed passphrase 1").name == "alice"
 
-    answers = iter(["first one 123", "second one 123"])
+    answers = iter(["first one 123", "second one 123"] * 3)  # mistyped three times: asked again, then given up
     assert cli(home, "operator", "add", "bob") == 2
-    assert "differ" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("differ") == 3 and "nothing was created" in err
     with Receiver(str(home.db)) as r:
         assert [o["name"] for o in list_operators(r)] == ["alice"]
+
+
+def test_cli_asks_again_for_a_too_short_passphrase(home, monkeypatch, capsys):
+    """Issue 16: a short passphrase is said at once and asked again, not checked after typing it twice."""
+    answers = iter(["short", "long enough now", "long enough now"])
+    prompts = []
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr(getpass, "getpass", lambda prompt: prompts.append(prompt) or next(answers))
+    assert cli(home, "operator", "add", "carol") == 0
+    assert len(prompts) == 3 and "at least 8" in prompts[0]
+    assert "too short: 5 characters" in capsys.readouterr().err
+    with Receiver(str(home.db)) as r:
+        assert load_signer(home, r, "carol", "long enough now").name == "carol"
 
 
 def test_cli_refuses_to_ask_without_a_terminal(home, tmp_path, capsys):

@@ -27,7 +27,9 @@ from .ui import logs_to_file
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("demo", parents=[common],
+    from console.cli import common_parser  # the console and the demo print no results: no --json
+
+    p = sub.add_parser("demo", parents=[common_parser(json=False)],
                        help="the console on a throwaway home fed by a simulated gateway (about a minute)")
     p.add_argument("--print", dest="printed", action="store_true",
                    help="no console: run the story at once and print what happened (the default without a terminal)")

@@ -8,6 +8,7 @@ applies in one transaction.
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import sys
 import warnings
@@ -19,6 +20,7 @@ from console.render import make_console, print_json, safe, table, when
 from core.rules.retention import describe
 from core.signing import actions, audit
 from core.signing.operators import (
+    PASSPHRASE_MIN,
     add_operator,
     check_name,
     key_path,
@@ -26,6 +28,8 @@ from core.signing.operators import (
     retire_operator,
     short_fingerprint,
 )
+
+from .ledger import examples, minute, retention_words
 
 EXIT_BAD_LOG = 1
 
@@ -45,8 +49,10 @@ def register(sub, common) -> None:
     q.add_argument("name", metavar="NAME")
     q.set_defaults(handler=cmd_operator_retire, writes=True)
 
-    p = sub.add_parser("resolve", parents=[common, signing], help="resolve a quarantined conflict (signed)")
-    p.add_argument("id", metavar="ID", help="the quarantine id, as listed by `quarantine --json`")
+    p = sub.add_parser("resolve", parents=[common, signing], help="resolve a conflict held in quarantine (signed)",
+                       epilog=examples('ussd-console resolve 12 --keep-first --operator alice --reason "site confirmed"'),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("id", metavar="ID", help="the conflict's id: the id column of `ussd-console quarantine`")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--keep-first", dest="decision", action="store_const", const=actions.KEEP_FIRST,
                      help="dismiss the newcomer; the ledger stays")
@@ -55,13 +61,15 @@ def register(sub, common) -> None:
                      help="the ledger takes the newcomer's values; the old ones go to the case history")
     p.set_defaults(handler=cmd_resolve, writes=True)
 
-    p = sub.add_parser("retention", parents=[common], help="the retention policy of dedup state")
+    p = sub.add_parser("retention", parents=[common], help="how long frame ids are remembered to catch re-sends (show; set, signed)")
     ret = p.add_subparsers(dest="retention_command", metavar="ACTION", required=True)
     q = ret.add_parser("show", parents=[common], help="the policy in force and its history")
     q.add_argument("--limit", type=int, default=20)
     q.set_defaults(handler=cmd_retention_show)
     q = ret.add_parser("set", parents=[common, signing],
-                       help="change retention (signed; below 30 days an exception, below 3 days refused)")
+                       help="change retention (signed; below 30 days an exception, below 3 days refused)",
+                       epilog=examples('ussd-console retention set 10 --operator alice --reason "disk nearly full"'),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     q.add_argument("days", metavar="DAYS", help="days of dedup state to keep, such as 30 or 3.5")
     q.set_defaults(handler=cmd_retention_set, writes=True)
 
@@ -115,13 +123,24 @@ def _ask(prompt: str) -> str:
             raise CommandError("no passphrase given") from None
 
 
+ASK_TIMES = 3  # a new passphrase that is too short or mistyped is asked again, this many times in all
+
+
 def _passphrase(args, name: str, twice: bool = False) -> str:
     if args.passphrase_file:
         return _read_passphrase_file(args.passphrase_file)
-    first = _ask(f"passphrase for {name}: ")
-    if twice and _ask(f"passphrase for {name} (again): ") != first:
-        raise CommandError("the two passphrases differ; nothing was created")
-    return first
+    if not twice:
+        return _ask(f"passphrase for {name}: ")
+    for attempt in range(1, ASK_TIMES + 1):
+        first = _ask(f"new passphrase for {name} (at least {PASSPHRASE_MIN} characters): ")
+        if len(first) < PASSPHRASE_MIN:
+            print(f"too short: {len(first)} characters, at least {PASSPHRASE_MIN} needed; a short sentence is best",
+                  file=sys.stderr)
+        elif _ask(f"passphrase for {name} (again): ") != first:
+            print("the two passphrases differ", file=sys.stderr)
+        else:
+            return first
+    raise CommandError(f"no passphrase after {ASK_TIMES} tries; nothing was created")
 
 
 def _signer_name(args) -> str:
@@ -159,9 +178,10 @@ def cmd_operator_list(args, ctx) -> int:
             print_json(row)
         return 0
     make_console().print(table(
-        "Operators", ["name", "fingerprint", "added", "retired"],
-        [(r["name"], short_fingerprint(r["fingerprint"]), when(r["added_at"]),
-          when(r["retired_at"]) if r["retired_at"] else "active") for r in rows],
+        "Operators", ["name", "key fingerprint", "added", "status"],
+        [(r["name"], short_fingerprint(r["fingerprint"]), minute(r["added_at"]),
+          f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active") for r in rows],
+        codes=("name", "key fingerprint", "added", "status"),
     ))
     return 0
 
@@ -230,12 +250,12 @@ def cmd_retention_show(args, ctx) -> int:
         print_json({"policy": policy, "history": history})
         return 0
     out = make_console()
-    kind = "signed exception" if policy["is_exception"] else "policy"
-    out.print(Text(f"retention: {describe(policy['retention_seconds'])} ({kind}, set by {policy['set_by']})"))
+    out.print(Text(f"retention: {retention_words(policy)}"))
     out.print(table(
         "Retention history", ["set at", "retention", "kind", "set by", "audit entry", "reason"],
-        [(when(p["set_at"]), describe(p["retention_seconds"]), "exception" if p["is_exception"] else "policy",
+        [(minute(p["set_at"]), describe(p["retention_seconds"]), "exception" if p["is_exception"] else "policy",
           p["set_by"], p["audit_id"] if p["audit_id"] is not None else "-", p["reason"] or "-") for p in history],
+        codes=("set at", "retention", "kind", "set by"),
     ))
     return 0
 

@@ -13,7 +13,9 @@ from core.home import LOG_FORMAT, Home
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("console", parents=[common], help="open the operator console (the default)")
+    from console.cli import common_parser  # the console and the demo print no results: no --json
+
+    p = sub.add_parser("console", parents=[common_parser(json=False)], help="open the operator console (the default)")
     p.add_argument("--no-inbox", action="store_true",
                    help="show the store without taking files from the inbox (another process does)")
     p.set_defaults(handler=cmd_console)

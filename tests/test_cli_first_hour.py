@@ -131,7 +131,7 @@ def test_ingest_summary_mode_on_a_small_file(tmp_path):
 
 
 # -- 10. tables at 80 columns never split a code or an id ------------------------------------------
-SAMPLES = ROOT / "data" / "samples"
+from console.demo.gateway_sim import SAMPLES  # noqa: E402
 
 
 def sample_home(tmp_path):

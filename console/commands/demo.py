@@ -36,7 +36,7 @@ def register(sub, common) -> None:
     p.add_argument("--pace", type=float, default=1.0, metavar="X",
                    help="scale the gateway's delays (0.5 is twice as fast; default 1)")
     p.add_argument("--keep", action="store_true", help="keep the throwaway home and say where it is")
-    p.add_argument("--samples", default=str(SAMPLES), help="folder of sample files (default data/samples)")
+    p.add_argument("--samples", default=str(SAMPLES), help="folder of sample files (default: the ones installed with the program)")
     p.set_defaults(handler=cmd_demo)
 
 

@@ -166,7 +166,7 @@ def test_rejects_show_the_line_its_file_and_line_and_what_was_wrong(tmp_path):
     proc = ussd("--home", "home", "rejects", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "05-bad-lines.txt:3" in proc.stdout and "H1|1|Kakuma1|MED|3 " in proc.stdout
-    assert "expected 7 fields separated by |, got 5" in proc.stdout
+    assert "expected 7 fields, got 5" in proc.stdout
     assert "05-bad-lines.txt:2" in proc.stdout and "checksum says #cb, frame says #00" in proc.stdout
     rows = [json.loads(line) for line in ussd("--home", "home", "rejects", "--json", cwd=tmp_path).stdout.splitlines()]
     assert {r["reason"] for r in rows} == {"bad_grammar", "bad_trailer"}  # the codes stay in --json

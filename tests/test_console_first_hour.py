@@ -170,7 +170,7 @@ async def test_activity_at_80x24_shows_whole_file_lines_and_explains_a_reject(sa
         rejects = app.query_one("#rejects-table", KeyedTable)
         whys = [str(rejects.get_cell(key, "why")) for key in rejects.row_keys]
         assert any(w.startswith("checksum says #") and "frame says #00" in w for w in whys)
-        assert "expected 7 fields separated by |, got 5" in whys
+        assert "expected 7 fields, got 5" in whys
         wheres = [str(rejects.get_cell(key, "where")) for key in rejects.row_keys]
         assert all(":" in w for w in wheres)  # file:line, the line number whole
         rejects.focus()

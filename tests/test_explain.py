@@ -9,7 +9,7 @@ from core.rules.frame import parse
 
 
 @pytest.mark.parametrize("frame_id, text, expected", [
-    ("kak05-1", "H1|1|Kakuma1|MED|3", "expected 7 fields separated by |, got 5"),
+    ("kak05-1", "H1|1|Kakuma1|MED|3", "expected 7 fields, got 5"),
     ("kak05-1", "H1|1|Kakuma1|MEDX|3|86|#89", "need must be 3 capital letters, got 'MEDX'"),
     ("kak05-1", "H2|1|Kakuma1|MED|3|86|#89", "version must be H1, got 'H2'"),
     ("kak05-1", "H1|1|Kakuma1|MED|abc|86|#89", "people must be 1-6 digits, got 'abc'"),

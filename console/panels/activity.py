@@ -31,7 +31,7 @@ REJECT_COLUMNS = [
     ("ts", "when"),
     ("where", "file:line"),
     ("frame_id", "frame id"),
-    ("why", "what was wrong (enter: the whole line)"),
+    ("why", "what was wrong (enter: all)"),
     ("text", "line"),
 ]
 MINUTES = 60

@@ -68,7 +68,7 @@ def _quote(value: str, limit: int = 24) -> str:
 def _grammar(text: str) -> str:
     fields = text.split("|")
     if len(fields) != len(FIELDS):
-        return f"expected {len(FIELDS)} fields separated by |, got {len(fields)}"
+        return f"expected {len(FIELDS)} fields, got {len(fields)}"
     for (name, rule, pattern), value in zip(FIELDS, fields):
         if not pattern.fullmatch(value):
             return f"{name} must be {rule}, got {_quote(value)}" if value else f"{name} is empty"

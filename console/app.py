@@ -41,6 +41,7 @@ from core.inbox import InboxService
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import escape_text
 
+from .dialogs.confirm_dialog import ConfirmDialog
 from .dialogs.help_screen import HelpScreen
 from .messages import Arrived, RefreshWanted
 from .operator_actions import OperatorActions
@@ -48,6 +49,7 @@ from .panels import PANELS, Panel, QuarantinePanel
 from .store_view import StoreView
 from .ui_text import count
 from .widgets.header_bar import HeaderBar
+from .widgets.palette import PlainPalette
 
 log = logging.getLogger("ussd.console")
 
@@ -83,7 +85,8 @@ class ConsoleApp(OperatorActions, App):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("m", "toggle_maximize", "Maximize", show=False),
         Binding("ctrl+r", "refresh", "Refresh now", show=False),
-        Binding("q", "quit", "Quit"),
+        Binding("d", "dismiss_notes", "Dismiss notifications", show=False),
+        Binding("q", "ask_quit", "Quit"),
     ]
 
     def __init__(
@@ -98,11 +101,13 @@ class ConsoleApp(OperatorActions, App):
         companions: Iterable[Any] = (),
         home_label: str | None = None,
         db: str | None = None,
+        quit_note: str | None = None,
     ):
         """``service_factory=None`` opens the console without the inbox (read-only views);
         ``companions`` are started after the inbox and stopped before it (the demo's gateway);
         ``home_label`` replaces the home's path in the header (fixed pictures);
-        ``db`` is the store (default: ``db =`` in config.toml, else ``<home>/receiver.db``)."""
+        ``db`` is the store (default: ``db =`` in config.toml, else ``<home>/receiver.db``);
+        ``quit_note`` is said before quitting (the demo: what happens to its home)."""
         super().__init__()
         self.home = home.ensure()
         self.home_label = home_label or str(home.root)
@@ -115,6 +120,7 @@ class ConsoleApp(OperatorActions, App):
         self.refresh_every = refresh_every
         self.evict_every = evict_every
         self.companions = list(companions)
+        self.quit_note = quit_note
         self.health: dict | None = None
         self.totals: dict | None = None
         self.eviction: EvictionSchedule | None = None
@@ -278,7 +284,7 @@ class ConsoleApp(OperatorActions, App):
         if fault and fault != was:
             self.notify(f"Inbox fault: {escape_text(fault, 200)}. Files wait in the inbox; "
                         "it resumes by itself when the fault clears.",
-                        title="Inbox", severity="error", timeout=30, markup=False)
+                        title="Inbox", severity="error", timeout=15, markup=False)
             self.bell()
         elif was and not fault:
             self.notify("Inbox fault cleared; delivery resumed.", title="Inbox", markup=False)
@@ -327,12 +333,12 @@ class ConsoleApp(OperatorActions, App):
         for q in fresh[:NOTIFY_AT_MOST]:
             self.notify(
                 f"{escape_text(q['frame_id'], 64)}: {escape_text(q['frame_text'], 40)} differs from "
-                f"{escape_text(q['first_text'], 40)}. Held for review; press 3.",
-                title="! Conflict quarantined", severity="warning", timeout=12, markup=False,
+                f"{escape_text(q['first_text'], 40)}. Held for review; press 3 (d hides notes).",
+                title="! Conflict held", severity="warning", timeout=8, markup=False,
             )
         if len(fresh) > NOTIFY_AT_MOST:
             self.notify(f"and {len(fresh) - NOTIFY_AT_MOST} more new conflicts; press 3.",
-                        title="! Conflicts", severity="warning", timeout=12, markup=False)
+                        title="! Conflicts", severity="warning", timeout=8, markup=False)
 
     # -- actions -----------------------------------------------------------------------------
     def action_show_panel(self, tab_id: str) -> None:
@@ -364,6 +370,26 @@ class ConsoleApp(OperatorActions, App):
         ])]
         sections += [(f"{n} {p.TITLE}", list(p.BINDINGS)) for n, p in enumerate(PANELS, start=1)]
         self.push_screen(HelpScreen(sections))
+
+    def action_command_palette(self) -> None:
+        if self.use_command_palette and not PlainPalette.is_open(self):
+            self.push_screen(PlainPalette(id="--command-palette"))
+
+    def action_dismiss_notes(self) -> None:
+        self.clear_notifications()
+
+    @work(group="quit", exclusive=True, exit_on_error=False)
+    async def action_ask_quit(self) -> None:
+        """Quitting stops the inbox: ask first whenever this console is the one taking files in."""
+        notes = []
+        if self.service_factory is not None:
+            notes.append("This console stops taking in the inbox: new files wait there until the console "
+                         "or `ussd-console watch` runs again. Nothing is lost.")
+        if self.quit_note:
+            notes.append(self.quit_note)
+        if not notes or await self.push_screen_wait(ConfirmDialog("Quit the console?", "\n\n".join(notes),
+                                                                  yes="Quit")):
+            self.exit()
 
     def action_toggle_maximize(self) -> None:
         screen = self.screen

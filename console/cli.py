@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import logging
 import os
 import sqlite3
@@ -26,7 +27,8 @@ from .errors import CommandError
 EXIT_ERROR = 2
 
 
-def common_parser() -> argparse.ArgumentParser:
+def common_parser(json: bool = True) -> argparse.ArgumentParser:
+    """--home and --db for every command; --json for those that print results (not the console or demo)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--home",
@@ -40,8 +42,28 @@ def common_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="store: a SQLite path or postgresql://... (default <home>/receiver.db)",
     )
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    if json:
+        common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                            help="machine-readable output: one JSON object per line, with the exact codes")
     return common
+
+
+EXAMPLES = """examples:
+  ussd-console demo                    a throwaway home fed by a simulated gateway
+  ussd-console --home /srv/ussd        the operator console on a home
+  ussd-console --home /srv/ussd watch  the receiver without a console (a server)
+  ussd-console ingest kakuma-0800.txt  take in a file by hand
+  ussd-console status                  totals, per-path counts, retention
+  ussd-console quarantine              conflicts waiting for an operator
+  ussd-console COMMAND --help          each command's options and examples
+"""
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("ussd-console")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,8 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ussd-console",
         description="Field frame receiver and operator console. Without a command, opens the console.",
-        parents=[common],
+        parents=[common],  # --json here too: `ussd-console --json status` works as well as after the command
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in MODULES:
         importlib.import_module(name).register(sub, common)
@@ -66,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         home=Home.resolve(getattr(args, "home", None)),
         json=getattr(args, "json", False),
         db=getattr(args, "db", None),
+        writes=getattr(args, "writes", False) or getattr(args, "handler", None) is None,
     )
     handler = getattr(args, "handler", None)
     try:

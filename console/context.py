@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
 
 from core import Receiver
 from core.config import store_target
 from core.home import Home
+from core.store.backend import is_postgres_url
 from core.store.database import describe_target
 
+from .errors import CommandError
 from .render import make_console
 
 
@@ -17,12 +21,46 @@ class Context:
     home: Home
     json: bool = False
     db: str | None = None  # --db; else $USSD_CONSOLE_DB; else <home>/receiver.db
+    # A command that takes frames in or signs may create its home; one that only reads never
+    # does, so a mistyped --home is an error rather than an empty store that looks like data loss.
+    writes: bool = False
     _receiver: Receiver | None = field(default=None, repr=False)
+
+    def open_home(self) -> Home:
+        """The home, created (with a one-line notice) by a writing command, else required to exist."""
+        root = self.home.root
+        if root.is_dir():
+            if not self.writes:
+                self._check_store()
+            return self.home
+        if root.exists():
+            raise CommandError(f"the home {root} is not a folder")
+        if not self.writes and self._explicit_store():
+            self._check_store()
+            return self.home  # --db names the store; a home for config and keys is not needed to read it
+        if not self.writes:
+            raise CommandError(
+                f"no home at {root}: check --home or $USSD_CONSOLE_HOME; a command that takes frames "
+                f"in creates it (e.g. `ussd-console --home {root} ingest FILE`, or `watch`)"
+            )
+        self.home.ensure()
+        print(f"ussd-console: created a new home at {root}", file=sys.stderr)
+        return self.home
+
+    def _explicit_store(self) -> bool:
+        return bool(self.db or os.environ.get("USSD_CONSOLE_DB"))
+
+    def _check_store(self) -> None:
+        """A reading command never creates a SQLite store named by --db that is not there."""
+        target = self.store_target
+        if self._explicit_store() and not is_postgres_url(target) and target != ":memory:" \
+                and not os.path.exists(target):
+            raise CommandError(f"no store at {target}: check --db or $USSD_CONSOLE_DB")
 
     @property
     def receiver(self) -> Receiver:
         if self._receiver is None:
-            self.home.ensure()
+            self.open_home()
             self._receiver = Receiver(self.store_target)
         return self._receiver
 

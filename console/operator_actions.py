@@ -67,12 +67,14 @@ class OperatorActions:
             return
         w, policy = witnesses
         body = Text(
-            f"Remove the {count(w['due'])} dedup witnesses first seen before {stamp(w['cutoff'])} "
-            f"(policy {describe(policy)})?\n\nCases stay in the ledger, and a re-sent frame is still "
+            f"Forget the {count(w['due'])} frame ids first seen before {stamp(w['cutoff'])} "
+            f"(kept {describe(policy)})?\n\nCases stay in the ledger, and a re-sent frame is still "
             "caught as a duplicate. The run is logged."
         )
         if await self.push_screen_wait(ConfirmDialog("Run eviction now", body, yes="Evict")):
             self._evict("console")
+        else:
+            self.notify("Eviction cancelled; nothing was removed.", title="Retention", markup=False, timeout=4)
 
     @work(thread=True, group="evict", exit_on_error=False)
     def _evict(self, started_by: str) -> None:
@@ -85,7 +87,8 @@ class OperatorActions:
             self.notify(f"Eviction failed: {escape_text(exc, 160)}", severity="error", markup=False)
             return
         if started_by != "schedule" or removed:
-            self.notify(f"Eviction removed {count(removed)} dedup witnesses.", title="Retention", markup=False)
+            self.notify(f"Eviction forgot {count(removed)} old frame ids; the cases stay.", title="Retention",
+                        markup=False, timeout=5)
         self._post(RefreshWanted())
 
     def _eviction_tick(self) -> None:
@@ -105,7 +108,7 @@ class OperatorActions:
             self.notify(f"Export failed: {escape_text(exc, 160)}", severity="error", markup=False)
             return
         self.notify(f"{count(rows)} cases in dispatch order written to {escape_text(target, 160)}",
-                    title="Export", markup=False, timeout=10)
+                    title="Export", markup=False, timeout=8)
 
     def action_sweep_now(self) -> None:
         if self.service is None:
@@ -121,7 +124,8 @@ class OperatorActions:
             log.exception("sweep failed")
             self.notify(f"Sweep failed: {escape_text(exc, 160)}", severity="error", markup=False)
             return
-        self.notify(f"Sweep done: {count(handled)} file(s) taken.", title="Inbox", markup=False)
+        self.notify(f"Sweep done: {count(handled)} {'file' if handled == 1 else 'files'} taken.", title="Inbox",
+                    markup=False, timeout=4)
         self._post(RefreshWanted())
 
     def _panel_action(self, tab_id: str, action: str, *args) -> Callable[[], None]:
@@ -156,7 +160,7 @@ class OperatorActions:
         if self.dialog("resolve") is not None:
             yield SystemCommand("Quarantine: keep first (signed)", "Keep the first version (k)",
                                 self._panel_action("quarantine", "resolve", "keep_first"))
-            yield SystemCommand("Quarantine: accept correction (signed)", "The ledger takes the newcomer (a)",
+            yield SystemCommand("Quarantine: accept correction (signed)", "The ledger takes the new version (a)",
                                 self._panel_action("quarantine", "resolve", "accept_correction"))
         yield SystemCommand("Retention: run eviction now", "Age-only, logged, after a confirmation (e)",
                             lambda: (self.action_show_panel("retention"), self.action_evict_now()))

@@ -42,12 +42,24 @@ def safe(value: object, limit: int = 200, style: str = "") -> Text:
     return Text(shown, style=style)
 
 
-def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:
+CODE_WIDTH = 32  # a code or id longer than this is cut with "...", never split over lines
+
+
+def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]],
+          codes: Sequence[str] = ()) -> Table:
+    """A table for people. Columns named in ``codes`` (ids, codes, times) are never split over
+    lines: they keep their widest cell's width and the free-text columns wrap around them."""
+    cells = [[cell if isinstance(cell, Text) else safe(cell) for cell in row] for row in rows]
     t = Table(title=title, title_justify="left", show_lines=False)
-    for col in columns:
-        t.add_column(col, overflow="fold")
-    for row in rows:
-        t.add_row(*(cell if isinstance(cell, Text) else safe(cell) for cell in row))
+    for n, col in enumerate(columns):
+        if col in codes:
+            widest = max((len(line) for row in cells for cell in row[n:n + 1] for line in cell.plain.split("\n")),
+                         default=0)
+            t.add_column(col, no_wrap=True, overflow="ellipsis", min_width=min(max(widest, len(col)), CODE_WIDTH))
+        else:
+            t.add_column(col, overflow="fold")
+    for row in cells:
+        t.add_row(*row)
     return t
 
 

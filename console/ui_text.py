@@ -15,6 +15,7 @@ import os
 from rich.text import Text
 
 from console.render import safe
+from core.rules.explain import reason_words
 from core.rules.frame import NEED_NAMES
 
 
@@ -56,14 +57,14 @@ OUTCOMES = {
     "DUPLICATE": ("= duplicate", "dim"),
     "CONFLICT_QUARANTINED": ("! CONFLICT", "bold reverse"),
     "REJECT_BAD_FORMAT": ("x bad format", "underline"),
-    "REJECT_BAD_CRC": ("x bad trailer", "underline"),
+    "REJECT_BAD_CRC": ("x bad checksum", "underline"),
 }
 MEANINGS = {
     "APPLIED": "first valid arrival of a case: the ledger changed",
     "DUPLICATE": "already applied (a re-send or a re-rank): counted, nothing else",
     "CONFLICT_QUARANTINED": "same identity, different payload: held in Quarantine",
     "REJECT_BAD_FORMAT": "not a frame: listed under Rejects with file and line",
-    "REJECT_BAD_CRC": "the trailer does not match the frame: listed under Rejects",
+    "REJECT_BAD_CRC": "the checksum does not match the frame: listed under Rejects",
 }
 
 
@@ -72,15 +73,19 @@ def outcome(code: str) -> Text:
     return Text(label, style=style)
 
 
-# The store's reason codes are exact; these say the long ones in fewer columns.
+# The store's reason codes are exact (--json, README glossary); the screen says them in words,
+# the long ones shorter than the command line does.
 REASONS = {
-    "same_frame_id_different_payload": "same id, new payload",
-    "same_case_different_payload": "same case, new payload",
+    "same_frame_id_different_payload": "same id, new values",
+    "same_case_different_payload": "same case, new values",
+    "rerank": "sent again, other place",
+    "after_eviction": "sent again, id forgotten",
+    "resolved_earlier": "already decided",
 }
 
 
 def reason(code: str | None) -> Text:
-    return safe(REASONS.get(code, code), 40)
+    return safe(REASONS.get(code) or reason_words(code), 40)
 
 
 EIGHTHS = " ▏▎▍▌▋▊▉"

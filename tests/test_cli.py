@@ -8,7 +8,7 @@ from pathlib import Path
 from console.cli import main
 from tests.helpers import ROOT, frame
 
-SAMPLES = ROOT / "data" / "samples"
+from console.demo.gateway_sim import SAMPLES
 
 
 def run(capsys, *argv):

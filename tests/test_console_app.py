@@ -49,7 +49,7 @@ async def test_header_shows_home_totals_badge_and_the_injected_clock(sample_home
         await press_and_settle(pilot)
         text = app.query_one(HeaderBar).render().plain
         assert "/srv/ussd" in text and "inbox off" in text and "09:30:00" in text
-        assert "cases 10 | people 150 | duplicates 15 | rejects 2 |  ! 1 CONFLICT OPEN" in text
+        assert " ! 1 CONFLICT OPEN  cases 10 | people 150 | duplicates 15 | rejects 2" in text  # the alert first
 
 
 @run_async
@@ -126,11 +126,11 @@ async def test_outside_text_is_shown_escaped_never_as_markup_or_control(sample_h
         table = app.query_one("#rejects-table", KeyedTable)
         ids = cells(app, "rejects-table", "frame_id")
         texts = cells(app, "rejects-table", "text")
-        files = cells(app, "rejects-table", "file")
+        files = cells(app, "rejects-table", "where")
         assert "[bold red]x" in ids  # shown as typed, not as bold red
         assert any(t.endswith("|\\x1b]0;owned\\x07") for t in texts)  # escaped once, visibly
         assert any("[red]evil\\x1b[2J.txt" in f for f in files)
-        for column in ("frame_id", "text", "file", "reason"):
+        for column in ("frame_id", "text", "where", "why"):
             for value in cells(app, "rejects-table", column):
                 assert value.isprintable() and "\x1b" not in value
         for row in range(len(table.row_keys)):

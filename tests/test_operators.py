@@ -158,12 +158,28 @@ def test_cli_asks_twice_without_echo_and_never_logs_the_passphrase(home, monkeyp
     with Receiver(str(home.db)) as r:
         assert load_signer(home, r, "alice", "typed passphrase 1").name == "alice"
 
-    answers = iter(["typed passphrase 1", "first one 123", "second one 123"])
+    # the approver's passphrase, then the new one mistyped three times: asked again, then given up
+    answers = iter(["typed passphrase 1", *["first one 123", "second one 123"] * 3])
     assert cli(home, "operator", "add", "bob", "--operator", "alice") == 2
-    assert "differ" in capsys.readouterr().err
-    assert prompts[-3:] == ["passphrase for alice (approving): ", "passphrase for bob: ", "passphrase for bob (again): "]
+    err = capsys.readouterr().err
+    assert err.count("differ") == 3 and "nothing was created" in err
+    assert prompts[-2:] == ["new passphrase for bob (at least 8 characters): ", "passphrase for bob (again): "]
+    assert prompts.count("passphrase for alice (approving): ") == 1
     with Receiver(str(home.db)) as r:
         assert [o["name"] for o in list_operators(r)] == ["alice"]
+
+
+def test_cli_asks_again_for_a_too_short_passphrase(home, monkeypatch, capsys):
+    """Issue 16: a short passphrase is said at once and asked again, not checked after typing it twice."""
+    answers = iter(["short", "long enough now", "long enough now"])
+    prompts = []
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr(getpass, "getpass", lambda prompt: prompts.append(prompt) or next(answers))
+    assert cli(home, "operator", "add", "carol") == 0
+    assert len(prompts) == 3 and "at least 8" in prompts[0]
+    assert "too short: 5 characters" in capsys.readouterr().err
+    with Receiver(str(home.db)) as r:
+        assert load_signer(home, r, "carol", "long enough now").name == "carol"
 
 
 def test_cli_refuses_to_ask_without_a_terminal(home, tmp_path, capsys):

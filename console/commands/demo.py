@@ -27,14 +27,16 @@ from .ui import logs_to_file
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("demo", parents=[common],
+    from console.cli import common_parser  # the console and the demo print no results: no --json
+
+    p = sub.add_parser("demo", parents=[common_parser(json=False)],
                        help="the console on a throwaway home fed by a simulated gateway (about a minute)")
     p.add_argument("--print", dest="printed", action="store_true",
                    help="no console: run the story at once and print what happened (the default without a terminal)")
     p.add_argument("--pace", type=float, default=1.0, metavar="X",
                    help="scale the gateway's delays (0.5 is twice as fast; default 1)")
     p.add_argument("--keep", action="store_true", help="keep the throwaway home and say where it is")
-    p.add_argument("--samples", default=str(SAMPLES), help="folder of sample files (default data/samples)")
+    p.add_argument("--samples", default=str(SAMPLES), help="folder of sample files (default: the ones installed with the program)")
     p.set_defaults(handler=cmd_demo)
 
 
@@ -54,7 +56,19 @@ def cmd_demo(args, ctx) -> int:
         if args.keep:
             print(f"the demo home is kept at {root}", file=sys.stderr)
         else:
-            shutil.rmtree(root, ignore_errors=True)
+            remove_demo_home(home)
+
+
+def remove_demo_home(home: Home) -> None:
+    """Remove the throwaway home, but never a CSV the operator exported: those stay, and we say where."""
+    exports = sorted(home.exports.glob("*.csv")) if home.exports.is_dir() else []
+    if not exports:
+        shutil.rmtree(home.root, ignore_errors=True)
+        return
+    for entry in home.root.iterdir():
+        if entry != home.exports:
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+    print(f"the demo home is removed; your {len(exports)} export(s) are kept in {home.exports}", file=sys.stderr)
 
 
 DEMO_OPERATOR = "demo"
@@ -68,21 +82,20 @@ def run_console(home: Home, samples: Path, pace: float) -> int:
     with Receiver(str(home.db)) as receiver:  # someone to sign with in the throwaway home
         add_operator(home, receiver, DEMO_OPERATOR, DEMO_PASSPHRASE)
     sim = GatewaySim(home.inbox, samples, pace=pace)
-    app = ConsoleApp(home, companions=[sim])
+    app = ConsoleApp(home, companions=[sim], quit_note=(
+        f"The demo home {home.root} is then removed; exported CSV files in {home.exports} are kept."))
 
     def on_step(number: int, step) -> None:
-        app.notify(step.story, title=f"Gateway {number}/{len(STORY)}: {step.name}", timeout=9, markup=False)
+        app.notify(step.story, title=f"Gateway {number}/{len(STORY)}: {step.name}", timeout=7, markup=False)
 
     def on_done() -> None:
-        app.notify(f"The gateway is done. The console keeps watching {home.inbox}: drop your own files "
-                   "there, or press q to leave (the demo home is then deleted). To resolve the conflict, "
-                   f"press 3 then k or a, and sign as {DEMO_OPERATOR} with the passphrase "
-                   f"'{DEMO_PASSPHRASE}'.",
-                   title="Demo", timeout=60, markup=False)
+        app.notify(f"The gateway is done. To resolve the conflict: 3, then k or a; sign as {DEMO_OPERATOR}, "
+                   f"passphrase '{DEMO_PASSPHRASE}' (also in the README). d hides notes.",
+                   title="Demo", timeout=15, markup=False)
 
     sim.on_step, sim.on_done = on_step, on_done
     app.notify("A simulated gateway will deliver the sample sessions over about a minute. "
-               "1-5 switch screens, ? lists every key.", title="Demo", timeout=10, markup=False)
+               "1-5 switch screens, ? lists every key, d hides notes.", title="Demo", timeout=8, markup=False)
     with logs_to_file(home):
         app.run()
     return app.return_code or 0
@@ -115,6 +128,7 @@ def print_story(home: Home, samples: Path) -> int:
         out.print(Text(
             f"{t['cases']} cases, {t['headcount_total']} people, each applied once; "
             f"{t['duplicates']} re-sent frames dropped as duplicates; "
-            f"{t['conflicts_open']} conflict(s) waiting in quarantine; {t['rejects']} rejects."
+            f"{t['conflicts_open']} {'conflict' if t['conflicts_open'] == 1 else 'conflicts'} waiting in quarantine; "
+            f"{t['rejects']} {'reject' if t['rejects'] == 1 else 'rejects'}."
         ), soft_wrap=True)
     return 0

@@ -3,6 +3,8 @@ rejects, evictions, evict, retention."""
 
 from __future__ import annotations
 
+import argparse
+import datetime as dt
 import os
 import stat
 import sys
@@ -17,8 +19,10 @@ from console.errors import CommandError
 from console.exports import export_path, write_dispatch_csv, write_rows
 from console.render import make_console, print_json, safe, table, when
 from core.config import load_inbox_config
-from core.inbox import claimed_dir, deliver_until_done, file_counts, quiet_skip
+from core.inbox import claimed_dir, deliver_until_done, file_counts, hold_after_commit, quiet_skip
+from core.rules.explain import explain_reject, outcome_words, reason_words
 from core.rules.formats import FormatError, read_items
+from core.rules.frame import NEED_NAMES
 from core.rules.retention import describe
 
 from .audit import print_retention_fault
@@ -29,43 +33,97 @@ BATCH = 20_000
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("ingest", parents=[common], help="ingest frame files by hand (source 'cli')")
-    p.add_argument("files", nargs="+", metavar="FILE")
-    p.set_defaults(handler=cmd_ingest)
+    p = sub.add_parser(
+        "ingest", parents=[common], help="take in frame files by hand (arrival path 'cli')",
+        description="Take in frame files by hand. Every frame gets one outcome; re-running a file is safe "
+                    "(what is already in comes back as duplicates, nothing is applied twice).",
+        epilog=examples("ussd-console ingest kakuma-0800.txt",
+                        "ussd-console ingest --summary big-export.csv",
+                        "ussd-console ingest --json day.txt > verdicts.jsonl"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="frame files: 'frame_id frame' lines, gateway CSV exports or JSON lines")
+    p.add_argument("--summary", action="store_true",
+                   help="no line per frame: only the counts by outcome and reason "
+                        f"(the default for {PROGRESS_FROM:,} frames or more)")
+    p.set_defaults(handler=cmd_ingest, writes=True)
 
     p = sub.add_parser("status", parents=[common], help="totals, per-path counts and retention")
     p.set_defaults(handler=cmd_status)
 
-    p = sub.add_parser("cases", parents=[common], help="the applied ledger, one page")
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--offset", type=int, default=0)
+    p = sub.add_parser(
+        "cases", parents=[common], help="the applied ledger, one page",
+        epilog=examples("ussd-console cases --filter water", "ussd-console cases --since 2025-05-01 --until 2025-05-07",
+                        "ussd-console cases --sort headcount --limit 20"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_paging(p)
     p.add_argument("--sort", default="first_seen", help="first_seen, frame_id, site, need, headcount, pri")
     p.add_argument("--asc", action="store_true", help="ascending (default newest or largest first)")
-    p.add_argument("--filter", default=None, help="text to find in site, need or frame id")
+    p.add_argument("--filter", default=None, metavar="TEXT",
+                   help="text to find in the site, the need (code or name: water finds WAT) or the frame id")
+    p.add_argument("--since", type=date_arg, metavar="DATE", help="first seen on or after DATE (YYYY-MM-DD[ HH:MM])")
+    p.add_argument("--until", type=date_arg_end, metavar="DATE", help="first seen on or before DATE (that whole day)")
     p.set_defaults(handler=cmd_cases)
 
-    p = sub.add_parser("ranking", parents=[common], help="dispatch order: pri, then headcount, then first seen")
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--offset", type=int, default=0)
+    p = sub.add_parser("ranking", parents=[common], help="dispatch order: priority, then people, then first seen",
+                       epilog=examples("ussd-console ranking --limit 20", "ussd-console ranking --csv",
+                                       "ussd-console ranking --csv - | head"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_paging(p)
     p.add_argument("--csv", nargs="?", const="", default=None, metavar="PATH",
                    help="write the whole dispatch list as CSV (default <home>/exports/dispatch-<time>.csv; - for stdout)")
     p.set_defaults(handler=cmd_ranking)
 
     p = sub.add_parser("quarantine", parents=[common], help="conflicts waiting for an operator")
     p.add_argument("--all", action="store_true", help="resolved ones too")
-    p.add_argument("--limit", type=int, default=50)
+    add_paging(p, offset=False)
     p.set_defaults(handler=cmd_quarantine)
 
-    p = sub.add_parser("rejects", parents=[common], help="frames that were not frames, newest first")
-    p.add_argument("--limit", type=int, default=50)
+    p = sub.add_parser("rejects", parents=[common],
+                       help="lines that were not valid frames, newest first, with what was wrong")
+    add_paging(p, offset=False)
     p.set_defaults(handler=cmd_rejects)
 
     p = sub.add_parser("evictions", parents=[common], help="the eviction log")
-    p.add_argument("--limit", type=int, default=50)
+    add_paging(p, offset=False)
     p.set_defaults(handler=cmd_evictions)
 
-    p = sub.add_parser("evict", parents=[common], help="run age-only eviction now (logged)")
-    p.set_defaults(handler=cmd_evict)
+    p = sub.add_parser("evict", parents=[common],
+                       help="forget frame ids older than the retention now (cases stay; logged)")
+    p.set_defaults(handler=cmd_evict, writes=True)
+
+
+def examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def add_paging(p, offset: bool = True) -> None:
+    p.add_argument("--limit", type=int, default=50, metavar="N", help="show at most N rows (default 50)")
+    if offset:
+        p.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N rows (the next page)")
+
+
+DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")
+
+
+def _date(text: str) -> tuple[dt.datetime, bool]:
+    for fmt in DATE_FORMATS:
+        try:
+            return dt.datetime.strptime(text.strip(), fmt), fmt == "%Y-%m-%d"
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"{text!r} is not a date like 2025-05-08 or 2025-05-08 14:30")
+
+
+def date_arg(text: str) -> float:
+    """A local date or time as a timestamp (the start of the day for a bare date)."""
+    return _date(text)[0].timestamp()
+
+
+def date_arg_end(text: str) -> float:
+    """The end of the period ``text`` names: a bare date includes that whole day."""
+    when_, whole_day = _date(text)
+    return (when_ + (dt.timedelta(days=1) if whole_day else dt.timedelta(seconds=1))).timestamp()
 
 
 def _read_items(path: Path, max_bytes: int):
@@ -128,12 +186,17 @@ def cmd_ingest(args, ctx) -> int:
             files.append((path, _read_items(path, config.max_file_bytes)))
     receiver = ctx.receiver
     total = sum(len(items) for _, items in files if items is not None)
+    # Big files (or --summary): a bar while it runs, then counts; a line per frame would scroll
+    # the counts away. --json always prints every verdict.
+    big = total >= PROGRESS_FROM
+    per_frame = not ctx.json and not args.summary and not big
     tally: Counter = Counter()
+    committed = 0
     shown = 0
     out = make_console()
     rows = []
     progress = None
-    if total >= PROGRESS_FROM and not ctx.json:
+    if big and not ctx.json:
         progress = Progress(
             TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
             console=make_console(stderr=True), transient=True,
@@ -145,7 +208,9 @@ def cmd_ingest(args, ctx) -> int:
     def batches(path, items):
         if items is not None:
             for start in range(0, len(items), BATCH):
-                yield receiver.ingest_many(items[start : start + BATCH], source="cli")
+                verdicts = receiver.ingest_many(items[start : start + BATCH], source="cli")
+                yield verdicts
+                hold_after_commit(path.name, start + len(verdicts))
             return
         result = deliver_until_done(path, "cli", receiver, ctx.home, config)
         if result.status == "rejected":
@@ -159,44 +224,59 @@ def cmd_ingest(args, ctx) -> int:
     try:
         for path, items in files:
             for verdicts in batches(path, items):
+                committed += len(verdicts)
                 for v in verdicts:
-                    tally[v.outcome.value] += 1
+                    tally[(v.outcome.value, v.reason)] += 1
                     if ctx.json:
                         print_json(v.as_dict())
-                    elif shown < PRINT_LIMIT:
-                        rows.append((os.path.basename(v.file or ""), v.line, v.frame_id, _outcome(v.outcome.value), v.reason))
+                    elif per_frame and shown < PRINT_LIMIT:
+                        rows.append((os.path.basename(v.file or ""), v.line, v.frame_id,
+                                     outcome_words(v.outcome.value), reason_words(v.reason)))
                         shown += 1
                 if progress is not None:
                     progress.advance(task, len(verdicts))
+    except KeyboardInterrupt:
+        if progress is not None:
+            progress.stop()
+            progress = None
+        print(f"ussd-console: interrupted; {plural(committed, 'frame')} committed before the stop"
+              + (f" (of {total:,})" if total else "")
+              + "; re-running the same command is safe: what is in comes back as duplicates, "
+                "nothing is applied twice", file=sys.stderr)
+        return 130
     finally:
         if progress is not None:
             progress.stop()
     if not ctx.json:
-        out.print(table("Verdicts", ["file", "line", "frame_id", "outcome", "reason"], rows))
-        if sum(tally.values()) > shown:
-            out.print(f"... and {sum(tally.values()) - shown} more (use --json for every verdict)")
-        summary = ", ".join(f"{k} {v}" for k, v in sorted(tally.items())) or "no frames"
+        if rows:
+            out.print(table("Verdicts", ["file", "line", "frame_id", "outcome", "reason"], rows,
+                            codes=("file", "line", "frame_id")))
+        if sum(tally.values()) > shown and per_frame:
+            out.print(f"... and {sum(tally.values()) - shown:,} more (--json prints every verdict)")
         t = receiver.totals()
         for note in notes:
             out.print(safe(note, 400))
-        out.print(Text(f"{sum(tally.values())} frames: {summary}"))
-        out.print(Text(f"ledger: {t['cases']} cases, {t['headcount_total']} people; "
-                       f"{t['conflicts_open']} conflicts open"))
+        out.print(summary_table(tally))
+        out.print(Text(f"ledger: {plural(t['cases'], 'case')}, {plural(t['headcount_total'], 'person', 'people')}; "
+                       f"{plural(t['conflicts_open'], 'conflict')} open"))
     return 0
 
 
-# Status is never colour alone: every outcome keeps its name beside any style.
-_STYLES = {
-    "APPLIED": "green",
-    "DUPLICATE": "dim",
-    "CONFLICT_QUARANTINED": "bold yellow",
-    "REJECT_BAD_FORMAT": "red",
-    "REJECT_BAD_CRC": "red",
-}
+OUTCOME_ORDER = ["APPLIED", "DUPLICATE", "CONFLICT_QUARANTINED", "REJECT_BAD_FORMAT", "REJECT_BAD_CRC"]
 
 
-def _outcome(value: str) -> Text:
-    return Text(value, style=_STYLES.get(value, ""))
+def summary_table(tally: Counter):
+    """Frames by outcome and reason, in plain words (the codes are in --json)."""
+    total = sum(tally.values())
+    rows = [(outcome_words(o), reason_words(r), f"{n:,}") for (o, r), n in
+            sorted(tally.items(), key=lambda kv: (OUTCOME_ORDER.index(kv[0][0])
+                                                  if kv[0][0] in OUTCOME_ORDER else 99, -kv[1]))]
+    return table(f"{plural(total, 'frame')}" if total else "no frames", ["outcome", "reason", "frames"], rows,
+                 codes=("frames",))
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def cmd_status(args, ctx) -> int:
@@ -211,34 +291,66 @@ def cmd_status(args, ctx) -> int:
         return 0
     out = make_console()
     out.print(Text(f"home {ctx.home.root}"))
-    out.print(table("Totals", ["cases", "headcount", "duplicates", "conflicts open", "rejects", "dedup rows"], [
+    out.print(table("Totals", ["cases", "people", "duplicates", "conflicts open", "rejects", "frame ids kept"], [
         (t["cases"], t["headcount_total"], t["duplicates"], t["conflicts_open"], t["rejects"], t["seen_frames"]),
     ]))
-    outcomes = ["APPLIED", "DUPLICATE", "CONFLICT_QUARANTINED", "REJECT_BAD_FORMAT", "REJECT_BAD_CRC"]
-    out.print(table("Frames per arrival path", ["path", *outcomes], [
-        (src, *(counts.get(o, 0) for o in outcomes)) for src, counts in sorted(per_source.items())
-    ]))
-    out.print(table("Inbox files", ["arrival path", "files"], sorted(files.items())))
-    kind = "signed exception" if policy["is_exception"] else "policy"
-    out.print(Text(f"retention: {describe(policy['retention_seconds'])} ({kind}, set by {policy['set_by']})"))
+    out.print(table("Frames per arrival path", ["path", *PATH_WORDS.values()], [
+        (PATH_NAMES.get(src, src), *(counts.get(o, 0) for o in PATH_WORDS))
+        for src, counts in sorted(per_source.items())
+    ], codes=("path",)))
+    out.print(table("Inbox files", ["arrival path", "files"],
+                    [(PATH_NAMES.get(src, src), n) for src, n in sorted(files.items())], codes=("arrival path",)))
+    out.print(Text(f"retention: {retention_words(policy)}"))
     print_retention_fault(policy)
     return 0
 
 
+# How a frame arrived, in words (the codes are in --json).
+PATH_NAMES = {"cli": "cli (ingest)", "watch": "watch (inbox push)", "sweep": "sweep (inbox pull)"}
+PATH_WORDS = {
+    "APPLIED": "applied",
+    "DUPLICATE": "duplicate",
+    "CONFLICT_QUARANTINED": "conflict",
+    "REJECT_BAD_FORMAT": "bad format",
+    "REJECT_BAD_CRC": "bad checksum",
+}
+
+
+def retention_words(policy: dict) -> str:
+    """"30 days (the default)", "10 days (signed exception by alice)", "45 days (set by alice)"."""
+    if policy["set_by"] == "default":
+        return f"{describe(policy['retention_seconds'])} (the default)"
+    kind = "signed exception" if policy["is_exception"] else "set"
+    return f"{describe(policy['retention_seconds'])} ({kind} by {policy['set_by']})"
+
+
 def cmd_cases(args, ctx) -> int:
     r = ctx.receiver
-    rows = r.cases(limit=args.limit, offset=args.offset, sort=args.sort, descending=not args.asc, filter=args.filter)
+    rows = r.cases(limit=args.limit, offset=args.offset, sort=args.sort, descending=not args.asc, filter=args.filter,
+                   since=args.since, until=args.until)
     if ctx.json:
         for row in rows:
             print_json(row)
         return 0
-    total = r.count_cases(args.filter)
+    total = r.count_cases(args.filter, since=args.since, until=args.until)
     make_console().print(table(
         f"Cases {args.offset + 1 if rows else 0}-{args.offset + len(rows)} of {total}",
-        ["frame_id", "site", "need", "headcount", "pri", "first seen", "version"],
-        [(c["frame_id"], c["site"], c["need"], c["headcount"], c["pri"], when(c["first_seen"]), c["version"]) for c in rows],
+        ["frame_id", "site", "need", "people", "pri", "first seen", "version"],
+        [(c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"], minute(c["first_seen"]),
+          c["version"]) for c in rows],
+        codes=("frame_id", "site", "people", "pri", "first seen", "version"),
     ))
     return 0
+
+
+def minute(ts: float | None) -> str:
+    """A table's time to the minute: the seconds are in --json, the columns are for the rest."""
+    return when(ts)[:16]
+
+
+def need_words(code: str) -> str:
+    name = NEED_NAMES.get(code)
+    return f"{code} {name}" if name else code
 
 
 def cmd_ranking(args, ctx) -> int:
@@ -250,8 +362,10 @@ def cmd_ranking(args, ctx) -> int:
             print_json(row)
         return 0
     make_console().print(table(
-        "Dispatch ranking", ["rank", "frame_id", "site", "need", "headcount", "pri", "first seen"],
-        [(c["rank"], c["frame_id"], c["site"], c["need"], c["headcount"], c["pri"], when(c["first_seen"])) for c in rows],
+        "Dispatch ranking", ["rank", "frame_id", "site", "need", "people", "pri", "first seen"],
+        [(c["rank"], c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"], minute(c["first_seen"]))
+         for c in rows],
+        codes=("rank", "frame_id", "site", "people", "pri", "first seen"),
     ))
     return 0
 
@@ -279,11 +393,18 @@ def cmd_quarantine(args, ctx) -> int:
         for row in rows:
             print_json(row)
         return 0
+    columns = ["id", "frame_id", "first / new version", "what differs", "seen"]
+    if args.all:
+        columns.append("status")
     make_console().print(table(
-        "Quarantine" + ("" if args.all else " (open)"),
-        ["id", "frame_id", "newcomer", "first", "reason", "seen", "status"],
-        [(q["id"], q["frame_id"], q["frame_text"], q["first_text"], q["reason"], q["seen_count"], q["status"]) for q in rows],
+        "Quarantine" + ("" if args.all else " (open)"), columns,
+        [(q["id"], q["frame_id"], safe("first: " + q["first_text"]) + Text("\n") + safe("new:   " + q["frame_text"]),
+          reason_words(q["reason"]), q["seen_count"], *((q["status"],) if args.all else ())) for q in rows],
+        codes=("id", "frame_id", "first / new version", "seen", "status"),
     ))
+    if rows and not args.all:
+        make_console().print(Text("resolve with: ussd-console resolve ID --keep-first (or --accept-correction) "
+                                  "--operator NAME --reason TEXT"))
     return 0
 
 
@@ -294,19 +415,31 @@ def cmd_rejects(args, ctx) -> int:
             print_json(row)
         return 0
     make_console().print(table(
-        "Rejects", ["when", "path", "file", "line", "frame_id", "text", "outcome", "reason"],
-        [(when(x["ts"]), x["source"], os.path.basename(x["file"] or "") or "-", x["line"], x["frame_id"],
-          x["frame_text"], x["outcome"], x["reason"]) for x in rows],
+        "Rejects (newest first)", ["file:line, when", "frame_id", "the line, and what was wrong"],
+        [(reject_where(x) + Text("\n" + when(x["ts"]), style="dim"), x["frame_id"],
+          safe(x["frame_text"], 200) + Text("\n") + Text(explain_reject(x["frame_id"], x["frame_text"], x["reason"]),
+                                                          style="bold"))
+         for x in rows],
+        codes=("file:line, when", "frame_id"),
     ))
     return 0
 
 
+def reject_where(x: dict) -> Text:
+    name = os.path.basename(x["file"] or "")
+    if not name:
+        return safe(f"({x['source']})")
+    return safe(name, 60) + Text(f":{x['line']}" if x["line"] is not None else "")
+
+
 def _eviction_rows(rows):
-    return [(when(e["ran_at"]), describe(e["retention_seconds"]), when(e["cutoff"]), e["removed"],
-             when(e["oldest"]), when(e["newest"]), e["started_by"]) for e in rows]
+    return [(minute(e["ran_at"]), describe(e["retention_seconds"]), e["removed"],
+             f"{minute(e['oldest'])}\n{minute(e['newest'])}" if e["removed"] else "-", e["started_by"])
+            for e in rows]
 
 
-EVICTION_COLUMNS = ["ran at", "policy", "cutoff", "removed", "oldest", "newest", "started by"]
+# The cutoff is "ran at" minus the policy; --json has it and every time to the second.
+EVICTION_COLUMNS = ["ran at", "policy", "removed", "first seen of those removed", "started by"]
 
 
 def cmd_evictions(args, ctx) -> int:
@@ -315,7 +448,8 @@ def cmd_evictions(args, ctx) -> int:
         for row in rows:
             print_json(row)
         return 0
-    make_console().print(table("Eviction log", EVICTION_COLUMNS, _eviction_rows(rows)))
+    make_console().print(table("Eviction log", EVICTION_COLUMNS, _eviction_rows(rows),
+                               codes=("ran at", "policy", "removed", "started by")))
     return 0
 
 
@@ -326,7 +460,7 @@ def cmd_evict(args, ctx) -> int:
         print_json({"removed": removed, "retention_seconds": policy["retention_seconds"],
                     "retention_fault": policy["fault"]})
     else:
-        make_console().print(Text(f"evicted {removed} dedup rows older than "
-                                  f"{describe(policy['retention_seconds'])}"))
+        make_console().print(Text(f"forgot {plural(removed, 'frame id')} first seen more than "
+                                  f"{describe(policy['retention_seconds'])} ago; the cases stay"))
         print_retention_fault(policy)
     return 0

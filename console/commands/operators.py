@@ -7,6 +7,7 @@ applies in one transaction.
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import os
 import stat
@@ -21,6 +22,7 @@ from core.rules.retention import describe
 from core.signing import actions, audit
 from core.signing.operators import (
     ADD_REASON,
+    PASSPHRASE_MIN,
     add_operator,
     adopt_operators,
     adoption_list,
@@ -33,6 +35,7 @@ from core.signing.operators import (
 )
 
 from .audit import print_retention_fault
+from .ledger import examples, minute, retention_words
 
 
 def register(sub, common) -> None:
@@ -49,36 +52,40 @@ def register(sub, common) -> None:
     q.add_argument("--operator-passphrase-file", metavar="PATH",
                    help="read the approving operator's passphrase from the first line of PATH")
     q.add_argument("--reason", metavar="TEXT", default=ADD_REASON, help=f"why (default: {ADD_REASON!r})")
-    q.set_defaults(handler=cmd_operator_add)
+    q.set_defaults(handler=cmd_operator_add, writes=True)
     q = ops.add_parser("list", parents=[common], help="names, key fingerprints, when added and retired")
     q.set_defaults(handler=cmd_operator_list)
     q = ops.add_parser("retire", parents=[common, signing],
                        help="stop a key from signing (signed by an active operator); its old signatures stay valid")
     q.add_argument("name", metavar="NAME")
-    q.set_defaults(handler=cmd_operator_retire)
+    q.set_defaults(handler=cmd_operator_retire, writes=True)
     q = ops.add_parser("adopt", parents=[common, signing],
                        help="once, after upgrading: sign the operators added before operator changes were signed")
-    q.set_defaults(handler=cmd_operator_adopt)
+    q.set_defaults(handler=cmd_operator_adopt, writes=True)
 
-    p = sub.add_parser("resolve", parents=[common, signing], help="resolve a quarantined conflict (signed)")
-    p.add_argument("id", metavar="ID", help="the quarantine id, as listed by `quarantine --json`")
+    p = sub.add_parser("resolve", parents=[common, signing], help="resolve a conflict held in quarantine (signed)",
+                       epilog=examples('ussd-console resolve 12 --keep-first --operator alice --reason "site confirmed"'),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("id", metavar="ID", help="the conflict's id: the id column of `ussd-console quarantine`")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--keep-first", dest="decision", action="store_const", const=actions.KEEP_FIRST,
                      help="dismiss the newcomer; the ledger stays")
     how.add_argument("--accept-correction", dest="decision", action="store_const",
                      const=actions.ACCEPT_CORRECTION,
                      help="the ledger takes the newcomer's values; the old ones go to the case history")
-    p.set_defaults(handler=cmd_resolve)
+    p.set_defaults(handler=cmd_resolve, writes=True)
 
-    p = sub.add_parser("retention", parents=[common], help="the retention policy of dedup state")
+    p = sub.add_parser("retention", parents=[common], help="how long frame ids are remembered to catch re-sends (show; set, signed)")
     ret = p.add_subparsers(dest="retention_command", metavar="ACTION", required=True)
     q = ret.add_parser("show", parents=[common], help="the policy in force and its history")
     q.add_argument("--limit", type=int, default=20)
     q.set_defaults(handler=cmd_retention_show)
     q = ret.add_parser("set", parents=[common, signing],
-                       help="change retention (signed; below 30 days an exception, below 3 days refused)")
+                       help="change retention (signed; below 30 days an exception, below 3 days refused)",
+                       epilog=examples('ussd-console retention set 10 --operator alice --reason "disk nearly full"'),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     q.add_argument("days", metavar="DAYS", help="days of dedup state to keep, such as 30 or 3.5")
-    q.set_defaults(handler=cmd_retention_set)
+    q.set_defaults(handler=cmd_retention_set, writes=True)
 
 
 def _signing_parser():
@@ -134,13 +141,24 @@ def _ask(prompt: str) -> str:
             raise CommandError("no passphrase given") from None
 
 
+ASK_TIMES = 3  # a new passphrase that is too short or mistyped is asked again, this many times in all
+
+
 def _passphrase(args, name: str, twice: bool = False) -> str:
     if args.passphrase_file:
         return _read_passphrase_file(args.passphrase_file)
-    first = _ask(f"passphrase for {name}: ")
-    if twice and _ask(f"passphrase for {name} (again): ") != first:
-        raise CommandError("the two passphrases differ; nothing was created")
-    return first
+    if not twice:
+        return _ask(f"passphrase for {name}: ")
+    for attempt in range(1, ASK_TIMES + 1):
+        first = _ask(f"new passphrase for {name} (at least {PASSPHRASE_MIN} characters): ")
+        if len(first) < PASSPHRASE_MIN:
+            print(f"too short: {len(first)} characters, at least {PASSPHRASE_MIN} needed; a short sentence is best",
+                  file=sys.stderr)
+        elif _ask(f"passphrase for {name} (again): ") != first:
+            print("the two passphrases differ", file=sys.stderr)
+        else:
+            return first
+    raise CommandError(f"no passphrase after {ASK_TIMES} tries; nothing was created")
 
 
 def _signer_name(args) -> str:
@@ -188,9 +206,10 @@ def cmd_operator_list(args, ctx) -> int:
             print_json(row)
         return 0
     make_console().print(table(
-        "Operators", ["name", "fingerprint", "added", "retired"],
-        [(r["name"], short_fingerprint(r["fingerprint"]), when(r["added_at"]),
-          when(r["retired_at"]) if r["retired_at"] else "active") for r in rows],
+        "Operators", ["name", "key fingerprint", "added", "status"],
+        [(r["name"], short_fingerprint(r["fingerprint"]), minute(r["added_at"]),
+          f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active") for r in rows],
+        codes=("name", "key fingerprint", "added", "status"),
     ))
     return 0
 
@@ -285,12 +304,12 @@ def cmd_retention_show(args, ctx) -> int:
         print_json({"policy": policy, "history": history})
         return 0
     out = make_console()
-    kind = "signed exception" if policy["is_exception"] else "policy"
-    out.print(Text(f"retention: {describe(policy['retention_seconds'])} ({kind}, set by {policy['set_by']})"))
+    out.print(Text(f"retention: {retention_words(policy)}"))
     print_retention_fault(policy)
     out.print(table(
         "Retention history", ["set at", "retention", "kind", "set by", "audit entry", "reason"],
-        [(when(p["set_at"]), describe(p["retention_seconds"]), "exception" if p["is_exception"] else "policy",
+        [(minute(p["set_at"]), describe(p["retention_seconds"]), "exception" if p["is_exception"] else "policy",
           p["set_by"], p["audit_id"] if p["audit_id"] is not None else "-", p["reason"] or "-") for p in history],
+        codes=("set at", "retention", "kind", "set by"),
     ))
     return 0

@@ -13,7 +13,9 @@ from core.home import LOG_FORMAT, Home
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("console", parents=[common], help="open the operator console (the default)")
+    from console.cli import common_parser  # the console and the demo print no results: no --json
+
+    p = sub.add_parser("console", parents=[common_parser(json=False)], help="open the operator console (the default)")
     p.add_argument("--no-inbox", action="store_true",
                    help="show the store without taking files from the inbox (another process does)")
     p.set_defaults(handler=cmd_console)
@@ -52,7 +54,8 @@ def logs_to_file(home: Home):
 
 def open_console(ctx, inbox: bool = True) -> int:
     need_terminal()
-    home = ctx.home.ensure()
+    ctx.writes = inbox  # taking in the inbox writes; --no-inbox only reads
+    home = ctx.open_home()
     config = load_inbox_config(home.config)  # a bad setting is one line here, not a broken screen
     _ = ctx.receiver  # open and migrate the store here too, for the same reason
     ctx.close()

@@ -41,7 +41,7 @@ def register(sub, common) -> None:
                    help="no watchdog observer: the sweep alone delivers (e.g. on a network share)")
     p.add_argument("--no-sweep", dest="sweep", action="store_false", default=None,
                    help="no periodic sweep (claimed files are still resumed at start)")
-    p.set_defaults(handler=cmd_watch)
+    p.set_defaults(handler=cmd_watch, writes=True)
 
 
 def _overrides(args) -> dict:
@@ -119,7 +119,7 @@ def _alert_conflicts(verdicts, result) -> None:
 
 
 def cmd_watch(args, ctx) -> int:
-    home = ctx.home.ensure()
+    home = ctx.open_home()
     config = load_inbox_config(home.config, _overrides(args))  # a bad value stops here, before anything runs
     prepare_home(home)
     handlers = _setup_logging(home)

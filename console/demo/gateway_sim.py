@@ -1,7 +1,7 @@
 """A pretend SMS/USSD gateway for the demo: the sample sessions, delivered into an inbox.
 
 It knows nothing of frames or of the receiver: it copies the files under
-``data/samples`` into the inbox on a schedule of about a minute, the way a
+``console/demo/samples`` into the inbox on a schedule of about a minute, the way a
 gateway would (write a temporary name, then rename it in), with the troubles
 the field really has: a session dropped after one frame and re-sent, full and
 partial re-sends, a re-ranked case, a correction that conflicts, a corrupted
@@ -15,12 +15,12 @@ import threading
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "samples"  # package data: they travel with an installed wheel
 
 
 class Step(NamedTuple):
     after: float  # seconds after the previous step
-    sample: str  # file under data/samples
+    sample: str  # file under console/demo/samples
     name: str  # name it gets in the inbox
     story: str  # what a newcomer should notice
 

@@ -17,6 +17,7 @@ from .sign_form import SignForm
 class ExceptionDialog(SignForm):
     TITLE_TEXT = "Retention: sign a change (below 30 days it is an exception; below 3 days refused)"
     SIGN_LABEL = "Sign the change"
+    FIRST_FIELD = "#days"
 
     def __init__(self, policy: dict, home, **kwargs):
         super().__init__(home, **kwargs)

@@ -27,7 +27,9 @@ LEGEND = [
     ("! N CONFLICTS OPEN", "frames wait in Quarantine for an operator (also a notification and a bell)"),
     ("watch ok / DEAD / off", "the inbox observer (push path)"),
     ("sweep ok / off", "the periodic inbox sweep (pull path)"),
-    ("≠", "Quarantine: a field where the newcomer differs from the first"),
+    ("≠", "Quarantine: a field where the new version differs from the first"),
+    ("Enter", "Activity, on a reject: the whole line and what was wrong"),
+    ("d", "hide the notifications now"),
     ("v / ^", "sort order: descending / ascending"),
 ]
 

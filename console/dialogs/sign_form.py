@@ -20,7 +20,14 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from core.rules.retention import RetentionError
 from core.rules.text import escape_text
+from core.signing import audit
 from core.signing.operators import ActionError, list_operators
+
+
+def last_signer(receiver) -> str | None:
+    """Who signed the newest audit entry, if anyone has."""
+    newest = audit.entries(receiver, limit=1, newest_first=True)
+    return newest[0]["operator"] if newest else None
 
 
 class SignForm(ModalScreen[bool]):
@@ -31,6 +38,7 @@ class SignForm(ModalScreen[bool]):
     ]
     TITLE_TEXT = "Sign"
     SIGN_LABEL = "Sign"
+    FIRST_FIELD = "#reason"  # focused at once: typing goes into it, never into the operator list
 
     def __init__(self, home, **kwargs):
         super().__init__(**kwargs)
@@ -56,6 +64,8 @@ class SignForm(ModalScreen[bool]):
         # Compact fields, one line each with the label beside them: the whole form fits 80x24.
         with Vertical(id="sign-box"):
             yield Label(Text(self.TITLE_TEXT), id="sign-title")
+            # Right under the title, so an error is in sight at 80x24 without scrolling.
+            yield Static(Text(""), id="sign-result")
             yield from self.extra_fields()
             with Horizontal(classes="field"):
                 yield Label("Operator")
@@ -67,22 +77,25 @@ class SignForm(ModalScreen[bool]):
             with Horizontal(classes="field"):
                 yield Label("Passphrase")
                 yield Input(password=True, placeholder="the operator's passphrase", id="passphrase", compact=True)
-            yield Static(Text(""), id="sign-result")
             with Horizontal(id="sign-buttons"):
                 yield Button(self.SIGN_LABEL + " (ctrl+s)", id="sign", variant="primary", compact=True)
                 yield Button("Cancel (esc)", id="cancel", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#preview", Static).border_title = "what will be signed"
+        self.query_one(self.FIRST_FIELD).focus()
         self.load_operators()
 
     @work(exclusive=True, group="operators")
     async def load_operators(self) -> None:
-        rows = await self.app.view.run(lambda r: list_operators(r, include_retired=False))
+        rows, last = await self.app.view.run(lambda r: (list_operators(r, include_retired=False), last_signer(r)))
         select = self.query_one("#operator", Select)
         select.set_options([(escape_text(o["name"], 40), o["name"]) for o in rows])
-        if len(rows) == 1:
-            select.value = rows[0]["name"]
+        names = [o["name"] for o in rows]
+        if len(names) == 1:
+            select.value = names[0]
+        elif last in names:  # the operator who signed last is most likely the one at the keyboard
+            select.value = last
         if not rows:
             self.show_result("No operators yet: add one with `ussd-console operator add NAME`.")
         self.refresh_preview()
@@ -162,8 +175,9 @@ class SignForm(ModalScreen[bool]):
         try:
             message = await self.app.view.run(lambda r: self.sign(r, operator, passphrase, reason, preview, values))
         except (ActionError, RetentionError, ValueError) as exc:
-            self.show_result(str(exc), error=True)
+            self.show_result(str(exc), error=True)  # the other fields keep what was typed
             self.refresh_preview()
+            self.query_one("#passphrase", Input).focus()
             return
         self.app.notify(escape_text(message, 300), title="Signed", timeout=8)
         self.dismiss(True)

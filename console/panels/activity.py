@@ -6,13 +6,16 @@ import datetime as dt
 
 from rich.table import Table
 from rich.text import Text
+from textual import on
 from textual.binding import Binding
-from textual.widgets import Sparkline, Static
+from textual.widgets import DataTable, Sparkline, Static
 
+from console.dialogs.reject_dialog import RejectDialog
 from console.render import safe
-from console.ui_text import basename, count, number, outcome, reason, stamp
+from console.ui_text import basename, count, outcome, reason, stamp
 from console.widgets.keyed_table import KeyedTable
 from core.inbox import file_counts
+from core.rules.explain import explain_reject
 
 from .panel import PAGE, Panel
 
@@ -20,17 +23,16 @@ FEED_COLUMNS = [
     ("ts", "time"),
     ("outcome", "outcome"),
     ("frame_id", "frame id"),
+    ("where", "file:line"),
     ("reason", "reason"),
     ("source", "path"),
-    ("where", "file:line"),
 ]
 REJECT_COLUMNS = [
     ("ts", "when"),
-    ("file", "file"),
-    ("line", "line"),
-    ("reason", "reason"),
+    ("where", "file:line"),
     ("frame_id", "frame id"),
-    ("text", "text"),
+    ("why", "what was wrong (enter: all)"),
+    ("text", "line"),
 ]
 MINUTES = 60
 PATH_OUTCOMES = [
@@ -47,7 +49,7 @@ def clock_time(ts: float) -> str:
 def where(file: str | None, line: int | None) -> Text:
     if not file:
         return Text("-", style="dim")
-    out = basename(file, 32)
+    out = basename(file, 40)
     if line is not None:
         out.append(f":{line}")
     return out
@@ -72,7 +74,7 @@ def per_path_table(per_source: dict, files: dict, claims_lost: int | None) -> Ta
     if not per_source and not files:
         grid.add_row(Text("nothing has arrived yet", style="dim"), *([""] * 6))
     if claims_lost:
-        grid.add_row(Text(f"races lost: {count(claims_lost)} (logged; the other path took the file)",
+        grid.add_row(Text(f"files both paths reached: {count(claims_lost)} (each was taken once)",
                           style="dim"), *([""] * 6))
     return grid
 
@@ -84,6 +86,10 @@ class ActivityPanel(Panel):
     BINDINGS = [
         Binding("w", "app.sweep_now", "Sweep inbox now"),
     ]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.rejects: dict[str, dict] = {}
 
     def compose(self):
         yield Static(id="arrivals-label")
@@ -121,14 +127,21 @@ class ActivityPanel(Panel):
         self.query_one("#feed-table", KeyedTable).sync([
             (str(a["id"]), (
                 Text(clock_time(a["ts"])), outcome(a["outcome"]), safe(a["frame_id"], 64),
-                reason(a["reason"]), safe(a["source"], 16), where(a["file"], a["line"]),
+                where(a["file"], a["line"]), reason(a["reason"]), safe(a["source"], 16),
             ))
             for a in data["feed"]
         ])
+        self.rejects = {str(r["id"]): r for r in data["rejects"]}
         self.query_one("#rejects-table", KeyedTable).sync([
             (str(r["id"]), (
-                Text(stamp(r["ts"])), basename(r["file"], 32), number(r["line"]), reason(r["reason"]),
-                safe(r["frame_id"], 64), safe(r["frame_text"], 80),
+                Text(stamp(r["ts"])), where(r["file"], r["line"]), safe(r["frame_id"], 64),
+                Text(explain_reject(r["frame_id"], r["frame_text"], r["reason"])), safe(r["frame_text"], 80),
             ))
             for r in data["rejects"]
         ])
+
+    @on(DataTable.RowSelected, "#rejects-table")
+    def _reject_selected(self, event: DataTable.RowSelected) -> None:
+        row = self.rejects.get(event.row_key.value)
+        if row is not None:
+            self.app.push_screen(RejectDialog(row))

@@ -30,12 +30,12 @@ COLUMNS = [
 ]
 FIELDS = [
     ("frame id", lambda f, fid: fid),
-    ("pack rank", lambda f, fid: f.seq if f else None),
+    ("place in session", lambda f, fid: f.seq if f else None),
     ("site", lambda f, fid: f.site if f else None),
     ("need", lambda f, fid: f.need if f else None),
     ("people", lambda f, fid: f.headcount if f else None),
     ("pri", lambda f, fid: f.pri if f else None),
-    ("trailer", lambda f, fid: f.text[-2:] if f else None),
+    ("checksum", lambda f, fid: f.text[-2:] if f else None),
 ]
 
 
@@ -52,7 +52,7 @@ def compare(item: dict) -> Table:
     table.add_column("", width=1)
     table.add_column("field")
     table.add_column("first (applied)")
-    table.add_column("newcomer (held)")
+    table.add_column("new version (held)")
     for label, get in FIELDS:
         a = get(first, item["first_frame_id"])
         b = get(newcomer, item["frame_id"])
@@ -121,7 +121,7 @@ class QuarantinePanel(Panel):
         ])
         info = window_text(self.page_offset, len(rows), self.total, "open conflicts")
         if self.total:
-            info.append(" | first write wins until an operator signs", style="dim")
+            info.append(" | the first version stays until an operator signs", style="dim")
         self.query_one("#quarantine-info", InfoLine).update(info)
         self._show_detail()
 

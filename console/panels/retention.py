@@ -95,7 +95,7 @@ class RetentionPanel(Panel):
         kept = Text(f"{count(witnesses['kept'])} kept")
         if oldest is not None:
             kept.append(f"; oldest {stamp(oldest)}, expires {stamp(oldest + policy['retention_seconds'])}")
-        grid.add_row("Dedup rows", kept)
+        grid.add_row("Frame ids kept", kept)
         grid.add_row("Due now", Text(f"{count(witnesses['due'])} older than the cutoff {stamp(witnesses['cutoff'])}"))
         due_at = self.app.next_eviction_at
         grid.add_row("Next eviction", Text(

@@ -114,14 +114,18 @@ class HeaderBar(Widget):
         if t is None:
             out.append("reading the store...", style=self._style("dim"))
             return out
-        out.append(f"cases {count(t['cases'])} | people {count(t['headcount_total'])} | "
-                   f"duplicates {count(t['duplicates'])} | rejects {count(t['rejects'])} | ")
+        # The alert comes first, so huge totals at 80 columns can only push the counts off the end.
         open_ = t["conflicts_open"]
         if open_:
             word = "CONFLICT" if open_ == 1 else "CONFLICTS"
             out.append(f" ! {count(open_)} {word} OPEN ", style=self._style("alert"))
+            out.append(" ")
         else:
-            out.append("conflicts 0")
+            out.append("conflicts 0 | ")
         if t.get("retention_fault"):
             out.append(" ! RETENTION FAULT ", style=self._style("alert"))
+            out.append(" ")
+        out.append(f"cases {count(t['cases'])} | people {count(t['headcount_total'])} | "
+                   f"duplicates {count(t['duplicates'])} | rejects {count(t['rejects'])}")
+        out.truncate(max(self.size.width, 20), overflow="ellipsis")
         return out

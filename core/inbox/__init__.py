@@ -3,7 +3,7 @@ service that runs the push and pull paths (``service``, with ``health`` for its 
 
 from core.store.inbox_progress import file_counts, recent_files
 
-from .delivery import HOLD_ENV, FileResult, deliver, deliver_until_done
+from .delivery import HOLD_ENV, FileResult, deliver, deliver_until_done, hold_after_commit
 from .files import claimed_dir, kind_skip, prepare_home, quiet_skip
 from .service import InboxService
 
@@ -15,6 +15,7 @@ __all__ = [
     "deliver",
     "deliver_until_done",
     "file_counts",
+    "hold_after_commit",
     "kind_skip",
     "prepare_home",
     "quiet_skip",

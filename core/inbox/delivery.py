@@ -66,7 +66,7 @@ from .files import (
 
 log = logging.getLogger("ussd.inbox")
 
-HOLD_ENV = "USSD_HOLD_AFTER_COMMIT"  # see _hold_after_commit
+HOLD_ENV = "USSD_HOLD_AFTER_COMMIT"  # see hold_after_commit
 _hold_counter = itertools.count()
 
 
@@ -331,7 +331,7 @@ def _ingest_new_lines(c: _Claim, row: dict | None, items, fmt: str, part: bytes,
             return FileResult(**base, status="lost", reason="progress committed elsewhere", verdicts=verdicts,
                               frames=len(verdicts), outcomes=_tally(verdicts))
         line_at, offset_at, row_exists = upto, upto_offset, True
-        _hold_after_commit(c.path.name, line_at, stop)
+        hold_after_commit(c.path.name, line_at, stop)
         if stop is not None and stop.is_set() and not last:
             log.info("%s left claimed at line %d to resume after the stop", c.label, line_at)
             return FileResult(**base, status="held", format=fmt, frames=len(verdicts), line=line_at,
@@ -339,14 +339,14 @@ def _ingest_new_lines(c: _Claim, row: dict | None, items, fmt: str, part: bytes,
     return line_at
 
 
-def _hold_after_commit(claim: str, line: int, stop: threading.Event | None) -> None:
+def hold_after_commit(claim: str, line: int, stop: threading.Event | None = None) -> None:
     """The ``HOLD_ENV`` hook; does nothing unless the variable is set.
 
     With ``USSD_HOLD_AFTER_COMMIT`` naming a folder, a worker leaves a marker there after each
     committed batch and waits while the marker exists (or until a stop), so a test or the crash
     harness can signal, kill or stop a real receiver at a known point of a file instead of
     guessing a moment. It lives here, not in tests/, because the receiver under test is a real
-    ``ussd-console watch`` process.
+    ``ussd-console watch`` process (or ``ussd-console ingest``, which calls it after each batch).
     """
     folder = os.environ.get(HOLD_ENV)
     if not folder:

@@ -75,7 +75,7 @@ def _quarantine_id(value: object) -> int:
     try:
         qid = int(value)
     except (TypeError, ValueError):
-        raise ActionError("a quarantine id is a whole number, as listed by `quarantine --json`") from None
+        raise ActionError("a conflict's id is a whole number: the id column of `ussd-console quarantine`") from None
     if qid < 1:
         raise ActionError(f"no quarantine item #{qid}")
     return qid

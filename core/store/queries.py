@@ -8,6 +8,7 @@ from typing import Iterable
 
 from peewee import fn
 
+from core.rules.frame import NEED_NAMES
 
 
 class LedgerReads:
@@ -64,27 +65,38 @@ class LedgerReads:
 
     CASE_SORTS = ("first_seen", "frame_id", "site", "need", "headcount", "pri", "updated_at")
 
-    def _case_filter(self, query, text: str | None):
+    def _case_filter(self, query, text: str | None, since: float | None = None, until: float | None = None):
+        """Cases whose site, need (code or name: "water" finds WAT) or frame id holds ``text``,
+        first seen in ``[since, until)``."""
         C = self.m.Case
         if text:
-            query = query.where(C.site.contains(text) | C.need.contains(text) | C.frame_id.contains(text))
+            match = C.site.contains(text) | C.need.contains(text) | C.frame_id.contains(text)
+            needs = [code for code, name in NEED_NAMES.items() if text.lower() in name]
+            if needs:
+                match = match | C.need.in_(needs)
+            query = query.where(match)
+        if since is not None:
+            query = query.where(C.first_seen >= since)
+        if until is not None:
+            query = query.where(C.first_seen < until)
         return query
 
     def cases(self, limit: int = 100, offset: int = 0, sort: str = "first_seen",
-              descending: bool = True, filter: str | None = None) -> list[dict]:
+              descending: bool = True, filter: str | None = None,
+              since: float | None = None, until: float | None = None) -> list[dict]:
         """One page of the applied ledger."""
         C = self.m.Case
         if sort not in self.CASE_SORTS:
             raise ValueError(f"cannot sort cases by {sort!r}; choose one of {', '.join(self.CASE_SORTS)}")
         col = getattr(C, sort)
         order = [col.desc() if descending else col.asc(), C.id.desc() if descending else C.id.asc()]
-        q = self._case_filter(C.select(), filter).order_by(*order).limit(limit).offset(offset)
+        q = self._case_filter(C.select(), filter, since, until).order_by(*order).limit(limit).offset(offset)
         return list(q.dicts())
 
-    def count_cases(self, filter: str | None = None) -> int:
-        if not filter:
+    def count_cases(self, filter: str | None = None, since: float | None = None, until: float | None = None) -> int:
+        if not filter and since is None and until is None:
             return self._total("cases")
-        return self._case_filter(self.m.Case.select(), filter).count()
+        return self._case_filter(self.m.Case.select(), filter, since, until).count()
 
     def case_history(self, case_id: int) -> list[dict]:
         H = self.m.CaseHistory

@@ -1,0 +1,53 @@
+"""One rejected line in full: where it came from, what was wrong, and the whole line, escaped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from console.render import safe
+from console.ui_text import stamp
+from core.rules.explain import explain_reject, outcome_words
+
+
+def reject_details(row: dict) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row("What was wrong", Text(explain_reject(row["frame_id"], row["frame_text"], row["reason"]),
+                                        style="bold"))
+    grid.add_row("Outcome", Text(outcome_words(row["outcome"])))
+    grid.add_row("File", safe(row["file"], 300))
+    grid.add_row("Line", Text("-" if row["line"] is None else str(row["line"])))
+    grid.add_row("Frame id", safe(row["frame_id"], 200))
+    grid.add_row("Arrived", Text(f"{stamp(row['ts'])} via ") + safe(row["source"], 16))
+    grid.add_row("The line", safe(row["frame_text"], 1000))  # whole, escaped: control bytes show as \\x1b
+    return grid
+
+
+class RejectDialog(ModalScreen[None]):
+    CSS_PATH = Path(__file__).with_name("dialogs.tcss")
+    BINDINGS = [Binding("escape,enter,q", "close", "Close")]
+
+    def __init__(self, row: dict):
+        super().__init__()
+        self.row = row
+
+    def compose(self):
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static(Text("Rejected line", style="bold"), id="dialog-title")
+            yield Static(reject_details(self.row), id="dialog-body")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Close (esc)", id="close", variant="primary")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,103 @@
+"""Plain words for outcomes and reasons, and what exactly was wrong with a rejected line.
+
+Pure functions. The codes (``REJECT_BAD_CRC``, ``bad_grammar``) stay exact in
+``--json``, the store and the README's glossary; an operator on the screen or the
+command line reads these words instead. ``explain_reject`` works from the frame
+text as the store keeps it (escaped) and the reason code, so it can explain a
+reject long after it arrived.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .cksum import trailer
+from .frame import FRAME_ID_RE, MAX_FRAME_CHARS
+
+OUTCOME_WORDS = {
+    "APPLIED": "applied",
+    "DUPLICATE": "duplicate",
+    "CONFLICT_QUARANTINED": "conflict, held",
+    "REJECT_BAD_FORMAT": "rejected: not a frame",
+    "REJECT_BAD_CRC": "rejected: bad checksum",
+}
+
+REASON_WORDS = {
+    "new": "new case",
+    "retransmit": "sent again",
+    "rerank": "sent again at another place in its session",
+    "after_eviction": "sent again after its id was forgotten",
+    "resolved_earlier": "an operator already decided this one",
+    "same_frame_id_different_payload": "same frame id, different values",
+    "same_case_different_payload": "same case, different values",
+    "already_quarantined": "already held for an operator",
+    "bad_grammar": "not in the frame's form",
+    "not_ascii": "characters that are not plain text",
+    "too_long": "too long for a frame",
+    "bad_frame_id": "frame id is not valid",
+    "id_seq_mismatch": "frame id and place in session disagree",
+    "bad_trailer": "checksum does not match",
+}
+
+# The frame's seven fields, what each must be, and its check.
+FIELDS = [
+    ("version", "H1", re.compile(r"H1")),
+    ("place in session", "1-4 digits", re.compile(r"[0-9]{1,4}")),
+    ("site", "1-8 letters or digits", re.compile(r"[A-Za-z0-9]{1,8}")),
+    ("need", "3 capital letters", re.compile(r"[A-Z]{3}")),
+    ("people", "1-6 digits", re.compile(r"[0-9]{1,6}")),
+    ("priority", "1-3 digits", re.compile(r"[0-9]{1,3}")),
+    ("checksum", "# and 2 hex digits", re.compile(r"#[0-9A-Fa-f]{2}")),
+]
+
+
+def outcome_words(code: str) -> str:
+    return OUTCOME_WORDS.get(code, code)
+
+
+def reason_words(code: str | None) -> str:
+    if code is None:
+        return ""
+    return REASON_WORDS.get(code, code)
+
+
+def _quote(value: str, limit: int = 24) -> str:
+    return "'" + (value if len(value) <= limit else value[:limit] + "...") + "'"
+
+
+def _grammar(text: str) -> str:
+    fields = text.split("|")
+    if len(fields) != len(FIELDS):
+        return f"expected {len(FIELDS)} fields, got {len(fields)}"
+    for (name, rule, pattern), value in zip(FIELDS, fields):
+        if not pattern.fullmatch(value):
+            return f"{name} must be {rule}, got {_quote(value)}" if value else f"{name} is empty"
+    return REASON_WORDS["bad_grammar"]
+
+
+def explain_reject(frame_id: str | None, text: str | None, reason: str | None) -> str:
+    """What was wrong with one rejected line, in words, e.g. "expected 7 fields, got 5"
+    or "checksum says #70, frame says #89"."""
+    text = (text or "").strip()
+    frame_id = frame_id or ""
+    if reason == "bad_trailer":
+        body, _, carried = text.rpartition("|#")
+        if body:
+            return f"checksum says #{trailer(body)}, frame says #{carried.lower()}"
+    elif reason == "bad_grammar":
+        return _grammar(text)
+    elif reason == "too_long":
+        return f"{len(text)} characters; a frame has at most {MAX_FRAME_CHARS}"
+    elif reason == "not_ascii":
+        return "holds characters that are not plain text (shown escaped)"
+    elif reason == "bad_frame_id":
+        if not frame_id:
+            return "no frame id"
+        if not FRAME_ID_RE.fullmatch(frame_id):
+            return f"frame id {_quote(frame_id)} is not 1-64 letters, digits or . _ : -"
+    elif reason == "id_seq_mismatch":
+        fields = text.split("|")
+        tail = frame_id.rpartition("-")[2]
+        if len(fields) > 1:
+            return f"frame id ends in -{tail}, frame says place {fields[1]}"
+    return reason_words(reason)

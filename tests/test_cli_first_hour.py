@@ -160,6 +160,23 @@ def test_tables_at_80_columns_keep_codes_and_ids_whole(tmp_path):
         assert code not in text  # plain words on the screen; the codes are in --json
 
 
+def test_the_audit_log_at_80_columns_keeps_actions_and_targets_whole(tmp_path):
+    secret = tmp_path / "pass"
+    secret.write_text("a long enough passphrase\n")
+    secret.chmod(0o600)
+    for argv in (["operator", "add", "alice"],
+                 ["retention", "set", "10", "--operator", "alice",
+                  "--reason", "disk nearly full until Friday, so a shorter retention for a while"]):
+        proc = ussd("--home", "home", *argv, "--passphrase-file", str(secret), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    proc = ussd("--home", "home", "audit", "show", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), proc.stdout
+    for whole in ("retention.set", "operator.add", "operator:alice", "alice"):
+        assert any(whole in line for line in lines), whole
+
+
 # -- 16 and "Explain a reject": rejects say what was wrong --------------------------------------------
 def test_rejects_show_the_line_its_file_and_line_and_what_was_wrong(tmp_path):
     sample_home(tmp_path)

@@ -105,9 +105,10 @@ def cmd_audit_show(args, ctx) -> int:
     out = make_console()
     out.print(table(
         f"Audit log ({head.count} entries, newest first)",
-        ["#", "time", "operator", "action", "target", "reason", "hash"],
-        [(r["seq"], _when(r["at"]), r["operator"], r["action"], r["target"], r["reason"], str(r["hash"])[:16])
-         for r in rows],
+        ["#", "time", "operator", "action and target", "reason"],
+        [(r["seq"], _when(r["at"])[:16], r["operator"], Text("\n").join([safe(r["action"]), safe(r["target"])]),
+          r["reason"]) for r in rows],
+        codes=("#", "time", "operator", "action and target"),
     ))
     out.print(Text(f"head {head.hash}"), soft_wrap=True)
     return 0

@@ -15,6 +15,7 @@ import time
 from typing import NamedTuple
 
 from core.rules.decide import payload_key
+from core.rules.explain import reason_words
 from core.rules.frame import Frame, is_rerankable, parse
 from core.rules.retention import DAY, RetentionError, check_retention, describe
 from core.signing import audit
@@ -158,27 +159,28 @@ def _lines(action: str, target: str, payload: dict, fields: dict, fingerprint: s
         frm, to = payload["from_seconds"], payload["to_seconds"]
         what = [f"change retention from {describe(frm)} to {describe(to)}"]
         if payload["exception"]:
-            what.append("this is a signed exception: below 30 days, dedup state is forgotten sooner")
+            what.append("this is a signed exception: below 30 days, frame ids are forgotten sooner, so an old"
+                        " re-send is caught only by its case")
     else:
         led, new = payload["ledger"], payload["newcomer"]
         what = [
-            f"resolve quarantine #{payload['quarantine_id']} ({payload['conflict']}): "
+            f"resolve conflict #{payload['quarantine_id']} ({reason_words(payload['conflict'])}): "
             + ("keep first" if payload["decision"] == KEEP_FIRST else "accept correction"),
-            f"ledger now  {led['frame_id']} {led['frame_text']} ({_values(led)})",
-            f"newcomer    {new['frame_id']} {new['frame_text']} ({_values(new)})",
+            f"ledger now   {led['frame_id']} {led['frame_text']} ({_values(led)})",
+            f"new version  {new['frame_id']} {new['frame_text']} ({_values(new)})",
         ]
         if payload["decision"] == KEEP_FIRST:
-            what.append("effect: the newcomer is dismissed; the ledger stays as it is")
+            what.append("effect: the new version is dismissed; the ledger stays as it is")
         else:
             changes = ", ".join(f"{k} {led[k]} -> {new[k]}" for k in ("site", "need", "headcount", "pri", "seq")
                                 if led[k] != new[k])
-            what.append(f"effect: the ledger takes the newcomer's values ({changes or 'no field differs'}); "
+            what.append(f"effect: the ledger takes the new version's values ({changes or 'no field differs'}); "
                         "the old values go to the case history")
         if payload["settles"]:
             what.append("later arrivals of " + ", ".join(s["frame_text"] for s in payload["settles"])
-                        + " count as duplicates (resolved_earlier)")
+                        + " count as duplicates (an operator already decided them)")
         if payload["also_resolves"]:
-            what.append("also settles quarantine " + ", ".join(f"#{i}" for i in payload["also_resolves"]))
+            what.append("also settles conflict " + ", ".join(f"#{i}" for i in payload["also_resolves"]))
     return [
         *what,
         f"target: {target}; action: {action}",

@@ -252,7 +252,8 @@ def cmd_audit_verify(args, ctx) -> int:
         if result.ok:
             out.print(Text(f"audit log OK: {result.count} entries verified; head {head.hash}"), soft_wrap=True)
         else:
-            out.print(Text(f"audit log BAD at entry #{result.first_bad_seq}: ", style="bold red")
+            where = f" at entry #{result.first_bad_seq}" if result.first_bad_seq is not None else ""
+            out.print(Text(f"audit log BAD{where}: ", style="bold red")
                       + safe(result.why) + Text(f" ({result.count} entries verified before it)"), soft_wrap=True)
     return 0 if result.ok else EXIT_BAD_LOG
 

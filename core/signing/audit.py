@@ -288,4 +288,9 @@ def verify(receiver, expect_head: str | None = None) -> VerifyResult:
         if wanted != GENESIS[: len(wanted)] and not any(h.startswith(wanted) for h in computed):
             return VerifyResult(False, count, count + 1,
                                 f"removed: head {wanted[:16]} is no longer in the log (entries were cut off or rewritten)")
+    from .marks import check_marks  # reconciles the case marks with the log; imports this module
+
+    problem = check_marks(receiver)
+    if problem is not None:
+        return VerifyResult(False, count, problem.seq, problem.why)
     return VerifyResult(True, count, None, f"{count} entries verified")

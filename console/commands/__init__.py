@@ -9,6 +9,8 @@ MODULES = [
     "console.commands.ledger",
     "console.commands.demo",
     "console.commands.operators",
+    "console.commands.cases",
+    "console.commands.export",
     "console.commands.watch",
     "console.commands.ui",
 ]

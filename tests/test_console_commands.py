@@ -67,7 +67,7 @@ def test_console_with_a_bad_config_stops_before_the_screen(home, capsys, monkeyp
 
 
 def test_ranking_csv_from_the_command_line(sample_home, capsys, tmp_path):
-    target = tmp_path / "out" / "dispatch.csv"
+    target = tmp_path / "dispatch.csv"
     assert main(["--home", str(sample_home.root), "ranking", "--csv", str(target)]) == 0
     rows = list(csv.DictReader(target.open(encoding="utf-8")))
     with Receiver(str(sample_home.db)) as r:

@@ -4,6 +4,10 @@ A subclass says what the action is (``describe`` and ``sign``, both run on the
 console's store thread). The preview is rebuilt from the store as the fields
 change, and the signature is made against that very preview (``expected=``), so
 the operator signs what they read or nothing at all.
+
+With the console's signing session (``app.signing``), the passphrase unlocks
+the operator's key once; later dialogs sign with the unlocked key, each one
+still previewed and signed on its own, until the session locks.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from core.rules.retention import RetentionError
 from core.rules.text import escape_text
-from core.signing.operators import ActionError, list_operators
+from core.signing.operators import ActionError, list_operators, load_signer
 
 
 class SignForm(ModalScreen[bool]):
@@ -48,7 +52,8 @@ class SignForm(ModalScreen[bool]):
     def describe(self, receiver, operator: str, reason: str, values: dict):
         raise ActionError("no action")  # overridden by every dialog
 
-    def sign(self, receiver, operator: str, passphrase: str, reason: str, preview, values: dict) -> str:
+    def sign(self, receiver, operator: str, signer, reason: str, preview, values: dict) -> str:
+        """Sign with ``signer`` (an unlocked key) and apply; return what happened, in one line."""
         raise ActionError("no action")  # overridden by every dialog
 
     # -- layout ---------------------------------------------------------------------------
@@ -81,7 +86,11 @@ class SignForm(ModalScreen[bool]):
         rows = await self.app.view.run(lambda r: list_operators(r, include_retired=False))
         select = self.query_one("#operator", Select)
         select.set_options([(escape_text(o["name"], 40), o["name"]) for o in rows])
-        if len(rows) == 1:
+        names = [o["name"] for o in rows]
+        unlocked = self._session().operator if self._session() is not None else None
+        if unlocked in names:
+            select.value = unlocked  # the operator whose key this session holds
+        elif len(rows) == 1:
             select.value = rows[0]["name"]
         if not rows:
             self.show_result("No operators yet: add one with `ussd-console operator add NAME`.")
@@ -98,7 +107,23 @@ class SignForm(ModalScreen[bool]):
     @on(Select.Changed)
     @on(Input.Changed, "#reason")
     def _changed(self) -> None:
+        self._show_unlocked()
         self.refresh_preview()
+
+    def _session(self):
+        return getattr(self.app, "signing", None)
+
+    def _unlocked(self, operator: str) -> bool:
+        session = self._session()
+        return bool(operator) and session is not None and session.operator == operator
+
+    def _show_unlocked(self) -> None:
+        """With the operator's key unlocked for the session, no passphrase is asked."""
+        box = self.query_one("#passphrase", Input)
+        unlocked = self._unlocked(self._operator())
+        box.disabled = unlocked
+        box.placeholder = ("key unlocked for this session (ctrl+l locks it)" if unlocked
+                           else "the operator's passphrase")
 
     def refresh_preview(self) -> None:
         self._update_preview(self._operator(), self._reason(), self.form_values())
@@ -137,6 +162,11 @@ class SignForm(ModalScreen[bool]):
     def _passphrase_entered(self) -> None:
         self.action_sign()
 
+    @on(Input.Submitted, "#reason")
+    def _reason_entered(self) -> None:
+        if self._unlocked(self._operator()):
+            self.action_sign()  # nothing more to type: the key is unlocked
+
     def action_cancel(self) -> None:
         self.dismiss(False)
 
@@ -151,19 +181,33 @@ class SignForm(ModalScreen[bool]):
         if not reason:
             self.show_result("a reason is required", error=True)
             return
-        if self.preview is None:
+        if self.preview is None or (self.preview.operator, self.preview.reason) != (operator, reason):
             self.show_result("nothing to sign yet: check the preview", error=True)
+            return
+        if not passphrase and not self._unlocked(operator):
+            self.show_result("give the passphrase", error=True)
             return
         self._do_sign(operator, passphrase, reason, self.preview, self.form_values())
 
     @work(exclusive=True, group="sign")
     async def _do_sign(self, operator: str, passphrase: str, reason: str, preview, values: dict) -> None:
         self.show_result("signing...")
+        session = self._session()
+
+        def run(receiver):
+            signer = session.signer_for(operator) if session is not None else None
+            if signer is None:
+                signer = load_signer(self.home, receiver, operator, passphrase)
+            return signer, self.sign(receiver, operator, signer, reason, preview, values)
+
         try:
-            message = await self.app.view.run(lambda r: self.sign(r, operator, passphrase, reason, preview, values))
+            signer, message = await self.app.view.run(run)
         except (ActionError, RetentionError, ValueError) as exc:
             self.show_result(str(exc), error=True)
+            self._show_unlocked()
             self.refresh_preview()
             return
+        if session is not None:
+            session.unlock(signer)
         self.app.notify(escape_text(message, 300), title="Signed", timeout=8)
         self.dismiss(True)

@@ -83,6 +83,7 @@ class ActivityPanel(Panel):
 
     BINDINGS = [
         Binding("w", "app.sweep_now", "Sweep inbox now"),
+        Binding("e", "app.export('rejects')", "Export"),
     ]
 
     def compose(self):

@@ -162,20 +162,17 @@ class LedgerReads:
             del row["case_key"]
         return rows
 
-    def headcount_by(self, field: str, limit: int = 20) -> list[dict]:
-        """Headcount per need or per site, largest first."""
+    def headcount_by(self, field: str, limit: int = 20, include_done: bool = True) -> list[dict]:
+        """Headcount per need or per site, largest first; of the ranked cases only without ``include_done``."""
         C = self.m.Case
         if field not in ("need", "site"):
             raise ValueError("headcount_by takes 'need' or 'site'")
         col = getattr(C, field)
         total = fn.SUM(C.headcount)
-        q = (
-            C.select(col.alias("key"), total.alias("headcount"), fn.COUNT(C.id).alias("cases"))
-            .group_by(col)
-            .order_by(total.desc(), col)
-            .limit(limit)
-        )
-        return list(q.dicts())
+        q = C.select(col.alias("key"), total.alias("headcount"), fn.COUNT(C.id).alias("cases"))
+        if not include_done:
+            q = q.where(SQL(RANKED_SQL))
+        return list(q.group_by(col).order_by(total.desc(), col).limit(limit).dicts())
 
     def quarantine(self, status: str | None = "open", limit: int = 100, offset: int = 0) -> list[dict]:
         Q = self.m.Quarantine
@@ -183,6 +180,10 @@ class LedgerReads:
         if status:
             q = q.where(Q.status == status)
         return list(q.order_by(Q.id.desc()).limit(limit).offset(offset).dicts())
+
+    def count_quarantine(self) -> int:
+        """Every conflict ever quarantined, open or resolved."""
+        return self.m.Quarantine.select().count()
 
     def rejects(self, limit: int = 100, offset: int = 0) -> list[dict]:
         R = self.m.Reject

@@ -38,6 +38,7 @@ def cmd_case_mark(args, ctx) -> int:
 
 
 def _values(v: dict) -> str:
+    """Site, need, people and pri in words."""
     return f"{v['site']} {v['need']}, {v['headcount']} people, pri {v['pri']}"
 
 
@@ -54,10 +55,10 @@ def cmd_case_show(args, ctx) -> int:
         head.append(" ! DISPUTED (an open conflict concerns it)", style="bold reverse")
     out.print(head, soft_wrap=True)
     out.print(Text(f"now: {_values(case)}; version {case['version']}; ") + safe(case["frame_text"]), soft_wrap=True)
-    out.print(table("Versions", ["version", "frame_id", "frame", "values", "when", "how", "by", "reason"], [
-        (v["version"], v["frame_id"], v["frame_text"], _values(v), when(v["at"]),
-         v["how"] if v["how"] == "applied" else f"{v['how']} (quarantine #{v['quarantine_id']})",
-         v.get("by") or v.get("path") or "-", v.get("reason") or "-")
+    out.print(table("Versions", ["v", "frame_id", "people", "pri", "when", "how"], [
+        (v["version"], v["frame_id"], v["headcount"], v["pri"], when(v["at"]),
+         f"applied (via {v['path']})" if v["how"] == "applied" else
+         f"correction #{v['quarantine_id']} accepted by {v.get('by') or '-'}: {v.get('reason') or '-'}")
         for v in story["versions"]
     ]))
     out.print(table("Status marks", ["when", "from", "to", "by", "reason", "audit entry"], [

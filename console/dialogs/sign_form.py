@@ -209,5 +209,6 @@ class SignForm(ModalScreen[bool]):
             return
         if session is not None:
             session.unlock(signer)
+            self.app.show_signing()  # the header says whose key is unlocked
         self.app.notify(escape_text(message, 300), title="Signed", timeout=8)
         self.dismiss(True)

@@ -112,3 +112,31 @@ def test_perf_probe_reports_open_time_and_memory(tmp_path):
     assert result["frames"] == 500 and result["rows_shown"] == 200
     assert result["open_s"] > 0 and 10 < result["rss_mb"] < 1000  # how fast it opens is for make bench
     assert set(result) >= {"import_s", "open_s", "rss_mb", "peak_rss_mb", "build_s", "store_mb"}
+
+
+def test_console_unlock_minutes_from_config(home, capsys, monkeypatch):
+    from core.config import load_console_config
+
+    assert load_console_config(home.config).unlock_minutes == 15
+    home.config.write_text("[console]\nunlock_minutes = 5\n", encoding="utf-8")
+    assert load_console_config(home.config).unlock_minutes == 5
+    seen = {}
+
+    class Probe:
+        def __init__(self, home, **kwargs):
+            seen.update(kwargs)
+            self.return_code = 0
+
+        def run(self):
+            pass
+
+    monkeypatch.setattr("console.commands.ui.need_terminal", lambda: None)
+    monkeypatch.setattr("console.app.ConsoleApp", Probe)
+    assert main(["--home", str(home.root), "console", "--no-inbox"]) == 0
+    assert seen["unlock_minutes"] == 5
+    for bad, words in (("unlock_minutes = -1", "out of range"), ("unlock_minutes = true", "must be a number"),
+                       ("unlock = 3", "unknown setting 'unlock'")):
+        home.config.write_text(f"[console]\n{bad}\n", encoding="utf-8")
+        assert main(["--home", str(home.root), "console"]) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.splitlines()) == 1

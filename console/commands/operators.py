@@ -252,9 +252,12 @@ def cmd_audit_verify(args, ctx) -> int:
         if result.ok:
             out.print(Text(f"audit log OK: {result.count} entries verified; head {head.hash}"), soft_wrap=True)
         else:
-            where = f" at entry #{result.first_bad_seq}" if result.first_bad_seq is not None else ""
-            out.print(Text(f"audit log BAD{where}: ", style="bold red")
-                      + safe(result.why) + Text(f" ({result.count} entries verified before it)"), soft_wrap=True)
+            if result.first_bad_seq is not None:
+                where, after = f" at entry #{result.first_bad_seq}", f" ({result.count} entries verified before it)"
+            else:  # the chain is sound; a table disagrees with it
+                where, after = "", f" ({result.count} entries verified; the tables disagree with them)"
+            out.print(Text(f"audit log BAD{where}: ", style="bold red") + safe(result.why) + Text(after),
+                      soft_wrap=True)
     return 0 if result.ok else EXIT_BAD_LOG
 
 

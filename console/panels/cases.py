@@ -17,6 +17,7 @@ from console.render import safe
 from console.ui_text import need, number, stamp, status
 from console.widgets.keyed_table import KeyedTable
 
+from .case_rows import MARK_BINDINGS, CaseRows
 from .panel import PAGE, InfoLine, Panel, window_text
 
 COLUMNS = [
@@ -44,7 +45,7 @@ SORT_CYCLE = ["first_seen", "pri", "headcount", "site", "need", "frame_id"]
 SORT_NAMES = dict(COLUMNS)
 
 
-class CasesPanel(Panel):
+class CasesPanel(CaseRows, Panel):
     TAB_ID = "cases"
     TITLE = "Cases"
 
@@ -52,10 +53,7 @@ class CasesPanel(Panel):
         Binding("slash", "filter", "Filter"),
         Binding("s", "next_sort", "Sort"),
         Binding("r", "reverse", "Reverse"),
-        Binding("D", "mark('dispatched')", "Dispatched"),
-        Binding("S", "mark('served')", "Served"),
-        Binding("C", "mark('closed')", "Closed", show=False),
-        Binding("O", "mark('open')", "Re-open", show=False),
+        *MARK_BINDINGS,
         Binding("e", "app.export('cases')", "Export", show=False),
         Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
         Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
@@ -159,18 +157,3 @@ class CasesPanel(Panel):
     def _header(self, event: DataTable.HeaderSelected) -> None:
         self._sort_by(event.column_key.value)
 
-    def selected(self) -> dict | None:
-        key = self.query_one(KeyedTable).cursor_key
-        return self.rows.get(key) if key is not None else None
-
-    def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "mark":
-            return True if self.app.dialog("mark") is not None else None
-        return True
-
-    def action_mark(self, to: str) -> None:
-        self.app.mark_case(self.selected(), to)
-
-    @on(DataTable.RowSelected, "#cases-table")
-    def _open(self, event: DataTable.RowSelected) -> None:
-        self.app.open_case(case_id=int(event.row_key.value))

@@ -10,16 +10,15 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
-from textual import on
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable
 
 from console.render import safe
 from console.ui_text import number, stamp, status
 from console.widgets.bars import Bars
 from console.widgets.keyed_table import KeyedTable
 
+from .case_rows import MARK_BINDINGS, CaseRows
 from .panel import PAGE, SLOW_FACTOR, InfoLine, Panel, window_text
 
 COLUMNS = [
@@ -35,16 +34,13 @@ COLUMNS = [
 BARS_LIMIT = 50  # groups fetched for the bars; the widget shows the largest few
 
 
-class RankingPanel(Panel):
+class RankingPanel(CaseRows, Panel):
     TAB_ID = "ranking"
     TITLE = "Ranking"
 
     BINDINGS = [
         Binding("e", "app.export('ranking')", "Export"),
-        Binding("D", "mark('dispatched')", "Dispatched"),
-        Binding("S", "mark('served')", "Served"),
-        Binding("C", "mark('closed')", "Closed", show=False),
-        Binding("O", "mark('open')", "Re-open", show=False),
+        *MARK_BINDINGS,
         Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
         Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
     ]
@@ -122,20 +118,3 @@ class RankingPanel(Panel):
         info = window_text(self.page_offset, len(rows), self.total, "dispatch order")
         info.append(" | open and dispatched; Enter: history", style="dim")
         self.query_one("#ranking-info", InfoLine).update(info)
-
-    # -- actions ---------------------------------------------------------------------
-    def selected(self) -> dict | None:
-        key = self.query_one(KeyedTable).cursor_key
-        return self.rows.get(key) if key is not None else None
-
-    def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "mark":
-            return True if self.app.dialog("mark") is not None else None
-        return True
-
-    def action_mark(self, to: str) -> None:
-        self.app.mark_case(self.selected(), to)
-
-    @on(DataTable.RowSelected, "#ranking-table")
-    def _open(self, event: DataTable.RowSelected) -> None:
-        self.app.open_case(case_id=int(event.row_key.value))

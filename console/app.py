@@ -40,8 +40,10 @@ from core.home import Home
 from core.inbox import InboxService
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import escape_text
+from core.signing.session import SigningSession
 
 from .dialogs.confirm_dialog import ConfirmDialog
+from .case_actions import CaseActions
 from .dialogs.help_screen import HelpScreen
 from .messages import Arrived, RefreshWanted
 from .operator_actions import OperatorActions
@@ -74,7 +76,7 @@ def probe_store(receiver: Receiver, service: Any, last_version: int | None) -> d
     return out
 
 
-class ConsoleApp(OperatorActions, App):
+class ConsoleApp(CaseActions, OperatorActions, App):
     CSS_PATH = Path(__file__).with_name("console.tcss")
     TITLE = "USSD console"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
@@ -86,6 +88,7 @@ class ConsoleApp(OperatorActions, App):
         Binding("m", "toggle_maximize", "Maximize", show=False),
         Binding("ctrl+r", "refresh", "Refresh now", show=False),
         Binding("d", "dismiss_notes", "Dismiss notifications", show=False),
+        Binding("ctrl+l", "lock_key", "Lock the signing key", show=False),
         Binding("q", "ask_quit", "Quit"),
     ]
 
@@ -102,12 +105,15 @@ class ConsoleApp(OperatorActions, App):
         home_label: str | None = None,
         db: str | None = None,
         quit_note: str | None = None,
+        unlock_minutes: float = 15.0,
     ):
         """``service_factory=None`` opens the console without the inbox (read-only views);
         ``companions`` are started after the inbox and stopped before it (the demo's gateway);
         ``home_label`` replaces the home's path in the header (fixed pictures);
         ``db`` is the store (default: ``db =`` in config.toml, else ``<home>/receiver.db``);
-        ``quit_note`` is said before quitting (the demo: what happens to its home)."""
+        ``quit_note`` is said before quitting (the demo: what happens to its home).
+
+        ``unlock_minutes``: an unlocked signing key locks after this long without a signature."""
         super().__init__()
         self.home = home.ensure()
         self.home_label = home_label or str(home.root)
@@ -121,6 +127,7 @@ class ConsoleApp(OperatorActions, App):
         self.evict_every = evict_every
         self.companions = list(companions)
         self.quit_note = quit_note
+        self.signing = SigningSession(unlock_minutes * 60)
         self.health: dict | None = None
         self.totals: dict | None = None
         self.eviction: EvictionSchedule | None = None
@@ -163,6 +170,7 @@ class ConsoleApp(OperatorActions, App):
     async def on_mount(self) -> None:
         self.panel().focus_main()
         self.set_interval(self.refresh_every, self.request_refresh)
+        self.set_interval(5.0, self._signing_tick)
         if self.evict_every:
             self.eviction = EvictionSchedule(self.evict_every, self.clock(), first_after=FIRST_EVICTION_AFTER)
             self.set_interval(FIRST_EVICTION_AFTER, self._eviction_tick)
@@ -207,6 +215,7 @@ class ConsoleApp(OperatorActions, App):
         self.request_refresh(force=True)
 
     async def on_unmount(self) -> None:
+        self.signing.lock()  # the unlocked key never outlives the console
         if self.service_factory is not None:
             await asyncio.to_thread(self._inbox_settled.wait, 30.0)
         for companion in self.companions:

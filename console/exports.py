@@ -1,4 +1,12 @@
-"""The dispatch list as CSV for the teams who deliver (console key ``e``, ``ranking --csv``)."""
+"""Exports for the people who plan deliveries and report to donors: any view as CSV or .xlsx.
+
+One writer for the ``export`` command, ``ranking --csv`` and the console's
+export dialog. A file is written to a temporary name in the target's own
+folder and renamed into place, so nobody ever opens half a list; an existing
+file is kept unless ``force``; a directory or a missing folder is a one-line
+error (the folder is never created on a guess). Every text cell is guarded
+against formulas (``core.rules.cells``).
+"""
 
 from __future__ import annotations
 
@@ -7,53 +15,128 @@ import datetime as dt
 import os
 import tempfile
 from pathlib import Path
-from typing import IO
+from typing import IO, Iterable
 
-from core.rules.frame import NEED_NAMES
+from console.errors import CommandError
+from core.rules.cells import guard
 
-HEADER = ["rank", "frame_id", "site", "need", "need_name", "headcount", "pri", "first_seen"]
-_FORMULA_START = ("=", "+", "-", "@")
+from .export_views import VIEWS, View
 
-
-def _cell(value: str) -> str:
-    """Spreadsheets run cells that start like a formula; a leading quote keeps them text."""
-    return "'" + value if value.startswith(_FORMULA_START) else value
+FORMATS = ("csv", "xlsx")
 
 
-def export_path(exports: Path, now: float) -> Path:
-    stamp = dt.datetime.fromtimestamp(now).strftime("%Y%m%d-%H%M%S")
-    return exports / f"dispatch-{stamp}.csv"
+def view(name: str) -> View:
+    if name not in VIEWS:
+        raise CommandError(f"no export view {name!r}; choose one of {', '.join(VIEWS)}")
+    return VIEWS[name]
 
 
-def write_rows(receiver, out: IO[str]) -> int:
-    """The dispatch order as CSV rows on ``out``; return the number of cases."""
-    writer = csv.writer(out)
-    writer.writerow(HEADER)
-    rows = 0
-    for rank, (frame_id, site, need, headcount, pri, first_seen) in enumerate(receiver.ranking_rows(), 1):
-        writer.writerow([
-            rank, _cell(frame_id), _cell(site), need, NEED_NAMES.get(need, ""), headcount, pri,
-            dt.datetime.fromtimestamp(first_seen).astimezone().isoformat(timespec="seconds"),
-        ])
-        rows = rank
-    return rows
+def fmt_for(path: str | None, given: str | None) -> str:
+    """The format asked for, else the one the file name says, else CSV."""
+    if given:
+        if given not in FORMATS:
+            raise CommandError(f"an export format is {' or '.join(FORMATS)}, not {given!r}")
+        return given
+    return "xlsx" if path and str(path).lower().endswith(".xlsx") else "csv"
 
 
-def write_dispatch_csv(receiver, target: Path) -> int:
-    """Write the whole ranking to ``target`` atomically; return the number of cases.
+def default_target(exports: Path, name: str, fmt: str, now: float) -> Path:
+    """``<exports>/<stem>-<time>.<fmt>``, numbered when that name is taken (two in one second).
 
-    Written to a temporary name in the same folder and renamed, so nobody ever
-    picks up half a list.
+    The home's own exports folder is made when missing; a folder the operator names never is.
     """
+    exports.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.fromtimestamp(now).strftime("%Y%m%d-%H%M%S")
+    stem = view(name).stem
+    target = exports / f"{stem}-{stamp}.{fmt}"
+    n = 2
+    while target.exists():
+        target = exports / f"{stem}-{stamp}-{n}.{fmt}"
+        n += 1
+    return target
+
+
+def check_target(target: Path, force: bool) -> Path:
+    """Refuse a target that is a folder, in a folder that does not exist, or taken (without force)."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".dispatch-", suffix=".tmp", dir=target.parent)
+    if target.is_dir():
+        raise CommandError(f"{target} is a folder; give a file name to write")
+    parent = target.parent
+    if not parent.is_dir():
+        raise CommandError(f"the folder {parent} does not exist; create it first")
+    if (target.exists() or target.is_symlink()) and not force:
+        raise CommandError(f"{target} already exists; use --force to replace it")
+    return target
+
+
+def _cell(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return guard(value)
+    return value
+
+
+def _rows(receiver, v: View) -> Iterable[list]:
+    yield from v.rows(receiver)
+    if v.trailer is not None:
+        yield from v.trailer(receiver)
+
+
+def write_csv(receiver, name: str, out: IO[str]) -> int:
+    """The view as CSV rows on ``out``; return the number of rows under the header."""
+    v = view(name)
+    writer = csv.writer(out)
+    writer.writerow(v.header)
+    n = 0
+    for row in _rows(receiver, v):
+        writer.writerow([_cell(x) for x in row])
+        n += 1
+    return n
+
+
+def _write_xlsx(receiver, name: str, path: str) -> int:
+    import xlsxwriter
+
+    v = view(name)
+    # No guessing: text stays text (never a formula, a number or a link), rows stream to disk.
+    book = xlsxwriter.Workbook(path, {"constant_memory": True, "strings_to_formulas": False,
+                                      "strings_to_numbers": False, "strings_to_urls": False})
+    sheet = book.add_worksheet(name)
+    bold = book.add_format({"bold": True})
+    sheet.write_row(0, 0, v.header, bold)
+    n = 0
+    for n, row in enumerate(_rows(receiver, v), start=1):
+        for col, value in enumerate(row):
+            value = _cell(value)
+            if isinstance(value, str):
+                sheet.write_string(n, col, value)
+            else:
+                sheet.write_number(n, col, value)
+    book.close()
+    return n
+
+
+def write_export(receiver, name: str, target: Path, fmt: str = "csv", force: bool = False) -> int:
+    """Write view ``name`` to ``target`` atomically; return the number of rows written."""
+    view(name)
+    target = check_target(Path(target), force)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as out:
-            rows = write_rows(receiver, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
+        if fmt == "xlsx":
+            os.close(fd)
+            rows = _write_xlsx(receiver, name, tmp)
+            fd = os.open(tmp, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+        else:
+            with os.fdopen(fd, "w", newline="", encoding="utf-8") as out:
+                rows = write_csv(receiver, name, out)
+                out.flush()
+                os.fsync(out.fileno())
+        _place(tmp, target, force)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -61,3 +144,20 @@ def write_dispatch_csv(receiver, target: Path) -> int:
             pass
         raise
     return rows
+
+
+def _place(tmp: str, target: Path, force: bool) -> None:
+    """Rename into place; without ``force`` a hard link, which fails if the name was taken meanwhile."""
+    if force:
+        os.replace(tmp, target)
+    else:
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise CommandError(f"{target} already exists; use --force to replace it") from None
+        os.unlink(tmp)
+    dir_fd = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -9,7 +9,8 @@ stay visible but disabled, and nothing pretends to resolve anything.
 Contract for a dialog class (a Textual ``Screen``):
 - ``resolve``: ``ResolveDialog(item=<quarantine row dict>, action="keep_first" |
   "accept_correction", home=<Home>)``;
-- ``exception``: ``ExceptionDialog(policy=<retention dict>, home=<Home>)``.
+- ``exception``: ``ExceptionDialog(policy=<retention dict>, home=<Home>)``;
+- ``mark``: ``MarkDialog(case=<case row dict with frame_id>, status=<status>, home=<Home>)``.
 It dismisses with a true value when it changed the store, so the console
 refreshes at once.
 """
@@ -22,6 +23,7 @@ import importlib.util
 DIALOGS = {
     "resolve": "console.dialogs.resolve_dialog:ResolveDialog",
     "exception": "console.dialogs.exception_dialog:ExceptionDialog",
+    "mark": "console.dialogs.mark_dialog:MarkDialog",
 }
 
 

@@ -8,7 +8,6 @@ the result in one notification, and asks for a refresh.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from rich.text import Text
@@ -22,7 +21,6 @@ from core.rules.text import escape_text
 
 from . import hooks
 from .dialogs.confirm_dialog import ConfirmDialog
-from .exports import export_path, write_dispatch_csv
 from .messages import RefreshWanted
 from .panels import PANELS
 from .ui_text import count, stamp
@@ -95,21 +93,6 @@ class OperatorActions:
         if self.eviction is not None and self.eviction.due(self.clock()):
             self._evict("schedule")
 
-    def action_export_ranking(self) -> None:
-        self._export(export_path(self.home.exports, self.clock()))
-
-    @work(thread=True, group="export", exclusive=True, exit_on_error=False)
-    def _export(self, target: Path) -> None:
-        try:
-            with Receiver(self.store) as receiver:
-                rows = write_dispatch_csv(receiver, target)
-        except Exception as exc:
-            log.exception("export failed")
-            self.notify(f"Export failed: {escape_text(exc, 160)}", severity="error", markup=False)
-            return
-        self.notify(f"{count(rows)} cases in dispatch order written to {escape_text(target, 160)}",
-                    title="Export", markup=False, timeout=8)
-
     def action_sweep_now(self) -> None:
         if self.service is None:
             self.notify("The inbox is not running in this console.", severity="warning", markup=False)
@@ -154,9 +137,13 @@ class OperatorActions:
                             lambda: self._page(1))
         yield SystemCommand("Previous page", "The previous window of rows of this screen ([)",
                             lambda: self._page(-1))
-        yield SystemCommand("Ranking: export dispatch list to CSV",
-                            f"Write the dispatch order under {escape_text(self.home.exports, 60)} (e)",
-                            self.action_export_ranking)
+        yield SystemCommand("Export a view", f"Any view as CSV or .xlsx under {escape_text(self.home.exports, 60)} (e)",
+                            self.action_export)
+        if self.dialog("mark") is not None:
+            for status, key in (("dispatched", "D"), ("served", "S"), ("closed", "C"), ("open", "O")):
+                yield SystemCommand(f"Ranking: mark the selected case {status} (signed)", f"Key {key} on Ranking or Cases",
+                                    self._panel_action("ranking", "mark", status))
+        yield SystemCommand("Lock the signing key", "Forget the unlocked key now (ctrl+l)", self.action_lock_key)
         if self.dialog("resolve") is not None:
             yield SystemCommand("Quarantine: keep first (signed)", "Keep the first version (k)",
                                 self._panel_action("quarantine", "resolve", "keep_first"))

@@ -51,6 +51,14 @@ def need(code: str) -> Text:
     return text
 
 
+def status(word: str, disputed: bool = False) -> Text:
+    """A case's status as its word; a disputed case also says DISPUTED, after a ``!``. Never colour alone."""
+    out = Text(word, style="bold" if word == "dispatched" else "")
+    if disputed:
+        out.append(" ! DISPUTED", style="bold reverse")
+    return out
+
+
 # Every outcome carries its own word and a leading mark; style only repeats it.
 OUTCOMES = {
     "APPLIED": ("+ applied", "bold"),

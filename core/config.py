@@ -17,6 +17,11 @@ The inbox settings live in an ``[inbox]`` table::
     observer = true             # the watchdog push path; false leaves only the sweep
     sweep = true                # the sweep pull path; false leaves only the observer
     batch_lines = 5000          # frames per transaction (a crash redoes at most one batch)
+
+The console's own settings live in a ``[console]`` table::
+
+    [console]
+    unlock_minutes = 15         # an unlocked signing key locks after this long without a signature
 """
 
 from __future__ import annotations
@@ -68,22 +73,23 @@ _RULES: dict[str, tuple[type, float | None, float | None]] = {
     "observer": (bool, None, None),
     "sweep": (bool, None, None),
     "batch_lines": (int, 1, 1_000_000),
+    "unlock_minutes": (float, 0.0, 720.0),  # [console]; at most a long shift
 }
 
 
-def _check(key: str, value: Any) -> None:
+def _check(key: str, value: Any, section: str = "inbox") -> None:
     kind, low, high = _RULES[key]
     if kind is bool:
         if not isinstance(value, bool):
-            raise ValueError(f"inbox setting {key} must be true or false, not {value!r}")
+            raise ValueError(f"{section} setting {key} must be true or false, not {value!r}")
         return
     # bool is an int in Python; `settle_time = true` is still a mistake.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"inbox setting {key} must be a number, not {value!r}")
+        raise ValueError(f"{section} setting {key} must be a number, not {value!r}")
     if kind is int and not float(value).is_integer():
-        raise ValueError(f"inbox setting {key} must be a whole number, not {value!r}")
+        raise ValueError(f"{section} setting {key} must be a whole number, not {value!r}")
     if value != value or (low is not None and value < low) or (high is not None and value > high):
-        raise ValueError(f"inbox setting {key} = {value!r} is out of range ({low:g} to {high:g})")
+        raise ValueError(f"{section} setting {key} = {value!r} is out of range ({low:g} to {high:g})")
 
 
 def read_toml(path: Path) -> dict:
@@ -110,6 +116,30 @@ def load_inbox_config(config_path: Path, overrides: Mapping[str, Any] | None = N
     if given:
         config = InboxConfig.from_mapping({**dataclasses.asdict(config), **given}, where="command line")
     return config
+
+
+@dataclass(frozen=True)
+class ConsoleConfig:
+    """``[console]``: ``unlock_minutes`` is how long an operator's unlocked signing key stays
+    unlocked without a signature (0: ask for the passphrase every time)."""
+
+    unlock_minutes: float = 15.0
+
+    def __post_init__(self) -> None:
+        _check("unlock_minutes", self.unlock_minutes, section="console")
+
+
+def load_console_config(config_path: Path) -> ConsoleConfig:
+    table = read_toml(config_path).get("console", {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{config_path}: 'console' must be a table ([console])")
+    for key in table:
+        if key != "unlock_minutes":
+            raise ValueError(f"{config_path} [console]: unknown setting {key!r} (known: unlock_minutes)")
+    try:
+        return ConsoleConfig(**table)
+    except ValueError as exc:
+        raise ValueError(f"{config_path} [console]: {exc}") from None
 
 
 def store_target(home, given: str | None = None) -> str:

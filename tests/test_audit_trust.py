@@ -159,7 +159,7 @@ def test_3_hand_edits_of_the_tables_are_named_and_a_short_policy_is_never_applie
     assert done.returncode == 1 and f"quarantine #{open_id}" in done.stdout and "BAD" in done.stdout
     # eviction keeps 40 days (the last valid policy), and says why, through the CLI
     done = run(home, target, "evict")
-    assert done.returncode == 0 and "older than 40 days" in done.stdout
+    assert done.returncode == 0 and "more than 40 days" in done.stdout
     assert "RETENTION FAULT" in done.stderr and "retention policy #3 (1 hours" in done.stderr
     assert "not applied: it is below the 72-hour floor" in done.stderr
     done = run(home, target, "--json", "evict")

@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from console.app import PANELS
 from console.dialogs.confirm_dialog import ConfirmDialog
+from console.dialogs.export_dialog import ExportDialog
 from console.widgets.header_bar import HeaderBar
 from console.dialogs.help_screen import HelpScreen, section
 from console.widgets.keyed_table import KeyedTable
@@ -144,12 +145,15 @@ async def test_ranking_export_writes_the_dispatch_list(sample_home):
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
         await press_and_settle(pilot, "2", "e")
+        await until(lambda: isinstance(app.screen, ExportDialog))
+        await pilot.press("enter")  # the dialog opens on this screen's view, as CSV, with Export focused
         await until(lambda: list(sample_home.exports.glob("dispatch-*.csv")))
         (path,) = sample_home.exports.glob("dispatch-*.csv")
         rows = list(csv.DictReader(path.open(encoding="utf-8")))
         assert [r["frame_id"] for r in rows[:3]] == ["kak06-1", "ifo01-1", "kak01-1"]
         assert len(rows) == 10 and rows[0]["need_name"] == "protection"
         assert not list(sample_home.exports.glob(".dispatch-*"))  # no temporary left behind
+        assert rows[2]["status"] == "open" and rows[2]["disputed"] == "true"  # kak01-1: a correction waits
 
 
 @run_async
@@ -224,7 +228,8 @@ async def test_the_command_palette_offers_every_action(sample_home):
         for panel in PANELS:
             assert f"Show {panel.TITLE}" in titles
         for title in ("Cases: filter", "Cases: sort by next column", "Cases: reverse sort", "Next page",
-                      "Previous page", "Ranking: export dispatch list to CSV", "Retention: run eviction now",
+                      "Previous page", "Export a view", "Retention: run eviction now", "Lock the signing key",
+                      "Ranking: mark the selected case dispatched (signed)",
                       "Inbox: sweep now", "Refresh now", "Help: keys", "Quit"):
             assert title in titles
         run = {c.title: c.callback for c in app.get_system_commands(app.screen)}

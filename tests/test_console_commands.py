@@ -67,7 +67,7 @@ def test_console_with_a_bad_config_stops_before_the_screen(home, capsys, monkeyp
 
 
 def test_ranking_csv_from_the_command_line(sample_home, capsys, tmp_path):
-    target = tmp_path / "out" / "dispatch.csv"
+    target = tmp_path / "dispatch.csv"
     assert main(["--home", str(sample_home.root), "ranking", "--csv", str(target)]) == 0
     rows = list(csv.DictReader(target.open(encoding="utf-8")))
     with Receiver(str(sample_home.db)) as r:
@@ -84,13 +84,13 @@ def test_ranking_csv_from_the_command_line(sample_home, capsys, tmp_path):
 
 
 def test_export_guards_cells_a_spreadsheet_would_run(tmp_path):
-    from console.exports import write_dispatch_csv
+    from console.exports import write_export
     from tests.helpers import frame
 
     with Receiver(str(tmp_path / "r.db")) as r:
         r.ingest("-cmd", frame(1, "A", "MED", 1, 1))  # an opaque id may start with a dash
         target = tmp_path / "d.csv"
-        assert write_dispatch_csv(r, target) == 1
+        assert write_export(r, "ranking", target) == 1
     (row,) = list(csv.DictReader(target.open(encoding="utf-8")))
     assert row["frame_id"] == "'-cmd"
 
@@ -112,3 +112,31 @@ def test_perf_probe_reports_open_time_and_memory(tmp_path):
     assert result["frames"] == 500 and result["rows_shown"] == 200
     assert result["open_s"] > 0 and 10 < result["rss_mb"] < 1000  # how fast it opens is for make bench
     assert set(result) >= {"import_s", "open_s", "rss_mb", "peak_rss_mb", "build_s", "store_mb"}
+
+
+def test_console_unlock_minutes_from_config(home, capsys, monkeypatch):
+    from core.config import load_console_config
+
+    assert load_console_config(home.config).unlock_minutes == 15
+    home.config.write_text("[console]\nunlock_minutes = 5\n", encoding="utf-8")
+    assert load_console_config(home.config).unlock_minutes == 5
+    seen = {}
+
+    class Probe:
+        def __init__(self, home, **kwargs):
+            seen.update(kwargs)
+            self.return_code = 0
+
+        def run(self):
+            pass
+
+    monkeypatch.setattr("console.commands.ui.need_terminal", lambda: None)
+    monkeypatch.setattr("console.app.ConsoleApp", Probe)
+    assert main(["--home", str(home.root), "console", "--no-inbox"]) == 0
+    assert seen["unlock_minutes"] == 5
+    for bad, words in (("unlock_minutes = -1", "out of range"), ("unlock_minutes = true", "must be a number"),
+                       ("unlock = 3", "unknown setting 'unlock'")):
+        home.config.write_text(f"[console]\n{bad}\n", encoding="utf-8")
+        assert main(["--home", str(home.root), "console"]) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.splitlines()) == 1

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.console_support import fixed_app, press_and_settle, sample_home, utc  # noqa: F401  (fixtures)
+from console.dialogs.case_screen import CaseScreen
+from tests.console_support import fixed_app, press_and_settle, sample_home, until, utc  # noqa: F401  (fixtures)
+from tools.sample_store import add_lifecycle
 
 SIZES = {"80x24": (80, 24), "120x36": (120, 36)}
 SCREENS = {"cases": "1", "ranking": "2", "quarantine": "3", "retention": "4", "activity": "5", "help": "question_mark"}
@@ -32,5 +34,32 @@ def test_no_color(snap_compare, sample_home, monkeypatch):
 
     async def run_before(pilot):
         await press_and_settle(pilot, "3")
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.fixture
+def lifecycle_home(sample_home):
+    """The sample store with kak01-1 dispatched while its correction waits, and dad01-1 served."""
+    return add_lifecycle(sample_home)
+
+
+def test_ranking_with_disputed_and_dispatched_rows(snap_compare, lifecycle_home):
+    app = fixed_app(lifecycle_home)
+
+    async def run_before(pilot):
+        await press_and_settle(pilot, "2")
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_case_history(snap_compare, lifecycle_home):
+    """Enter on kak01-1 (third in the ranking): its version, its marks, the conflict about it."""
+    app = fixed_app(lifecycle_home)
+
+    async def run_before(pilot):
+        await press_and_settle(pilot, "2", "down", "down", "enter")
+        await until(lambda: isinstance(app.screen, CaseScreen) and app.screen.story is not None)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -13,11 +13,14 @@ from console.demo.gateway_sim import SAMPLES, STORY
 from core import Receiver
 from core.home import Home
 from core.rules.formats import read_items
+from core.signing.marks import mark_case
+from core.signing.operators import add_operator
 
 # 2024-05-02 09:30:00 UTC: the fixed "now" of the pictures.
 FIXED_NOW = 1714642200.0
 MINUTE = 60.0
 DAY = 86400.0
+OPERATOR, PASSPHRASE = "amina", "correct horse"  # the pictures' operator (a throwaway key)
 SOURCES = ["watch", "watch", "watch", "sweep", "watch", "watch", "cli", "watch", "watch", "watch"]
 
 
@@ -39,4 +42,18 @@ def build(home: Home, now: float = FIXED_NOW, samples: Path = SAMPLES) -> Home:
         for step, source in zip(STORY, SOURCES):
             at += step.after * MINUTE / 2
             receiver.ingest_many(sample_items(samples / step.sample, step.name), now=at, source=source)
+    return home
+
+
+def add_lifecycle(home: Home, now: float = FIXED_NOW) -> Home:
+    """An operator, and two signed marks: a team sent to kak01-1 (while its correction waits,
+    so it is disputed) and dad01-1 served (it has left the ranking)."""
+    with Receiver(str(home.db)) as receiver:
+        add_operator(home, receiver, OPERATOR, PASSPHRASE, now=now - 20 * MINUTE)
+        for fid, status, reason, at in (
+            ("kak01-1", "dispatched", "Kakuma1 clinic team sent", now - 12 * MINUTE),
+            ("dad01-1", "dispatched", "food truck left Dadaab", now - 10 * MINUTE),
+            ("dad01-1", "served", "40 rations handed over", now - 4 * MINUTE),
+        ):
+            mark_case(home, receiver, fid, status, operator=OPERATOR, passphrase=PASSPHRASE, reason=reason, now=at)
     return home

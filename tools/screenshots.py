@@ -14,11 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from core import Receiver
 from core.home import Home
-from core.signing.operators import add_operator
 
-from .sample_store import FIXED_NOW, build
+from .sample_store import FIXED_NOW, PASSPHRASE, add_lifecycle, build
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENS = [
@@ -42,7 +40,7 @@ async def signing_dialog(app, p, out: Path) -> Path:
     for _ in range(100):
         if getattr(app.screen, "preview", None) is None and hasattr(app.screen, "refresh_preview"):
             app.screen.query_one("#reason", Input).value = "Kakuma1 radioed the corrected headcount"
-            app.screen.query_one("#passphrase", Input).value = "correct horse"
+            app.screen.query_one("#passphrase", Input).value = PASSPHRASE
         if getattr(app.screen, "preview", None) is not None:
             break
         await p.pause(0.05)
@@ -53,15 +51,32 @@ async def signing_dialog(app, p, out: Path) -> Path:
     return target
 
 
+async def case_history(app, p, out: Path) -> Path:
+    """Enter on kak01-1 in the ranking: dispatched while its correction waits, so disputed."""
+    from console.dialogs.case_screen import CaseScreen
+
+    await p.press("2")
+    await app.settled()
+    await p.press("down", "down", "enter")
+    for _ in range(200):
+        if isinstance(app.screen, CaseScreen) and app.screen.story is not None:
+            break
+        await p.pause(0.05)
+    await p.pause()
+    target = out / "case.svg"
+    target.write_text(app.export_screenshot(title="ussd-console: a case's history"), encoding="utf-8")
+    await p.press("escape")
+    return target
+
+
 def take(out: Path, size: tuple[int, int]) -> list[Path]:
     from console.app import ConsoleApp
 
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="ussd-shots-") as tmp:
-        home = build(Home(Path(tmp) / "home"))
-        with Receiver(str(home.db)) as receiver:  # someone to sign in the dialog's picture
-            add_operator(home, receiver, "amina", "correct horse")
+        # Someone to sign in the dialog's picture, and cases dispatched and served.
+        home = add_lifecycle(build(Home(Path(tmp) / "home")))
         app = ConsoleApp(home, clock=lambda: FIXED_NOW, evict_every=None, home_label=HOME_LABEL)
 
         async def pilot(p) -> None:
@@ -77,6 +92,7 @@ def take(out: Path, size: tuple[int, int]) -> list[Path]:
                 written.append(target)
                 if name == "help":
                     await p.press("escape")
+            written.append(await case_history(app, p, out))
             written.append(await signing_dialog(app, p, out))
             app.exit()
 

@@ -10,6 +10,8 @@ MODULES = [
     "console.commands.demo",
     "console.commands.operators",
     "console.commands.audit",
+    "console.commands.cases",
+    "console.commands.export",
     "console.commands.watch",
     "console.commands.ui",
 ]

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from console.errors import CommandError
-from console.exports import export_path, write_dispatch_csv, write_rows
+from console.exports import default_target, write_csv, write_export
 from console.render import make_console, print_json, safe, table, when
 from core.config import load_inbox_config
 from core.inbox import claimed_dir, deliver_until_done, file_counts, hold_after_commit, quiet_skip
@@ -65,13 +65,16 @@ def register(sub, common) -> None:
     p.add_argument("--until", type=date_arg_end, metavar="DATE", help="first seen on or before DATE (that whole day)")
     p.set_defaults(handler=cmd_cases)
 
-    p = sub.add_parser("ranking", parents=[common], help="dispatch order: priority, then people, then first seen",
-                       epilog=examples("ussd-console ranking --limit 20", "ussd-console ranking --csv",
-                                       "ussd-console ranking --csv - | head"),
+    p = sub.add_parser("ranking", parents=[common],
+                       help="dispatch order of open and dispatched cases: priority, then people, then first seen",
+                       epilog=examples("ussd-console ranking --limit 20", "ussd-console ranking --all",
+                                       "ussd-console ranking --csv", "ussd-console ranking --csv - | head"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_paging(p)
+    p.add_argument("--all", action="store_true", help="served and closed cases too")
     p.add_argument("--csv", nargs="?", const="", default=None, metavar="PATH",
                    help="write the whole dispatch list as CSV (default <home>/exports/dispatch-<time>.csv; - for stdout)")
+    p.add_argument("--force", action="store_true", help="with --csv PATH: replace an existing file")
     p.set_defaults(handler=cmd_ranking)
 
     p = sub.add_parser("quarantine", parents=[common], help="conflicts waiting for an operator")
@@ -300,6 +303,8 @@ def cmd_status(args, ctx) -> int:
     ], codes=("path",)))
     out.print(table("Inbox files", ["arrival path", "files"],
                     [(PATH_NAMES.get(src, src), n) for src, n in sorted(files.items())], codes=("arrival path",)))
+    by_status = t["cases_by_status"]
+    out.print(Text("cases by status: " + ", ".join(f"{k} {v}" for k, v in by_status.items())))
     out.print(Text(f"retention: {retention_words(policy)}"))
     print_retention_fault(policy)
     return 0
@@ -335,9 +340,9 @@ def cmd_cases(args, ctx) -> int:
     total = r.count_cases(args.filter, since=args.since, until=args.until)
     make_console().print(table(
         f"Cases {args.offset + 1 if rows else 0}-{args.offset + len(rows)} of {total}",
-        ["frame_id", "site", "need", "people", "pri", "first seen", "version"],
+        ["frame_id", "site", "need", "people", "pri", "first seen", "version", "status"],
         [(c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"], minute(c["first_seen"]),
-          c["version"]) for c in rows],
+          c["version"], c["status"] + (" ! DISPUTED" if c["disputed"] else "")) for c in rows],
         codes=("frame_id", "site", "people", "pri", "first seen", "version"),
     ))
     return 0
@@ -356,15 +361,16 @@ def need_words(code: str) -> str:
 def cmd_ranking(args, ctx) -> int:
     if args.csv is not None:
         return _ranking_csv(args, ctx)
-    rows = ctx.receiver.ranking(limit=args.limit, offset=args.offset)
+    rows = ctx.receiver.ranking(limit=args.limit, offset=args.offset, include_done=args.all)
     if ctx.json:
         for row in rows:
             print_json(row)
         return 0
     make_console().print(table(
-        "Dispatch ranking", ["rank", "frame_id", "site", "need", "people", "pri", "first seen"],
-        [(c["rank"], c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"], minute(c["first_seen"]))
-         for c in rows],
+        "Dispatch ranking" + (" (every case)" if args.all else " (open and dispatched cases)"),
+        ["rank", "frame_id", "site", "need", "people", "pri", "status", "first seen"],
+        [(c["rank"], c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"],
+          c["status"] + (" ! DISPUTED" if c["disputed"] else ""), minute(c["first_seen"])) for c in rows],
         codes=("rank", "frame_id", "site", "people", "pri", "first seen"),
     ))
     return 0
@@ -373,13 +379,13 @@ def cmd_ranking(args, ctx) -> int:
 def _ranking_csv(args, ctx) -> int:
     if args.csv == "-":
         try:
-            write_rows(ctx.receiver, sys.stdout)
+            write_csv(ctx.receiver, "ranking", sys.stdout)
             sys.stdout.flush()
         except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    target = Path(args.csv) if args.csv else export_path(ctx.home.exports, time.time())
-    rows = write_dispatch_csv(ctx.receiver, target)
+    target = Path(args.csv) if args.csv else default_target(ctx.home.exports, "ranking", "csv", time.time())
+    rows = write_export(ctx.receiver, "ranking", target, "csv", force=args.force)
     if ctx.json:
         print_json({"path": str(target), "cases": rows})
     else:

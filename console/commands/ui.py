@@ -8,7 +8,7 @@ import logging
 import sys
 
 from console.errors import CommandError
-from core.config import load_inbox_config
+from core.config import load_console_config, load_inbox_config
 from core.home import LOG_FORMAT, Home
 
 
@@ -57,6 +57,7 @@ def open_console(ctx, inbox: bool = True) -> int:
     ctx.writes = inbox  # taking in the inbox writes; --no-inbox only reads
     home = ctx.open_home()
     config = load_inbox_config(home.config)  # a bad setting is one line here, not a broken screen
+    console_config = load_console_config(home.config)
     _ = ctx.receiver  # open and migrate the store here too, for the same reason
     ctx.close()
     from console.app import ConsoleApp, inbox_service
@@ -66,6 +67,7 @@ def open_console(ctx, inbox: bool = True) -> int:
         service_factory=functools.partial(inbox_service, config=config, db_path=ctx.store_target) if inbox else None,
         evict_every=config.evict_every,
         db=ctx.store_target,
+        unlock_minutes=console_config.unlock_minutes,
     )
     with logs_to_file(home):
         app.run()

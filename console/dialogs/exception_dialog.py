@@ -44,9 +44,9 @@ class ExceptionDialog(SignForm):
             raise ValueError("give the new retention in whole days")
         return actions.describe_retention(receiver, days, operator, reason)
 
-    def sign(self, receiver, operator, passphrase, reason, preview, values) -> str:
+    def sign(self, receiver, operator, signer, reason, preview, values) -> str:
         days = values["days"]
-        done = actions.set_retention(self.home, receiver, days, operator=operator, passphrase=passphrase,
+        done = actions.set_retention(self.home, receiver, days, operator=operator, signer=signer,
                                      reason=reason, expected=preview)
         policy = done["retention"]
         kind = "signed exception" if policy["is_exception"] else "policy"

@@ -31,6 +31,10 @@ LEGEND = [
     ("Enter", "Activity, on a reject: the whole line and what was wrong"),
     ("d", "hide the notifications now"),
     ("v / ^", "sort order: descending / ascending"),
+    ("open dispatched", "case status: waiting / a team is on its way (both in the ranking)"),
+    ("served closed", "case status: aid delivered / no action needed (out of the ranking)"),
+    ("! DISPUTED", "an open conflict concerns the case: settle it before acting on its figures"),
+    ("key NAME unlocked", "the signing session holds NAME's key; ctrl+l locks it"),
 ]
 
 

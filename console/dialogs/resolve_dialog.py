@@ -27,7 +27,7 @@ class ResolveDialog(SignForm):
     def describe(self, receiver, operator, reason, values):
         return actions.describe_resolve(receiver, self.item["id"], self.decision, operator, reason)
 
-    def sign(self, receiver, operator, passphrase, reason, preview, values) -> str:
+    def sign(self, receiver, operator, signer, reason, preview, values) -> str:
         done = actions.resolve(self.home, receiver, self.item["id"], self.decision, operator=operator,
-                               passphrase=passphrase, reason=reason, expected=preview)
+                               signer=signer, reason=reason, expected=preview)
         return f"conflict #{done['quarantine_id']}: {done['status']} (audit entry #{done['entry']['seq']})"

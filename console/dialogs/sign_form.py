@@ -4,6 +4,10 @@ A subclass says what the action is (``describe`` and ``sign``, both run on the
 console's store thread). The preview is rebuilt from the store as the fields
 change, and the signature is made against that very preview (``expected=``), so
 the operator signs what they read or nothing at all.
+
+With the console's signing session (``app.signing``), the passphrase unlocks
+the operator's key once; later dialogs sign with the unlocked key, each one
+still previewed and signed on its own, until the session locks.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from core.rules.retention import RetentionError
 from core.rules.text import escape_text
 from core.signing import audit
-from core.signing.operators import ActionError, list_operators
+from core.signing.operators import ActionError, list_operators, load_signer
 
 
 def last_signer(receiver) -> str | None:
@@ -56,7 +60,8 @@ class SignForm(ModalScreen[bool]):
     def describe(self, receiver, operator: str, reason: str, values: dict):
         raise ActionError("no action")  # overridden by every dialog
 
-    def sign(self, receiver, operator: str, passphrase: str, reason: str, preview, values: dict) -> str:
+    def sign(self, receiver, operator: str, signer, reason: str, preview, values: dict) -> str:
+        """Sign with ``signer`` (an unlocked key) and apply; return what happened, in one line."""
         raise ActionError("no action")  # overridden by every dialog
 
     # -- layout ---------------------------------------------------------------------------
@@ -92,7 +97,10 @@ class SignForm(ModalScreen[bool]):
         select = self.query_one("#operator", Select)
         select.set_options([(escape_text(o["name"], 40), o["name"]) for o in rows])
         names = [o["name"] for o in rows]
-        if len(names) == 1:
+        unlocked = self._session().operator if self._session() is not None else None
+        if unlocked in names:
+            select.value = unlocked  # the operator whose key this session holds
+        elif len(names) == 1:
             select.value = names[0]
         elif last in names:  # the operator who signed last is most likely the one at the keyboard
             select.value = last
@@ -111,7 +119,23 @@ class SignForm(ModalScreen[bool]):
     @on(Select.Changed)
     @on(Input.Changed, "#reason")
     def _changed(self) -> None:
+        self._show_unlocked()
         self.refresh_preview()
+
+    def _session(self):
+        return getattr(self.app, "signing", None)
+
+    def _unlocked(self, operator: str) -> bool:
+        session = self._session()
+        return bool(operator) and session is not None and session.operator == operator
+
+    def _show_unlocked(self) -> None:
+        """With the operator's key unlocked for the session, no passphrase is asked."""
+        box = self.query_one("#passphrase", Input)
+        unlocked = self._unlocked(self._operator())
+        box.disabled = unlocked
+        box.placeholder = ("key unlocked for this session (ctrl+l locks it)" if unlocked
+                           else "the operator's passphrase")
 
     def refresh_preview(self) -> None:
         self._update_preview(self._operator(), self._reason(), self.form_values())
@@ -150,6 +174,11 @@ class SignForm(ModalScreen[bool]):
     def _passphrase_entered(self) -> None:
         self.action_sign()
 
+    @on(Input.Submitted, "#reason")
+    def _reason_entered(self) -> None:
+        if self._unlocked(self._operator()):
+            self.action_sign()  # nothing more to type: the key is unlocked
+
     def action_cancel(self) -> None:
         self.dismiss(False)
 
@@ -164,20 +193,35 @@ class SignForm(ModalScreen[bool]):
         if not reason:
             self.show_result("a reason is required", error=True)
             return
-        if self.preview is None:
+        if self.preview is None or (self.preview.operator, self.preview.reason) != (operator, reason):
             self.show_result("nothing to sign yet: check the preview", error=True)
+            return
+        if not passphrase and not self._unlocked(operator):
+            self.show_result("give the passphrase", error=True)
             return
         self._do_sign(operator, passphrase, reason, self.preview, self.form_values())
 
     @work(exclusive=True, group="sign")
     async def _do_sign(self, operator: str, passphrase: str, reason: str, preview, values: dict) -> None:
         self.show_result("signing...")
+        session = self._session()
+
+        def run(receiver):
+            signer = session.signer_for(operator) if session is not None else None
+            if signer is None:
+                signer = load_signer(self.home, receiver, operator, passphrase)
+            return signer, self.sign(receiver, operator, signer, reason, preview, values)
+
         try:
-            message = await self.app.view.run(lambda r: self.sign(r, operator, passphrase, reason, preview, values))
+            signer, message = await self.app.view.run(run)
         except (ActionError, RetentionError, ValueError) as exc:
             self.show_result(str(exc), error=True)  # the other fields keep what was typed
+            self._show_unlocked()
             self.refresh_preview()
             self.query_one("#passphrase", Input).focus()
             return
+        if session is not None:
+            session.unlock(signer)
+            self.app.show_signing()  # the header says whose key is unlocked
         self.app.notify(escape_text(message, 300), title="Signed", timeout=8)
         self.dismiss(True)

@@ -85,6 +85,7 @@ class ActivityPanel(Panel):
 
     BINDINGS = [
         Binding("w", "app.sweep_now", "Sweep inbox now"),
+        Binding("e", "app.export('rejects')", "Export"),
     ]
 
     def __init__(self, **kwargs):

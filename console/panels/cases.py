@@ -1,4 +1,9 @@
-"""Cases: the applied ledger, one page at a time, sortable and filterable."""
+"""Cases: the applied ledger, one page at a time, sortable and filterable.
+
+Every case is here whatever its status (the status column says it, and
+DISPUTED while an open conflict concerns it). Enter opens its history; D, S, C
+and O mark it (signed).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,10 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Input
 
 from console.render import safe
-from console.ui_text import need, number, stamp
+from console.ui_text import need, number, stamp, status
 from console.widgets.keyed_table import KeyedTable
 
+from .case_rows import MARK_BINDINGS, CaseRows
 from .panel import PAGE, InfoLine, Panel, window_text
 
 COLUMNS = [
@@ -20,6 +26,7 @@ COLUMNS = [
     ("need", "need"),
     ("headcount", "people"),
     ("pri", "pri"),
+    ("status", "status"),
     ("first_seen", "first seen"),
     ("version", "ver"),
     ("source", "path"),
@@ -38,7 +45,7 @@ SORT_CYCLE = ["first_seen", "pri", "headcount", "site", "need", "frame_id"]
 SORT_NAMES = dict(COLUMNS)
 
 
-class CasesPanel(Panel):
+class CasesPanel(CaseRows, Panel):
     TAB_ID = "cases"
     TITLE = "Cases"
 
@@ -46,6 +53,8 @@ class CasesPanel(Panel):
         Binding("slash", "filter", "Filter"),
         Binding("s", "next_sort", "Sort"),
         Binding("r", "reverse", "Reverse"),
+        *MARK_BINDINGS,
+        Binding("e", "app.export('cases')", "Export", show=False),
         Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
         Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
@@ -56,6 +65,7 @@ class CasesPanel(Panel):
         self.sort = "first_seen"
         self.descending = True
         self.filter = ""
+        self.rows: dict[str, dict] = {}
 
     def compose(self):
         with Horizontal(classes="panel-top"):
@@ -79,10 +89,12 @@ class CasesPanel(Panel):
     def show(self, data) -> None:
         self.total = data["total"]
         table = self.query_one(KeyedTable)
+        self.rows = {str(c["id"]): c for c in data["rows"]}
         table.sync([
             (str(c["id"]), (
                 safe(c["frame_id"], 64), safe(c["site"], 8), need(c["need"]), number(c["headcount"]),
-                number(c["pri"]), Text(stamp(c["first_seen"])), number(c["version"]), safe(c["source"], 16),
+                number(c["pri"]), status(c["status"], c["disputed"]), Text(stamp(c["first_seen"])),
+                number(c["version"]), safe(c["source"], 16),
             ))
             for c in data["rows"]
         ])
@@ -144,3 +156,4 @@ class CasesPanel(Panel):
     @on(DataTable.HeaderSelected, "#cases-table")
     def _header(self, event: DataTable.HeaderSelected) -> None:
         self._sort_by(event.column_key.value)
+

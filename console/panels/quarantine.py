@@ -3,6 +3,8 @@
 Differing fields are marked with ``≠`` and a reverse style, so the difference
 reads without colour. The resolve keys open the signing dialog when one is
 installed (see ``console.hooks``); this panel never changes the store itself.
+``t`` lists resolved conflicts too (with who settled them); Enter opens the
+history of the case a conflict concerns.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ COLUMNS = [
     ("reason", "reason"),
     ("seen", "seen"),
     ("last_seen", "last seen"),
+    ("status", "status"),
 ]
+# Resolutions in a few columns; the words match `quarantine --all`.
+STATUS_WORDS = {"open": "! open", "kept_first": "kept first", "accepted_correction": "accepted", "settled": "settled"}
 FIELDS = [
     ("frame id", lambda f, fid: fid),
     ("place in session", lambda f, fid: f.seq if f else None),
@@ -84,6 +89,8 @@ class QuarantinePanel(Panel):
     BINDINGS = [
         Binding("k", "resolve('keep_first')", "Keep first"),
         Binding("a", "resolve('accept_correction')", "Accept correction"),
+        Binding("t", "toggle_resolved", "Resolved too"),
+        Binding("e", "app.export('quarantine')", "Export", show=False),
         Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
         Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
     ]
@@ -91,6 +98,7 @@ class QuarantinePanel(Panel):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.items: dict[str, dict] = {}
+        self.show_resolved = False
 
     def compose(self):
         yield InfoLine(id="quarantine-info")
@@ -98,14 +106,14 @@ class QuarantinePanel(Panel):
         yield Static(id="quarantine-detail")
 
     def params(self):
-        return (self.page_offset,)
+        return (self.page_offset, self.show_resolved)
 
     @staticmethod
     def load(receiver, params, now):
-        (offset,) = params
+        offset, resolved = params
         return {
-            "rows": receiver.quarantine(status="open", limit=PAGE, offset=offset),
-            "total": receiver.totals()["conflicts_open"],
+            "rows": receiver.quarantine(status=None if resolved else "open", limit=PAGE, offset=offset),
+            "total": receiver.count_quarantine() if resolved else receiver.totals()["conflicts_open"],
         }
 
     def show(self, data) -> None:
@@ -116,10 +124,12 @@ class QuarantinePanel(Panel):
             (str(q["id"]), (
                 number(q["id"]), safe(q["frame_id"], 64), reason(q["reason"]),
                 number(q["seen_count"]), Text(stamp(q["last_seen"])),
+                Text(STATUS_WORDS.get(q["status"], q["status"]), style="bold" if q["status"] == "open" else ""),
             ))
             for q in rows
         ])
-        info = window_text(self.page_offset, len(rows), self.total, "open conflicts")
+        what = "conflicts (resolved too; t: open only)" if self.show_resolved else "open conflicts"
+        info = window_text(self.page_offset, len(rows), self.total, what)
         if self.total:
             info.append(" | the first version stays until an operator signs", style="dim")
         self.query_one("#quarantine-info", InfoLine).update(info)
@@ -139,7 +149,10 @@ class QuarantinePanel(Panel):
         out = Table.grid()
         out.add_row(summary(item))
         out.add_row(compare(item))
-        out.add_row(Text("≠ differs | k keep first, a accept correction (signed)", style="dim"))
+        if item["status"] != "open":
+            out.add_row(Text(f"resolved: {STATUS_WORDS.get(item['status'], item['status'])} by ")
+                        + safe(item["resolved_by"], 32) + Text(f" at {stamp(item['resolved_at'])}"))
+        out.add_row(Text("≠ differs | k keep first, a accept correction (signed) | Enter: the case", style="dim"))
         detail.update(out)
 
     @on(DataTable.RowHighlighted, "#quarantine-table")
@@ -151,6 +164,17 @@ class QuarantinePanel(Panel):
         if action == "resolve":
             return True if self.app.dialog("resolve") is not None else None
         return True
+
+    def action_toggle_resolved(self) -> None:
+        self.show_resolved = not self.show_resolved
+        self.page_offset = 0
+        self.request_refresh()
+
+    @on(DataTable.RowSelected, "#quarantine-table")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        item = self.items.get(event.row_key.value)
+        if item is not None:
+            self.app.open_case(case_key=item["case_key"])
 
     def action_resolve(self, action: str) -> None:
         item = self.selected()

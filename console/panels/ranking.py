@@ -1,4 +1,9 @@
-"""Ranking: the dispatch order, headcount by need and by site, and the CSV export."""
+"""Ranking: the dispatch order of open and dispatched cases, headcount by need and by site.
+
+Each row says its status and, when an open conflict concerns the case, DISPUTED:
+a delivery team never acts on a figure an operator has not settled. Enter opens
+the case's history; D, S, C and O mark it (signed).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 
 from console.render import safe
-from console.ui_text import need, number, stamp
+from console.ui_text import number, stamp, status
 from console.widgets.bars import Bars
 from console.widgets.keyed_table import KeyedTable
 
+from .case_rows import MARK_BINDINGS, CaseRows
 from .panel import PAGE, SLOW_FACTOR, InfoLine, Panel, window_text
 
 COLUMNS = [
@@ -22,17 +28,19 @@ COLUMNS = [
     ("need", "need"),
     ("headcount", "people"),
     ("pri", "pri"),
+    ("status", "status"),
     ("first_seen", "first seen"),
 ]
 BARS_LIMIT = 50  # groups fetched for the bars; the widget shows the largest few
 
 
-class RankingPanel(Panel):
+class RankingPanel(CaseRows, Panel):
     TAB_ID = "ranking"
     TITLE = "Ranking"
 
     BINDINGS = [
-        Binding("e", "app.export_ranking", "Export CSV"),
+        Binding("e", "app.export('ranking')", "Export"),
+        *MARK_BINDINGS,
         Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
         Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
     ]
@@ -42,6 +50,7 @@ class RankingPanel(Panel):
         self.bars_version: int | None = None
         self.bars_at = 0.0
         self.bars_cost = 0.0
+        self.rows: dict[str, dict] = {}
 
     def compose(self):
         with Horizontal(id="ranking-body"):
@@ -83,21 +92,23 @@ class RankingPanel(Panel):
     @staticmethod
     def load(receiver, params, now):
         offset, with_bars = params
-        data = {"rows": receiver.ranking(limit=PAGE, offset=offset), "total": receiver.count_cases()}
+        data = {"rows": receiver.ranking(limit=PAGE, offset=offset), "total": receiver.count_ranked()}
         if with_bars:
             started = time.monotonic()
-            data["by_need"] = receiver.headcount_by("need", limit=BARS_LIMIT)
-            data["by_site"] = receiver.headcount_by("site", limit=BARS_LIMIT)
+            data["by_need"] = receiver.headcount_by("need", limit=BARS_LIMIT, include_done=False)
+            data["by_site"] = receiver.headcount_by("site", limit=BARS_LIMIT, include_done=False)
             data["bars_cost"] = time.monotonic() - started
         return data
 
     def show(self, data) -> None:
         self.total = data["total"]
         rows = data["rows"]
+        self.rows = {str(c["id"]): c for c in rows}
         self.query_one(KeyedTable).sync([
             (str(c["id"]), (
-                number(c["rank"]), safe(c["frame_id"], 64), safe(c["site"], 8), need(c["need"]),
-                number(c["headcount"]), number(c["pri"]), Text(stamp(c["first_seen"])),
+                number(c["rank"]), safe(c["frame_id"], 64), safe(c["site"], 8), safe(c["need"], 8),
+                number(c["headcount"]), number(c["pri"]), status(c["status"], c["disputed"]),
+                Text(stamp(c["first_seen"])),
             ))
             for c in rows
         ])
@@ -105,5 +116,5 @@ class RankingPanel(Panel):
             self.query_one("#bars-need", Bars).rows = tuple((r["key"], r["headcount"]) for r in data["by_need"])
             self.query_one("#bars-site", Bars).rows = tuple((r["key"], r["headcount"]) for r in data["by_site"])
         info = window_text(self.page_offset, len(rows), self.total, "dispatch order")
-        info.append(" | pri, then people, then first seen", style="dim")
+        info.append(" | open and dispatched; Enter: history", style="dim")
         self.query_one("#ranking-info", InfoLine).update(info)

@@ -57,6 +57,7 @@ class HeaderBar(Widget):
         self.health: dict | None = None
         self.service = False
         self.error: str | None = None
+        self.unlocked: str | None = None  # whose signing key the session holds
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.refresh)
@@ -94,6 +95,9 @@ class HeaderBar(Widget):
         width = max(self.size.width, 20)
         now = time.strftime("%H:%M:%S", time.localtime(self.clock()))
         right = self._health()
+        if self.unlocked:
+            right.append(" | ")
+            right.append(f"key {escape_text(self.unlocked, 16)} unlocked", style=self._style("title"))
         right.append(f" | {now}")
         title = Text("USSD console ", style=self._style("title"))
         room = width - len(title) - len(right) - 1

@@ -154,8 +154,11 @@ def _values(v: dict) -> str:
     return f"site {v['site']}, need {v['need']}, headcount {v['headcount']}, pri {v['pri']}"
 
 
-def _lines(action: str, target: str, payload: dict, fields: dict, fingerprint: str) -> list[str]:
-    if action == RETENTION_ACTION:
+def _lines(action: str, target: str, payload: dict, fields: dict, fingerprint: str,
+           what: list[str] | None = None) -> list[str]:
+    if what is not None:
+        pass  # the action described itself
+    elif action == RETENTION_ACTION:
         frm, to = payload["from_seconds"], payload["to_seconds"]
         what = [f"change retention from {describe(frm)} to {describe(to)}"]
         if payload["exception"]:
@@ -190,12 +193,13 @@ def _lines(action: str, target: str, payload: dict, fields: dict, fingerprint: s
     ]
 
 
-def _preview(receiver, action, target, payload, operator, reason) -> Preview:
+def _preview(receiver, action, target, payload, operator, reason, what: list[str] | None = None) -> Preview:
+    """``what`` says what the action does, for actions this module does not describe itself."""
     row = active_operator(receiver, operator)
     fields = audit.prepare(receiver, action, target, reason, row.name, row.fingerprint, payload)
     fields.pop("at")
     return Preview(action, target, row.name, row.fingerprint, fields["reason"], payload, fields,
-                   _lines(action, target, payload, fields, row.fingerprint))
+                   _lines(action, target, payload, fields, row.fingerprint, what))
 
 
 def describe_resolve(receiver, quarantine_id, decision, operator: str, reason: str) -> Preview:
@@ -206,12 +210,19 @@ def describe_retention(receiver, days, operator: str, reason: str) -> Preview:
     return _preview(receiver, *_plan_retention(receiver, days), operator, reason)
 
 
-def _sign(home, receiver, plan_fn, apply_fn, operator, passphrase, reason, now, expected):
-    """The common path: check, unlock, then plan, sign and apply in one transaction."""
+def _sign(home, receiver, plan_fn, apply_fn, operator, passphrase, reason, now, expected, signer=None):
+    """The common path: check, unlock, then plan, sign and apply in one transaction.
+
+    ``signer`` is a key the operator already unlocked (the console's signing
+    session); without it the passphrase unlocks the key for this action only.
+    """
     check_name(operator)
     reason = audit.check_reason(reason)
     plan_fn()  # refuse a bad target before asking the key to unlock
-    signer = load_signer(home, receiver, operator, passphrase)
+    if signer is None:
+        signer = load_signer(home, receiver, operator, passphrase)
+    elif signer.name != operator:
+        raise ActionError(f"the unlocked key is {signer.name}'s, not {operator}'s")
     at = time.time() if now is None else float(now)
     with write_transaction(receiver.db):
         active_operator(receiver, operator)  # not retired since the key was unlocked
@@ -226,15 +237,15 @@ def _sign(home, receiver, plan_fn, apply_fn, operator, passphrase, reason, now, 
     return {"entry": entry, **result}
 
 
-def resolve(home, receiver, quarantine_id, decision, *, operator: str, passphrase: str, reason: str,
-            now: float | None = None, expected: Preview | None = None) -> dict:
+def resolve(home, receiver, quarantine_id, decision, *, operator: str, passphrase: str | None = None,
+            reason: str, now: float | None = None, expected: Preview | None = None, signer=None) -> dict:
     """Resolve one open conflict, signed; see the module docstring."""
 
     def apply(payload, entry, at):
         return _apply_resolve(receiver, payload, entry, at)
 
     return _sign(home, receiver, lambda: _plan_resolve(receiver, quarantine_id, decision), apply,
-                 operator, passphrase, reason, now, expected)
+                 operator, passphrase, reason, now, expected, signer)
 
 
 def _apply_resolve(receiver, payload: dict, entry: dict, at: float) -> dict:
@@ -269,8 +280,8 @@ def _apply_resolve(receiver, payload: dict, entry: dict, at: float) -> dict:
     return {"quarantine_id": qid, "status": STATUS[decision], "also_resolved": payload["also_resolves"]}
 
 
-def set_retention(home, receiver, days, *, operator: str, passphrase: str, reason: str,
-                  now: float | None = None, expected: Preview | None = None) -> dict:
+def set_retention(home, receiver, days, *, operator: str, passphrase: str | None = None, reason: str,
+                  now: float | None = None, expected: Preview | None = None, signer=None) -> dict:
     """Change the retention policy, signed: refused below 72 h, an exception below 30 days."""
 
     def apply(payload, entry, at):
@@ -279,7 +290,7 @@ def set_retention(home, receiver, days, *, operator: str, passphrase: str, reaso
         return {"retention": policy}
 
     return _sign(home, receiver, lambda: _plan_retention(receiver, days), apply,
-                 operator, passphrase, reason, now, expected)
+                 operator, passphrase, reason, now, expected, signer)
 
 
 def policy_history(receiver, limit: int = 50) -> list[dict]:

@@ -265,3 +265,14 @@ register("ledger", (RESOLVE_ACCEPT,), check_ledger)
 register("settlements", (RESOLVE_KEEP, RESOLVE_ACCEPT), check_settlements)
 register("retention", (RETENTION_SET,), check_retention)
 register("operators", (OPERATOR_ADD, OPERATOR_RETIRE, OPERATOR_ADOPT), check_operators)
+
+
+def check_case_marks(receiver, entries) -> list[str]:
+    """Case status marks: each mark row has its signed entry and each case its last mark's status."""
+    from .marks import check_marks  # marks imports the store's signing path; loaded only to verify
+
+    problem = check_marks(receiver)
+    return [] if problem is None else [problem.why]
+
+
+register("case status", ("case.mark",), check_case_marks)

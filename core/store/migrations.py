@@ -13,7 +13,7 @@ from core.signing.audit_models import create_audit_tables, create_truncate_guard
 from .backend import open_database
 from .database import StoreError, describe_target, write_transaction
 from .inbox_progress import migrate_v2 as _v2_inbox_tables
-from .models import bind_models
+from .models import RANKED_SQL, bind_models
 
 Migration = Callable[[Database, object], None]
 
@@ -45,12 +45,31 @@ def _v4_audit_truncate_guards(db: Database, m) -> None:
     create_truncate_guards(db)
 
 
+def _v14_case_lifecycle(db: Database, m) -> None:
+    """Case statuses (every existing case becomes ``open``) and the signed marks' table.
+
+    Numbered 14 (the issue that brought it) so branches adding steps in parallel
+    do not collide; steps apply by membership, so the gap is harmless.
+    A store created since ``Case.status`` existed already has the column (step 1
+    builds tables from the models), so it is added only where missing.
+    """
+    if "status" not in {c.name for c in db.get_columns("cases")}:
+        db.execute_sql("ALTER TABLE cases ADD COLUMN status TEXT NOT NULL DEFAULT 'open'")
+    db.create_tables([m.CaseMark])
+    # The ranking walks only the cases aid may still go to, however many are done.
+    db.execute_sql(
+        "CREATE INDEX IF NOT EXISTS cases_ranked ON cases (pri, headcount, first_seen) "
+        f"WHERE {RANKED_SQL}"
+    )
+
+
 # Append only: a released store is upgraded by running the steps it lacks, in order.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core tables: dedup witnesses, ledger, quarantine, rejects, accounting, retention", _v1_core_tables),
     (2, "inbox: claimed files with per-file progress, files per delivery path", _v2_inbox_tables),
     (3, "operators, the signed audit log and its head", _v3_operators_and_audit),
     (4, "PostgreSQL: the audit tables refuse TRUNCATE", _v4_audit_truncate_guards),
+    (14, "case lifecycle: a status per case and its signed marks", _v14_case_lifecycle),
 ]
 
 

@@ -19,10 +19,17 @@ from peewee import (
     ForeignKeyField,
     IntegerField,
     Model,
+    SQL,
     TextField,
 )
 
+from core.rules.lifecycle import RANKED
+
 from .inbox_progress import bind_inbox_models
+
+# The ranking's filter as literal SQL: the partial index ``cases_ranked`` is used only
+# when a query's WHERE holds this very term (a bound parameter would not match it).
+RANKED_SQL = "status IN (" + ", ".join(f"'{s}'" for s in RANKED) + ")"
 
 # Timestamps are epoch seconds in DoubleField: peewee's FloatField is a 4-byte REAL
 # on PostgreSQL, which would round today's epoch to the nearest couple of minutes.
@@ -71,6 +78,8 @@ def bind_models(db: Database) -> SimpleNamespace:
         updated_at = DoubleField()
         source = TextField()
         version = IntegerField(default=1)
+        # The lifecycle (core.rules.lifecycle); a SQL default, since the ingest inserts raw rows.
+        status = TextField(default="open", constraints=[SQL("DEFAULT 'open'")])
 
         class Meta:
             table_name = "cases"
@@ -92,6 +101,23 @@ def bind_models(db: Database) -> SimpleNamespace:
 
         class Meta:
             table_name = "case_history"
+
+    class CaseMark(Base):
+        """One signed status change of a case; ``audit_seq`` is the audit entry that signed it."""
+
+        id = AutoField()
+        case = ForeignKeyField(Case, backref="marks", on_delete="CASCADE", index=True)
+        case_key = TextField()
+        frame_id = TextField()
+        from_status = TextField()
+        to_status = TextField()
+        at = DoubleField()
+        operator = TextField()
+        reason = TextField()
+        audit_seq = IntegerField(unique=True)
+
+        class Meta:
+            table_name = "case_marks"
 
     class Quarantine(Base):
         """R5: a newcomer that disagrees with what was applied first."""
@@ -224,6 +250,7 @@ def bind_models(db: Database) -> SimpleNamespace:
         SeenFrame=SeenFrame,
         Case=Case,
         CaseHistory=CaseHistory,
+        CaseMark=CaseMark,
         Quarantine=Quarantine,
         Settlement=Settlement,
         Reject=Reject,

@@ -6,9 +6,16 @@ import time
 from collections import Counter as Tally
 from typing import Iterable
 
-from peewee import fn
+from peewee import SQL, fn
 
 from core.rules.frame import NEED_NAMES
+from core.rules.lifecycle import OPEN, RANKED, STATUSES
+
+from .models import RANKED_SQL
+
+# Cases per status other than open, kept in ``totals`` by the signed mark that moves
+# them (so counting stays O(1) on a big store); open is all cases minus these.
+STATUS_TOTAL = "status:"
 
 
 class LedgerReads:
@@ -61,7 +68,51 @@ class LedgerReads:
             "seen_frames": self._total("seen_frames"),
             "retention_days": round(policy["retention_seconds"] / 86400, 3),
             "retention_fault": policy["fault"],
+            "cases_by_status": self.cases_by_status(),
         }
+
+    def cases_by_status(self) -> dict[str, int]:
+        T = self.m.Total
+        names = [STATUS_TOTAL + s for s in STATUSES if s != OPEN]
+        counts = dict(T.select(T.name, T.value).where(T.name.in_(names)).tuples())
+        done = {s: int(counts.get(STATUS_TOTAL + s, 0)) for s in STATUSES if s != OPEN}
+        return {OPEN: self._total("cases") - sum(done.values()), **done}
+
+    def count_ranked(self, include_done: bool = False) -> int:
+        """Cases the ranking lists: open and dispatched ones, or every case with ``include_done``."""
+        if include_done:
+            return self._total("cases")
+        by_status = self.cases_by_status()
+        return sum(by_status[s] for s in RANKED)
+
+    def open_conflict_refs(self) -> tuple[set[str], set[str]]:
+        """Case keys and frame ids that open conflicts concern (for a whole export)."""
+        Q = self.m.Quarantine
+        keys: set[str] = set()
+        ids: set[str] = set()
+        for key, fid in Q.select(Q.case_key, Q.frame_id).where(Q.status == "open").tuples().iterator():
+            keys.add(key)
+            ids.add(fid)
+        return keys, ids
+
+    def mark_disputed(self, rows: list[dict]) -> list[dict]:
+        """Set ``disputed`` on each case row: true while an open conflict concerns the case
+        (same case key, so a re-ranked copy counts, or the same frame id)."""
+        if not rows:
+            return rows
+        Q = self.m.Quarantine
+        keys = list({r["case_key"] for r in rows})
+        ids = list({r["frame_id"] for r in rows})
+        found = list(
+            Q.select(Q.case_key, Q.frame_id)
+            .where((Q.status == "open") & (Q.case_key.in_(keys) | Q.frame_id.in_(ids)))
+            .tuples()
+        )
+        hit_keys = {k for k, _ in found}
+        hit_ids = {f for _, f in found}
+        for r in rows:
+            r["disputed"] = r["case_key"] in hit_keys or r["frame_id"] in hit_ids
+        return rows
 
     CASE_SORTS = ("first_seen", "frame_id", "site", "need", "headcount", "pri", "updated_at")
 
@@ -91,7 +142,7 @@ class LedgerReads:
         col = getattr(C, sort)
         order = [col.desc() if descending else col.asc(), C.id.desc() if descending else C.id.asc()]
         q = self._case_filter(C.select(), filter, since, until).order_by(*order).limit(limit).offset(offset)
-        return list(q.dicts())
+        return self.mark_disputed(list(q.dicts()))
 
     def count_cases(self, filter: str | None = None, since: float | None = None, until: float | None = None) -> int:
         if not filter and since is None and until is None:
@@ -102,34 +153,36 @@ class LedgerReads:
         H = self.m.CaseHistory
         return list(H.select().where(H.case == case_id).order_by(H.id).dicts())
 
-    def ranking(self, limit: int = 100, offset: int = 0) -> list[dict]:
-        """The dispatch order: pri desc, headcount desc, first seen."""
+    def _ranking_query(self, fields, include_done: bool):
         C = self.m.Case
-        q = (
-            C.select(C.id, C.frame_id, C.site, C.need, C.headcount, C.pri, C.first_seen)
-            .order_by(C.pri.desc(), C.headcount.desc(), C.first_seen.asc(), C.id.asc())
-            .limit(limit)
-            .offset(offset)
-        )
-        rows = list(q.dicts())
+        q = C.select(*fields)
+        if not include_done:
+            q = q.where(SQL(RANKED_SQL))
+        return q.order_by(C.pri.desc(), C.headcount.desc(), C.first_seen.asc(), C.id.asc())
+
+    def ranking(self, limit: int = 100, offset: int = 0, include_done: bool = False) -> list[dict]:
+        """The dispatch order (pri desc, headcount desc, first seen) of open and dispatched
+        cases, or of every case with ``include_done``; each row says its status and whether
+        it is disputed."""
+        C = self.m.Case
+        fields = (C.id, C.case_key, C.frame_id, C.site, C.need, C.headcount, C.pri, C.first_seen, C.status)
+        rows = self.mark_disputed(list(self._ranking_query(fields, include_done).limit(limit).offset(offset).dicts()))
         for i, row in enumerate(rows, start=offset + 1):
             row["rank"] = i
+            del row["case_key"]
         return rows
 
-    def headcount_by(self, field: str, limit: int = 20) -> list[dict]:
-        """Headcount per need or per site, largest first."""
+    def headcount_by(self, field: str, limit: int = 20, include_done: bool = True) -> list[dict]:
+        """Headcount per need or per site, largest first; of the ranked cases only without ``include_done``."""
         C = self.m.Case
         if field not in ("need", "site"):
             raise ValueError("headcount_by takes 'need' or 'site'")
         col = getattr(C, field)
         total = fn.SUM(C.headcount)
-        q = (
-            C.select(col.alias("key"), total.alias("headcount"), fn.COUNT(C.id).alias("cases"))
-            .group_by(col)
-            .order_by(total.desc(), col)
-            .limit(limit)
-        )
-        return list(q.dicts())
+        q = C.select(col.alias("key"), total.alias("headcount"), fn.COUNT(C.id).alias("cases"))
+        if not include_done:
+            q = q.where(SQL(RANKED_SQL))
+        return list(q.group_by(col).order_by(total.desc(), col).limit(limit).dicts())
 
     def quarantine(self, status: str | None = "open", limit: int = 100, offset: int = 0) -> list[dict]:
         Q = self.m.Quarantine
@@ -137,6 +190,10 @@ class LedgerReads:
         if status:
             q = q.where(Q.status == status)
         return list(q.order_by(Q.id.desc()).limit(limit).offset(offset).dicts())
+
+    def count_quarantine(self) -> int:
+        """Every conflict ever quarantined, open or resolved."""
+        return self.m.Quarantine.select().count()
 
     def rejects(self, limit: int = 100, offset: int = 0) -> list[dict]:
         R = self.m.Reject
@@ -177,7 +234,7 @@ class LedgerReads:
         C = self.m.Case
         order = C.id.desc() if descending else C.id.asc()
         q = self._case_filter(C.select(), filter).order_by(order).limit(limit).offset(offset)
-        return list(q.dicts())
+        return self.mark_disputed(list(q.dicts()))
 
     def retention_history(self, limit: int = 50) -> list[dict]:
         """Every policy change, newest first (exceptions are the rows with ``is_exception``)."""
@@ -193,14 +250,12 @@ class LedgerReads:
         due = S.select().where(S.first_seen < cutoff).count()
         return {"kept": self._total("seen_frames"), "oldest": oldest, "cutoff": cutoff, "due": due}
 
-    def ranking_rows(self) -> Iterable[tuple]:
+    def ranking_rows(self, include_done: bool = False) -> Iterable[tuple]:
         """The whole dispatch order streamed from one cursor (for exports), as
-        ``(frame_id, site, need, headcount, pri, first_seen)``; paging by offset
-        would cost quadratic time on a big store."""
+        ``(frame_id, site, need, headcount, pri, first_seen, status, disputed)``;
+        paging by offset would cost quadratic time on a big store."""
         C = self.m.Case
-        q = (
-            C.select(C.frame_id, C.site, C.need, C.headcount, C.pri, C.first_seen)
-            .order_by(C.pri.desc(), C.headcount.desc(), C.first_seen.asc(), C.id.asc())
-            .tuples()
-        )
-        return q.iterator()
+        keys, ids = self.open_conflict_refs()
+        fields = (C.frame_id, C.site, C.need, C.headcount, C.pri, C.first_seen, C.status, C.case_key)
+        for *row, key in self._ranking_query(fields, include_done).tuples().iterator():
+            yield (*row, key in keys or row[0] in ids)

@@ -1,0 +1,79 @@
+"""What the console does for a case and for exports: its history, signed marks, the signing
+session, and writing any view to a file.
+
+A mixin of ``ConsoleApp`` (beside ``OperatorActions``); needs the app's ``home``,
+``store``, ``clock``, ``signing`` and ``open_dialog``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from textual import work
+
+from core import Receiver
+from core.rules.text import escape_text
+
+from .dialogs.case_screen import CaseScreen
+from .dialogs.export_dialog import ExportDialog
+from .exports import default_target, write_export
+from .ui_text import count
+
+log = logging.getLogger("ussd.console")
+
+
+class CaseActions:
+    # -- a case's history and its marks --------------------------------------------------
+    def open_case(self, case_id: int | None = None, case_key: str | None = None) -> None:
+        self.push_screen(CaseScreen(case_id=case_id, case_key=case_key))
+
+    def mark_case(self, case: dict | None, status: str) -> None:
+        """Open the signing dialog that marks ``case`` with ``status`` (previewed, signed)."""
+        if case is None:
+            self.notify("No case selected.", markup=False)
+            return
+        self.open_dialog("mark", case=case, status=status)
+
+    # -- the signing session -----------------------------------------------------------------
+    def action_lock_key(self) -> None:
+        name = self.signing.lock()
+        self.notify(f"Signing key of {escape_text(name, 32)} locked." if name else "No signing key is unlocked.",
+                    title="Signing", markup=False)
+        self.show_signing()
+
+    def _signing_tick(self) -> None:
+        name = self.signing.lock_if_idle()
+        if name:
+            self.notify(f"Signing key of {escape_text(name, 32)} locked after {self.signing.idle_seconds / 60:g} "
+                        "idle minutes; the next signature asks for the passphrase.",
+                        title="Signing", markup=False, timeout=10)
+        self.show_signing()
+
+    def show_signing(self) -> None:
+        from .widgets.header_bar import HeaderBar
+
+        header = self.query_one(HeaderBar)
+        unlocked = self.signing.operator
+        if header.unlocked != unlocked:
+            header.unlocked = unlocked
+            header.refresh()
+
+    # -- exports ---------------------------------------------------------------------------------
+    @work(group="export-dialog", exclusive=True, exit_on_error=False)
+    async def action_export(self, view: str = "ranking") -> None:
+        choice = await self.push_screen_wait(ExportDialog(view, self.home.exports))
+        if choice:
+            self._export(*choice)
+
+    @work(thread=True, group="export", exclusive=True, exit_on_error=False)
+    def _export(self, view: str, fmt: str) -> None:
+        try:
+            target = default_target(self.home.exports, view, fmt, self.clock())
+            with Receiver(self.store) as receiver:
+                rows = write_export(receiver, view, target, fmt)
+        except Exception as exc:
+            log.exception("export failed")
+            self.notify(f"Export failed: {escape_text(exc, 160)}", severity="error", markup=False)
+            return
+        self.notify(f"{view}: {count(rows)} rows written to {escape_text(target, 160)}",
+                    title="Export", markup=False, timeout=10)

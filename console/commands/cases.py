@@ -1,0 +1,70 @@
+"""A case's lifecycle: ``case mark`` (signed) and ``case show`` (its whole history)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from console.render import make_console, print_json, safe, table, when
+from core.rules.lifecycle import STATUSES
+from core.signing import marks
+from core.signing.case_story import case_story
+
+from .operators import _passphrase, _print_signed, _reason, _show_preview, _signer_name, _signing_parser
+
+
+def register(sub, common) -> None:
+    signing = _signing_parser()
+    p = sub.add_parser("case", parents=[common], help="one case: its history, and marking it dispatched, served...")
+    acts = p.add_subparsers(dest="case_command", metavar="ACTION", required=True)
+    q = acts.add_parser("mark", parents=[common, signing],
+                        help="mark a case open, dispatched, served or closed (signed)")
+    q.add_argument("frame_id", metavar="FRAME_ID", help="the frame id of any version of the case")
+    q.add_argument("status", metavar="STATUS", help=", ".join(STATUSES) + " (open re-opens)")
+    q.set_defaults(handler=cmd_case_mark)
+    q = acts.add_parser("show", parents=[common], help="current values, status, versions, marks, open conflicts")
+    q.add_argument("frame_id", metavar="FRAME_ID", help="the frame id of any version of the case")
+    q.set_defaults(handler=cmd_case_show)
+
+
+def cmd_case_mark(args, ctx) -> int:
+    receiver = ctx.receiver
+    name, reason = _signer_name(args), _reason(args)
+    preview = marks.describe_mark(receiver, args.frame_id, args.status, name, reason)
+    _show_preview(ctx, preview)
+    result = marks.mark_case(ctx.home, receiver, args.frame_id, args.status, operator=name,
+                             passphrase=_passphrase(args, name), reason=reason, expected=preview)
+    _print_signed(ctx, result, f"case {result['frame_id']}: {result['from']} -> {result['status']}")
+    return 0
+
+
+def _values(v: dict) -> str:
+    """Site, need, people and pri in words."""
+    return f"{v['site']} {v['need']}, {v['headcount']} people, pri {v['pri']}"
+
+
+def cmd_case_show(args, ctx) -> int:
+    story = case_story(ctx.receiver, frame_id=args.frame_id)
+    if ctx.json:
+        print_json(story)
+        return 0
+    case = story["case"]
+    out = make_console()
+    head = Text(f"case {case['frame_id']}: ")
+    head.append(case["status"], style="bold")
+    if case["disputed"]:
+        head.append(" ! DISPUTED (an open conflict concerns it)", style="bold reverse")
+    out.print(head, soft_wrap=True)
+    out.print(Text(f"now: {_values(case)}; version {case['version']}; ") + safe(case["frame_text"]), soft_wrap=True)
+    out.print(table("Versions", ["v", "frame_id", "people", "pri", "when", "how"], [
+        (v["version"], v["frame_id"], v["headcount"], v["pri"], when(v["at"]),
+         f"applied (via {v['path']})" if v["how"] == "applied" else
+         f"correction #{v['quarantine_id']} accepted by {v.get('by') or '-'}: {v.get('reason') or '-'}")
+        for v in story["versions"]
+    ]))
+    out.print(table("Status marks", ["when", "from", "to", "by", "reason", "audit entry"], [
+        (when(mk["at"]), mk["from"], mk["to"], mk["by"], mk["reason"], mk["audit_seq"]) for mk in story["marks"]
+    ]))
+    out.print(table("Open conflicts", ["id", "frame_id", "newcomer", "reason"], [
+        (q["id"], q["frame_id"], q["frame_text"], q["reason"]) for q in story["open_conflicts"]
+    ]))
+    return 0

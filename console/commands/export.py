@@ -1,0 +1,47 @@
+"""``export VIEW``: any view as CSV or .xlsx, for planning deliveries and reporting to donors."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from rich.text import Text
+
+from console.export_views import VIEWS
+from console.exports import FORMATS, default_target, fmt_for, write_csv, write_export
+from console.errors import CommandError
+from console.render import make_console, print_json
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("export", parents=[common], help="write a view as CSV or .xlsx (" + ", ".join(VIEWS) + ")")
+    p.add_argument("view", metavar="VIEW", choices=list(VIEWS), help=", ".join(VIEWS))
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="csv or xlsx (default: from the --out name, else csv)")
+    p.add_argument("--out", metavar="PATH", default=None,
+                   help="the file to write (default <home>/exports/<view>-<time>.<format>; - for CSV on stdout)")
+    p.add_argument("--force", action="store_true", help="replace an existing file")
+    p.set_defaults(handler=cmd_export)
+
+
+def cmd_export(args, ctx) -> int:
+    fmt = fmt_for(args.out, args.format)
+    if args.out == "-":
+        if fmt != "csv":
+            raise CommandError("only CSV can go to stdout; give --out PATH for .xlsx")
+        try:
+            write_csv(ctx.receiver, args.view, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    receiver = ctx.receiver
+    target = Path(args.out) if args.out else default_target(ctx.home.exports, args.view, fmt, time.time())
+    rows = write_export(receiver, args.view, target, fmt, force=args.force)
+    if ctx.json:
+        print_json({"view": args.view, "format": fmt, "path": str(target), "rows": rows})
+    else:
+        make_console().print(Text(f"{args.view}: {rows} rows written to {target}"), soft_wrap=True)
+    return 0

@@ -1,0 +1,123 @@
+"""A case's history (Enter on a case): its values, status, versions, marks and open conflicts.
+
+Read on the store thread, drawn as plain tables; every value from outside is
+escaped. The mark keys work here too; the screen reads the case again when a
+signing dialog over it closes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from console.render import safe
+from console.ui_text import need, reason, stamp, status
+from core.signing.case_story import case_story
+from core.signing.operators import ActionError
+
+
+def _table(title: str, columns: list[str]) -> Table:
+    t = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1),
+              show_edge=False, pad_edge=False, expand=False)
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    return t
+
+
+def render_story(story: dict) -> list:
+    case = story["case"]
+    head = Text("Case ", style="bold")
+    head.append_text(safe(case["frame_id"], 64, style="bold"))
+    head.append("  status ")
+    head.append_text(status(case["status"], case["disputed"]))
+    now = Text("now: ")
+    now.append_text(safe(case["site"], 8))
+    now.append(" ")
+    now.append_text(need(case["need"]))
+    now.append(f", {case['headcount']} people, pri {case['pri']}, version {case['version']}")
+    versions = _table("Versions", ["v", "frame id", "people", "pri", "when", "how"])
+    for v in story["versions"]:
+        how = Text("applied via ") + safe(v.get("path"), 16) if v["how"] == "applied" else (
+            Text(f"correction #{v['quarantine_id']} accepted by ") + safe(v.get("by"), 32)
+            + Text(": ") + safe(v.get("reason") or "-", 60))
+        versions.add_row(str(v["version"]), safe(v["frame_id"], 40), str(v["headcount"]), str(v["pri"]),
+                         stamp(v["at"]), how)
+    marks = _table("Status marks", ["when", "from", "to", "by", "reason"])
+    for mk in story["marks"]:
+        marks.add_row(stamp(mk["at"]), mk["from"], Text(mk["to"], style="bold"), safe(mk["by"], 32),
+                      safe(mk["reason"], 80))
+    parts: list = [head, now, Text(""), versions, Text("")]
+    parts.append(marks if story["marks"] else Text("Status marks: none (open since it arrived)", style="dim"))
+    parts.append(Text(""))
+    if story["open_conflicts"]:
+        conflicts = _table("Open conflicts (the case is disputed until an operator resolves them)",
+                           ["#", "frame id", "newcomer", "reason"])
+        for q in story["open_conflicts"]:
+            conflicts.add_row(str(q["id"]), safe(q["frame_id"], 40), safe(q["frame_text"], 40), reason(q["reason"]))
+        parts.append(conflicts)
+    else:
+        parts.append(Text("Open conflicts: none", style="dim"))
+    return parts
+
+
+class CaseScreen(ModalScreen[None]):
+    CSS_PATH = Path(__file__).with_name("case_screen.tcss")
+    BINDINGS = [
+        Binding("escape,q", "close", "Close"),
+        Binding("D", "mark('dispatched')", "Dispatched"),
+        Binding("S", "mark('served')", "Served"),
+        Binding("C", "mark('closed')", "Closed"),
+        Binding("O", "mark('open')", "Re-open"),
+    ]
+
+    def __init__(self, case_id: int | None = None, case_key: str | None = None):
+        super().__init__()
+        self.case_id = case_id
+        self.case_key = case_key
+        self.story: dict | None = None
+
+    def compose(self):
+        with Vertical(id="case-box"):
+            with VerticalScroll(id="case-scroll"):
+                yield Static(Text("reading the case...", style="dim"), id="case-body")
+            yield Static(Text("Esc closes | D dispatched, S served, C closed, O re-open (signed)", style="dim"),
+                         id="case-keys")
+
+    def on_mount(self) -> None:
+        self.query_one("#case-box").border_title = "case history"
+        self.load()
+
+    def on_screen_resume(self) -> None:
+        if self.story is not None:
+            self.load()  # a signing dialog over this screen may have changed the case
+
+    @work(exclusive=True, group="case")
+    async def load(self) -> None:
+        body = self.query_one("#case-body", Static)
+        try:
+            story = await self.app.view.run(lambda r: case_story(r, case_id=self.case_id, case_key=self.case_key))
+        except ActionError as exc:
+            body.update(Text(f"Cannot show the case: {exc}"))
+            return
+        self.story = story
+        self.case_id = story["case"]["id"]
+        grid = Table.grid()
+        for part in render_story(story):
+            grid.add_row(part)
+        body.update(grid)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_mark(self, status: str) -> None:
+        if self.story is None:
+            return
+        self.app.mark_case(self.story["case"], status)

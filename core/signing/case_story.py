@@ -1,0 +1,77 @@
+"""A case's history as plain data (``case show``, the console's history screen).
+
+Its versions (the first applied one, then each accepted correction with who
+signed it and why), its status marks and the conflicts still open about it.
+Read only; the reasons come from the signed entries themselves.
+"""
+
+from __future__ import annotations
+
+from .audit_models import audit_models
+from .marks import find_case
+from .operators import ActionError
+
+VALUE_FIELDS = ("frame_text", "site", "need", "headcount", "pri")
+
+
+def _values(row: dict) -> dict:
+    return {k: row[k] for k in VALUE_FIELDS}
+
+
+def _correction_entries(receiver, quarantine_ids: list[int]) -> dict[int, dict]:
+    """The signed accept-correction entry of each quarantine id."""
+    if not quarantine_ids:
+        return {}
+    E = audit_models(receiver.db).AuditEntry
+    targets = [f"quarantine:{q}" for q in quarantine_ids]
+    out = {}
+    for seq, target, operator, reason, at in E.select(E.seq, E.target, E.operator, E.reason, E.at).where(
+        (E.action == "resolve.accept_correction") & E.target.in_(targets)
+    ).tuples():
+        out[int(target.split(":", 1)[1])] = {"audit_seq": seq, "by": operator, "reason": reason, "signed_at": at}
+    return out
+
+
+def case_story(receiver, frame_id: str | None = None, case_id: int | None = None,
+               case_key: str | None = None) -> dict:
+    """Everything about one case, named by any of its frame ids, its id or its case key."""
+    m = receiver.m
+    C = m.Case
+    if case_id is not None:
+        case = C.get_or_none(C.id == case_id)
+    elif case_key is not None:
+        case = C.get_or_none(C.case_key == case_key)
+    else:
+        case = find_case(receiver, frame_id)
+    if case is None:
+        raise ActionError("no such case in the ledger")
+    current = C.select().where(C.id == case.id).dicts().get()
+    receiver.mark_disputed([current])
+    H, Q, M = m.CaseHistory, m.Quarantine, m.CaseMark
+    history = list(H.select().where(H.case == case.id).order_by(H.id).dicts())
+    corrections = {q["id"]: q for q in Q.select().where(
+        Q.id.in_([h["quarantine_id"] for h in history if h["quarantine_id"] is not None] or [0])
+    ).dicts()}
+    entries = _correction_entries(receiver, list(corrections))
+    first = history[0] if history else current
+    versions = [{"version": 1, "frame_id": first["frame_id"], **_values(first), "at": current["first_seen"],
+                 "how": "applied", "path": current["source"]}]
+    for i, h in enumerate(history):
+        after = history[i + 1] if i + 1 < len(history) else current
+        q = corrections.get(h["quarantine_id"], {})
+        signed = entries.get(h["quarantine_id"], {})
+        versions.append({
+            "version": i + 2, "frame_id": q.get("frame_id", after["frame_id"]), **_values(after),
+            "at": h["replaced_at"], "how": "accepted correction", "quarantine_id": h["quarantine_id"],
+            "by": signed.get("by", q.get("resolved_by")), "reason": signed.get("reason"),
+            "audit_seq": signed.get("audit_seq"),
+        })
+    marks = [
+        {"at": r["at"], "from": r["from_status"], "to": r["to_status"], "by": r["operator"],
+         "reason": r["reason"], "audit_seq": r["audit_seq"]}
+        for r in M.select().where(M.case == case.id).order_by(M.audit_seq).dicts()
+    ]
+    conflicts = list(Q.select().where(
+        (Q.status == "open") & ((Q.case_key == case.case_key) | (Q.frame_id == case.frame_id))
+    ).order_by(Q.id).dicts())
+    return {"case": current, "versions": versions, "marks": marks, "open_conflicts": conflicts}

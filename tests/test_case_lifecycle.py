@@ -146,7 +146,7 @@ def test_case_story_lists_every_version_after_an_accepted_correction(signed, hom
 
 
 @pytest.mark.parametrize("tamper,words", [
-    ("UPDATE case_marks SET to_status = 'closed'", "case mark #1 (to_status) differs from what entry #1 signed"),
+    ("UPDATE case_marks SET to_status = 'closed'", "case mark #1 (to_status) differs from what entry #2 signed"),  # #1 adds alice
     ("UPDATE case_marks SET reason = 'x'", "(reason) differs"),
     ("DELETE FROM case_marks", "is not in the case marks"),
     ("UPDATE cases SET status = 'served' WHERE frame_id = 'B-2'", "case B-2 is served but its signed marks leave it open"),
@@ -158,7 +158,8 @@ def test_verify_names_a_mark_or_a_status_edited_by_sql(signed, home, tamper, wor
     assert audit.verify(r).ok
     r.db.execute_sql(tamper)
     result = audit.verify(r)
-    assert not result.ok and words in result.why, result.why
+    named = " | ".join(result.rows)
+    assert not result.ok and words in named, result
 
 
 def test_verify_names_a_mark_row_without_its_entry(signed, home):
@@ -168,7 +169,7 @@ def test_verify_names_a_mark_row_without_its_entry(signed, home):
                         operator="alice", reason="forged", audit_seq=99)
     r.db.execute_sql("UPDATE cases SET status = 'served' WHERE frame_id = 'B-2'")
     result = audit.verify(r)
-    assert not result.ok and "has no signed entry" in result.why
+    assert not result.ok and "has no signed entry" in " | ".join(result.rows), result
 
 
 def test_an_older_store_upgrades_and_its_cases_become_open(tmp_path, monkeypatch):
@@ -213,6 +214,6 @@ def test_a_mark_signed_with_an_unlocked_key_needs_no_passphrase(signed, home):
     signer = load_signer(home, signed, "alice", PASS)
     marks.mark_case(home, signed, "A-1", "dispatched", operator="alice", signer=signer, reason="team sent")
     marks.mark_case(home, signed, "B-2", "served", operator="alice", signer=signer, reason="handed over")
-    assert audit.head(signed).count == 2 and audit.verify(signed).ok
+    assert audit.head(signed).count == 3 and audit.verify(signed).ok  # alice's add, then the two marks
     with pytest.raises(ActionError, match="the unlocked key is alice's"):
         marks.mark_case(home, signed, "A-1", "served", operator="bob", signer=signer, reason="x")

@@ -37,7 +37,7 @@ def test_a_mistyped_home_is_an_error_and_creates_nothing(tmp_path):
 def test_a_deep_missing_home_creates_no_folder(tmp_path):
     missing = tmp_path / "nonexistent" / "deep" / "x"
     for argv in (["status"], ["cases"], ["quarantine"], ["operator", "list"], ["audit", "verify"],
-                 ["retention", "show"], ["rejects"], ["ranking", "--csv"]):
+                 ["retention", "show"], ["rejects"], ["ranking", "--csv"], ["export", "cases"]):
         err = one_line_error(ussd("--home", str(missing), *argv, cwd=tmp_path))
         assert str(missing) in err
     assert not (tmp_path / "nonexistent").exists()
@@ -209,9 +209,13 @@ def test_operator_list_says_active_or_retired_under_a_status_column(tmp_path):
     pf = tmp_path / "pf"
     pf.write_text("long enough passphrase\n")
     pf.chmod(0o600)
-    for name in ("alice", "bob"):
-        assert ussd("--home", "home", "operator", "add", name, "--passphrase-file", str(pf), cwd=tmp_path).returncode == 0
-    assert ussd("--home", "home", "operator", "retire", "bob", cwd=tmp_path).returncode == 0
+    approved = ("--operator", "alice", "--operator-passphrase-file", str(pf))
+    for name, more in (("alice", ()), ("bob", approved)):
+        proc = ussd("--home", "home", "operator", "add", name, "--passphrase-file", str(pf), *more, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    proc = ussd("--home", "home", "operator", "retire", "bob", "--operator", "alice", "--reason", "left the team",
+                "--passphrase-file", str(pf), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
     out = ussd("--home", "home", "operator", "list", cwd=tmp_path).stdout
     assert "status" in out and "retired" not in out.splitlines()[2]  # the header says status, not "retired"
     alice = next(line for line in out.splitlines() if "alice" in line)

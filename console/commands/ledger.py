@@ -377,15 +377,16 @@ def cmd_ranking(args, ctx) -> int:
 
 
 def _ranking_csv(args, ctx) -> int:
+    receiver = ctx.receiver  # first: a missing home is an error before any exports folder is made
     if args.csv == "-":
         try:
-            write_csv(ctx.receiver, "ranking", sys.stdout)
+            write_csv(receiver, "ranking", sys.stdout)
             sys.stdout.flush()
         except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     target = Path(args.csv) if args.csv else default_target(ctx.home.exports, "ranking", "csv", time.time())
-    rows = write_export(ctx.receiver, "ranking", target, "csv", force=args.force)
+    rows = write_export(receiver, "ranking", target, "csv", force=args.force)
     if ctx.json:
         print_json({"path": str(target), "cases": rows})
     else:

@@ -64,7 +64,7 @@ def cmd_case_show(args, ctx) -> int:
     out.print(table("Status marks", ["when", "from", "to", "by", "reason", "audit entry"], [
         (when(mk["at"]), mk["from"], mk["to"], mk["by"], mk["reason"], mk["audit_seq"]) for mk in story["marks"]
     ]))
-    out.print(table("Open conflicts", ["id", "frame_id", "newcomer", "reason"], [
+    out.print(table("Open conflicts", ["id", "frame_id", "new version", "reason"], [
         (q["id"], q["frame_id"], q["frame_text"], q["reason"]) for q in story["open_conflicts"]
     ]))
     return 0

@@ -69,10 +69,10 @@ def register(sub, common) -> None:
     p.add_argument("id", metavar="ID", help="the conflict's id: the id column of `ussd-console quarantine`")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--keep-first", dest="decision", action="store_const", const=actions.KEEP_FIRST,
-                     help="dismiss the newcomer; the ledger stays")
+                     help="dismiss the new version; the ledger stays")
     how.add_argument("--accept-correction", dest="decision", action="store_const",
                      const=actions.ACCEPT_CORRECTION,
-                     help="the ledger takes the newcomer's values; the old ones go to the case history")
+                     help="the ledger takes the new version's values; the old ones go to the case history")
     p.set_defaults(handler=cmd_resolve, writes=True)
 
     p = sub.add_parser("retention", parents=[common], help="how long frame ids are remembered to catch re-sends (show; set, signed)")

@@ -59,7 +59,7 @@ def render_story(story: dict) -> list:
     parts.append(Text(""))
     if story["open_conflicts"]:
         conflicts = _table("Open conflicts (the case is disputed until an operator resolves them)",
-                           ["#", "frame id", "newcomer", "reason"])
+                           ["#", "frame id", "new version", "reason"])
         for q in story["open_conflicts"]:
             conflicts.add_row(str(q["id"]), safe(q["frame_id"], 40), safe(q["frame_text"], 40), reason(q["reason"]))
         parts.append(conflicts)

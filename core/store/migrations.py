@@ -14,6 +14,7 @@ from .backend import open_database
 from .database import StoreError, describe_target, write_transaction
 from .inbox_progress import migrate_v2 as _v2_inbox_tables
 from .models import bind_models
+from .outbox import migrate_v4 as _v4_alert_outbox
 
 Migration = Callable[[Database, object], None]
 
@@ -46,6 +47,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core tables: dedup witnesses, ledger, quarantine, rejects, accounting, retention", _v1_core_tables),
     (2, "inbox: claimed files with per-file progress, files per delivery path", _v2_inbox_tables),
     (3, "operators, the signed audit log and its head", _v3_operators_and_audit),
+    (4, "alert outbox: events and one delivery row per event and target", _v4_alert_outbox),
 ]
 
 

@@ -1,0 +1,33 @@
+"""The audit checkpoint sent as an alert whenever the signed log has grown, so a copy of its
+head lives away from the machine (a cut-off tail then shows against it)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from core.rules import events
+from core.signing.audit import head
+from core.store import outbox
+from core.store.database import write_transaction
+
+
+def audit_checkpoint(db) -> events.Event:
+    """The checkpoint event for the log as it is now: its entry count and head hash.
+
+    The one place that says what a checkpoint carries; point it at a richer
+    checkpoint (a signed one) when the audit module has it.
+    """
+    current = head(SimpleNamespace(db=db))
+    return events.checkpoint(current.count, current.hash)
+
+
+def maybe_checkpoint(db) -> bool:
+    """Record a checkpoint event if the log has grown since the last one; True if one was."""
+    if head(SimpleNamespace(db=db)).count <= outbox.last_checkpoint(db):
+        return False  # read first: the write lock is taken only when there is news
+    with write_transaction(db):
+        event = audit_checkpoint(db)
+        if event.details["entries"] <= outbox.last_checkpoint(db):
+            return False
+        outbox.record(db, event)
+    return True

@@ -10,6 +10,8 @@ MODULES = [
     "console.commands.demo",
     "console.commands.operators",
     "console.commands.watch",
+    "console.commands.alerts",
+    "console.commands.serve",
     "console.commands.ui",
 ]
 

@@ -50,7 +50,7 @@ def conflict(row) -> Event:
         "first": {"frame_id": escape_text(first_id, 64), "frame": escape_text(first_text, 200)},
         "newcomer": {"frame_id": escape_text(frame_id, 64), "frame": escape_text(text, 200)},
     }
-    summary = (f"Conflict on case {details['case_key']}: {details['newcomer']['frame']} differs from "
+    summary = (f"Conflict on {details['frame_id']}: {details['newcomer']['frame']} differs from "
                f"{details['first']['frame']} ({reason}); held for an operator")
     return Event(CONFLICT, _line(summary), details)
 

@@ -38,7 +38,7 @@ def cmd_alerts(args, ctx) -> int:
         return 0
     title = "Alerts" + (f" ({args.state})" if args.state else "") + ", newest first"
     make_console().print(table(title, ["event", "kind", "at", "target", "state", "tries", "next try", "summary / last error"], [
-        (r["event_id"][:12], r["kind"], when(r["at"]), r["target"] or "(not yet given to a target)", r["state"],
+        (r["event_id"][:12], r["kind"], when(r["at"]), r["target"] or "(none yet)", r["state"],
          r["attempts"], when(r["next_at"]), safe(r["summary"] if r["state"] != "failed" else
                                                  f"{r['summary']} | last error: {r['last_error']}", 300))
         for r in rows

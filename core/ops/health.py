@@ -42,7 +42,7 @@ def gather(home, receiver, targets: list[str] | None = None) -> dict:
         "last_sweep_at": max(swept) if swept else None,
         "last_frame_at": last_frame_at(receiver),
         "files_waiting": count_files(home.inbox) + count_files(claimed_dir(home)),
-        "outbox_pending": outbox.pending_count(receiver.db),
+        "outbox_pending": outbox.pending_count(receiver.db, include_new=bool(targets)),
         "alerts_delivered": outbox.delivered_count(receiver.db),
         "alert_targets": sorted(targets or []),
         "faults_open": len(faults),

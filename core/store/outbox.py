@@ -206,11 +206,13 @@ def _row(e, d) -> dict:
     return row
 
 
-def pending_count(db: Database) -> int:
-    """Deliveries not yet made, plus events not yet given to their targets."""
+def pending_count(db: Database, include_new: bool = True) -> int:
+    """Deliveries not yet made, plus (``include_new``) events not yet given to their targets:
+    with no target configured those wait for one, and are no backlog."""
     o = outbox_models(db)
     E, D = o.AlertEvent, o.AlertDelivery
-    return D.select().where(D.state != "delivered").count() + E.select().where(E.fanned == False).count()  # noqa: E712
+    new = E.select().where(E.fanned == False).count() if include_new else 0  # noqa: E712
+    return D.select().where(D.state != "delivered").count() + new
 
 
 def delivered_count(db: Database) -> dict[str, int]:

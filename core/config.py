@@ -48,14 +48,19 @@ class InboxConfig:
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], where: str = "[inbox]") -> "InboxConfig":
-        known = {f.name for f in fields(cls)}
-        for key in table:
-            if key not in known:
-                raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
-        try:
-            return cls(**dict(table))
-        except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+        return from_table(cls, table, where)
+
+
+def from_table(cls, table: Mapping[str, Any], where: str):
+    """A settings dataclass from one TOML table; an unknown key or a bad value names itself and ``where``."""
+    known = {f.name for f in fields(cls)}
+    for key in table:
+        if key not in known:
+            raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
+    try:
+        return cls(**dict(table))
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 # (kind, lowest allowed, highest allowed); the ranges keep a typo from stalling delivery.
@@ -152,11 +157,4 @@ def load_log_config(config_path: Path) -> LogConfig:
     table = read_toml(config_path).get("logs", {})
     if not isinstance(table, dict):
         raise ValueError(f"{config_path}: 'logs' must be a table ([logs])")
-    known = {f.name for f in fields(LogConfig)}
-    for key in table:
-        if key not in known:
-            raise ValueError(f"{config_path} [logs]: unknown setting {key!r} (known: {', '.join(sorted(known))})")
-    try:
-        return LogConfig(**table)
-    except ValueError as exc:
-        raise ValueError(f"{config_path} [logs]: {exc}") from None
+    return from_table(LogConfig, table, f"{config_path} [logs]")

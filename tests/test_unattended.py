@@ -141,13 +141,20 @@ def test_the_log_rotates_by_size_and_two_writers_follow_each_others_rotation(tmp
     assert newest[-1].startswith("line 199") and newest[-2].startswith("line 198")  # both writers, one file
 
 
-@pytest.mark.parametrize("setting, message", [
-    ("max_bytes = 100", "logs setting max_bytes = 100 is too small"),
-    ("backups = -1", "logs setting backups = -1 is out of range"),
-    ('size = "1M"', "unknown setting 'size'"),
+@pytest.mark.parametrize("table, setting, message", [
+    ("alerts", 'url = "ftp://example.org/x"', "alerts setting url must be an http:// or https:// address"),
+    ("alerts", 'events = ["conflict", "weather"]', "unknown kind 'weather'"),
+    ("alerts", "timeout = 0", "alerts setting timeout = 0 is out of range"),
+    ("alerts", "retry_first = 9.0", "alerts setting retry_first = 9.0 is out of range (0.1 to 5)"),
+    ("alerts", 'command = ""', "alerts setting command is empty"),
+    ("alerts", 'colour = "red"', "unknown setting 'colour'"),
+    ("logs", "max_bytes = 100", "logs setting max_bytes = 100 is too small"),
+    ("logs", "backups = -1", "logs setting backups = -1 is out of range"),
+    ("logs", 'size = "1M"', "unknown setting 'size'"),
 ])
-def test_a_bad_logs_setting_stops_watch_with_one_line(home, setting, message):
-    home.config.write_text(f"[logs]\n{setting}\n")
+def test_a_bad_alerts_or_logs_setting_stops_watch_with_one_line_naming_it(home, table, setting, message):
+    home.config.write_text(f"[{table}]\n{setting}\n")
     done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "watch"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert message in done.stderr and f"[{table}]" in done.stderr

@@ -57,6 +57,15 @@ def _wait(predicate, timeout: float, what: str):
         time.sleep(0.05)
 
 
+def _end(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _accepts(port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         return True
@@ -75,12 +84,7 @@ def served(home: Path, port: int, log: Path, timeout: float = 60.0):
                 raise RuntimeError(f"serve exited with {proc.returncode}: {log.read_text()[-2000:]}")
             yield f"http://127.0.0.1:{port}/"
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _end(proc)
 
 
 @dataclass
@@ -108,12 +112,7 @@ def _browser(chromium: str, timeout: float):
             raise RuntimeError(f"chromium exited with {proc.returncode}")
         yield int(active.read_text().split()[0])
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _end(proc)
         shutil.rmtree(profile, ignore_errors=True)
 
 

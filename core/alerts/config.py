@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from core.config import read_toml
+from core.config import from_table, read_toml
 from core.rules.events import KINDS
 
 # (lowest, highest) for the numbers; the ranges keep a typo from silencing alerts.
@@ -71,14 +71,7 @@ class AlertsConfig:
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], where: str = "[alerts]") -> "AlertsConfig":
-        known = {f.name for f in fields(cls)}
-        for key in table:
-            if key not in known:
-                raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
-        try:
-            return cls(**dict(table))
-        except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+        return from_table(cls, table, where)
 
 
 def _command(value: Any) -> tuple[str, ...] | None:

@@ -6,8 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import threading
-
 
 from core import Receiver
 from core.alerts import AlertsConfig, Deliverer

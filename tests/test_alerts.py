@@ -133,11 +133,12 @@ def test_two_deliverers_on_one_store_send_every_event_once(new_store, tmp_path):
     assert sorted(e["details"]["frame_id"] for e in target.delivered()) == sorted(f"t{n}-1" for n in range(12))
 
 
-def test_a_target_failing_for_long_is_a_fault_of_the_service_and_an_alert_to_the_others(home, tmp_path):
+def test_a_target_failing_for_long_is_a_fault_of_the_service_and_an_alert_to_the_others(home, tmp_path, caplog):
     target = CommandTarget(tmp_path / "target")
     url = refused_url()
-    alerts = AlertsConfig(command=tuple(target.argv), url=url, retry_first=0.1, fault_after=5.0)
+    alerts = AlertsConfig(command=tuple(target.argv), url=url, retry_first=0.1, retry_cap=1.0, fault_after=5.0)
     service = InboxService(home, config=InboxConfig(sweep_interval=0.2, settle_time=0.1), alerts=alerts).start()
+    url_tries = lambda: sum(r["attempts"] for r in deliveries(home) if r["target"] == "url")  # noqa: E731
     try:
         drop(home, "session.txt", conflict_file("f1"))
         fault = wait_for(lambda: [f for f in service.health()["faults"] if "alert target url failing" in f],
@@ -146,8 +147,13 @@ def test_a_target_failing_for_long_is_a_fault_of_the_service_and_an_alert_to_the
         kinds = lambda: [e["kind"] for e in target.delivered()]  # noqa: E731
         wait_for(lambda: "fault" in kinds(), what="the fault told through the command target")
         assert kinds()[0] == "conflict"
+        tried = url_tries()
+        wait_for(lambda: url_tries() >= tried + 2, what="more failed attempts while the fault lasts")
+        assert service.health()["faults"] == fault  # the same words: not news again
     finally:
         service.stop()
+    said = [r for r in caplog.records if "alert target url failing" in r.getMessage()]
+    assert len(said) == 1  # logged once, however long it lasts
 
 
 def test_a_rejected_file_is_one_event_written_with_the_reject(inbox):

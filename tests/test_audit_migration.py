@@ -34,13 +34,13 @@ def test_a_version_1_store_gains_the_audit_tables(store_path, monkeypatch):
     monkeypatch.undo()
     db, _ = store.connect(store_path)
     db.close()
-    assert _versions(store_path) == [1, 2, 3]
+    assert _versions(store_path) == [version for version, _what, _step in store.MIGRATIONS]
     assert {"operators", "audit_log", "audit_head", "audit_log_no_update", "audit_log_no_delete"} <= _tables(store_path)
 
 
 def test_a_step_numbered_below_the_highest_is_still_applied_once(store_path, monkeypatch):
     """A store made at {1, 3} meets a program that also knows 2 (another branch merged)."""
-    v1, _v2, v3 = store.MIGRATIONS
+    v1, _v2, v3 = store.MIGRATIONS[:3]
     monkeypatch.setattr(store, "MIGRATIONS", [v1, v3])
     db, _ = store.connect(store_path)
     db.close()

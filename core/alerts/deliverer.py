@@ -158,8 +158,9 @@ class Deliverer:
             if self._said.pop(target, None) is not None:
                 self.on_clear(key)
             return
-        since, waiting = failing
+        since, _waiting = failing
         if now - since >= self.config.fault_after:
+            # The same words while the failure lasts: a fault's message changing is news, logged and shown again.
             why = self._said.get(target) or "failing"
-            self.on_fault(key, f"alert target {target} failing for {int(now - since)} s ({why}); "
-                               f"{waiting} alert(s) wait and are retried")
+            started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since))
+            self.on_fault(key, f"alert target {target} failing since {started} ({why}); its alerts wait and are retried")

@@ -40,13 +40,12 @@ def conflict(row) -> Event:
     """A new conflict, from a quarantine row as the batch writes it (``Writes.new_quarantine``):
     ``(frame_id, case_key, frame_text, first_frame_id, first_text, reason, first_seen, last_seen,
     seen_count, source, status)``."""
-    frame_id, case_key, text, first_id, first_text, reason, _first, seen_at, _n, source, _status = row
+    frame_id, case_key, text, first_id, first_text, reason, _first, _last, _n, source, _status = row
     details = {
         "frame_id": escape_text(frame_id, 64),
         "case_key": escape_text(case_key, 64),
         "reason": reason,
         "source": source,
-        "seen_at": seen_at,
         "first": {"frame_id": escape_text(first_id, 64), "frame": escape_text(first_text, 200)},
         "newcomer": {"frame_id": escape_text(frame_id, 64), "frame": escape_text(text, 200)},
     }

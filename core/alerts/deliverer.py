@@ -23,7 +23,7 @@ from typing import Callable
 
 from core.rules.text import one_line
 from core.store import outbox
-from core.store.database import is_database_error
+from core.store.database import StoreError, is_database_error
 
 from .checkpoint import maybe_checkpoint
 from .config import AlertsConfig
@@ -66,6 +66,7 @@ class Deliverer:
         self._wake = {name: threading.Event() for name in config.targets}
         self._threads: list[threading.Thread] = []
         self._said: dict[str, str] = {}  # target -> the last failure logged
+        self._paused: dict[str, str] = {}  # target -> why its thread cannot reach the store
 
     def start(self) -> "Deliverer":
         self._stop.clear()
@@ -102,12 +103,18 @@ class Deliverer:
                     db, _m = connect(self.store)
                 wait = self._step(db, target, checkpoints)
             except Exception as exc:  # noqa: BLE001 - the store may be locked or full; try again later
-                if is_database_error(exc) and db is not None:
-                    db.close()
+                if db is not None:
+                    db.close()  # a fresh connection next time (a read-only store stays so on this one)
                     db = None
-                log.warning("alert delivery to %s paused: %s; retrying", target, one_line(exc),
-                            exc_info=not is_database_error(exc))
+                why = one_line(exc)
+                if self._paused.get(target) != why:  # once per distinct reason, not every 2 s
+                    log.warning("alert delivery to %s paused: %s; retrying", target, why,
+                                exc_info=not (is_database_error(exc) or isinstance(exc, StoreError)))
+                self._paused[target] = why
                 wait = 2.0
+            else:
+                if self._paused.pop(target, None) is not None:
+                    log.info("alert delivery to %s resumed", target)
             if wait > 0:
                 self._wake[target].wait(wait)
                 self._wake[target].clear()

@@ -62,13 +62,13 @@ class ServiceExtras:
     def tick(self, force: bool = False) -> None:
         """On the monitor thread: write queued events, rewrite the heartbeat."""
         self._write_events()
-        if self.heartbeat is not None:
+        if self.heartbeat is not None and (force or self.heartbeat.due()):
             h = self.service.health()
             self.heartbeat.beat({
                 "observer": h["observer"], "sweep": h["sweep"], "last_sweep_at": h["last_sweep"],
                 "files_waiting": h["files_waiting"], "state": h["state"], "faults": h["faults"],
                 "claims_won": h["claims_won"], "alerts": sorted(self.deliverer.config.targets) if self.deliverer else [],
-            }, force=force)
+            })
 
     def _write_events(self, tries: int = 1) -> None:
         with self._lock:

@@ -46,16 +46,21 @@ class Heartbeat:
         fcntl.flock(self._fd, fcntl.LOCK_EX)  # our own fresh file: never contended
         return self
 
-    def beat(self, figures: dict, force: bool = False) -> None:
-        """Rewrite the record (at most every ``BEAT_EVERY`` seconds unless ``force``)."""
-        now = time.time()
-        if self._fd is None or (not force and now - self._last < BEAT_EVERY):
+    def due(self) -> bool:
+        return self._fd is not None and time.time() - self._last >= BEAT_EVERY
+
+    def beat(self, figures: dict) -> None:
+        """Rewrite the record. A full disk leaves the last one in place: readers see its age."""
+        if self._fd is None:
             return
-        self._last = now
+        now = self._last = time.time()
         record = {"pid": self.pid, "role": self.role, "started_at": self.started_at, "beat_at": now, **figures}
         temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
-        os.replace(temporary, self.path)
+        try:
+            temporary.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError:
+            pass  # the inbox itself reports a full disk; a heartbeat must not add a fault of its own
 
     def stop(self) -> None:
         if self._fd is None:

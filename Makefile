@@ -20,6 +20,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	./scripts/ensure-postgres
+	./scripts/ensure-chromium
 	$(BIN)/python -m pytest
 
 fuzz: $(STAMP)
@@ -31,6 +32,8 @@ crashtest: $(STAMP)
 
 screenshots: $(STAMP)
 	$(BIN)/python -m tools.screenshots
+	./scripts/ensure-chromium
+	$(BIN)/python -m tools.browser_shot
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

@@ -61,9 +61,10 @@ FIRST_EVICTION_AFTER = 60.0  # seconds after start; then hourly
 
 
 def inbox_service(home: Home, on_verdicts: Callable, config: InboxConfig | None = None,
-                  db_path: str | None = None) -> InboxService:
-    """The real inbox: watchdog push plus the periodic sweep (docs/rules.md#delivery-one-merge-point-two-paths), settings from config.toml."""
-    return InboxService(home, db_path=db_path, config=config, on_verdicts=on_verdicts)
+                  db_path: str | None = None, alerts=None) -> InboxService:
+    """The real inbox: watchdog push plus the periodic sweep (docs/rules.md#delivery-one-merge-point-two-paths),
+    and alert delivery; settings from config.toml."""
+    return InboxService(home, db_path=db_path, config=config, on_verdicts=on_verdicts, role="console", alerts=alerts)
 
 
 def probe_store(receiver: Receiver, service: Any, last_version: int | None) -> dict:

@@ -53,14 +53,19 @@ class InboxConfig:
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], where: str = "[inbox]") -> "InboxConfig":
-        known = {f.name for f in fields(cls)}
-        for key in table:
-            if key not in known:
-                raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
-        try:
-            return cls(**dict(table))
-        except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+        return from_table(cls, table, where)
+
+
+def from_table(cls, table: Mapping[str, Any], where: str):
+    """A settings dataclass from one TOML table; an unknown key or a bad value names itself and ``where``."""
+    known = {f.name for f in fields(cls)}
+    for key in table:
+        if key not in known:
+            raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
+    try:
+        return cls(**dict(table))
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 # (kind, lowest allowed, highest allowed); the ranges keep a typo from stalling delivery.
@@ -157,3 +162,29 @@ def store_target(home, given: str | None = None) -> str:
     if is_postgres_url(chosen) or chosen == ":memory:" or os.path.isabs(chosen):
         return chosen
     return str(home.root / chosen)
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """``[logs]``: the home's log rotates at ``max_bytes``, keeping ``backups`` old files
+    (``receiver.log.1`` ...); ``max_bytes = 0`` never rotates (for an outside logrotate)."""
+
+    max_bytes: int = 10 * 1024 * 1024
+    backups: int = 5
+
+    def __post_init__(self) -> None:
+        for key, (low, high) in {"max_bytes": (0, 2**40), "backups": (0, 1000)}.items():
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"logs setting {key} must be a whole number, not {value!r}")
+            if not low <= value <= high:
+                raise ValueError(f"logs setting {key} = {value!r} is out of range ({low} to {high})")
+        if 0 < self.max_bytes < 4096:
+            raise ValueError(f"logs setting max_bytes = {self.max_bytes} is too small (0, or at least 4096)")
+
+
+def load_log_config(config_path: Path) -> LogConfig:
+    table = read_toml(config_path).get("logs", {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{config_path}: 'logs' must be a table ([logs])")
+    return from_table(LogConfig, table, f"{config_path} [logs]")

@@ -46,7 +46,10 @@ SITES = ["Kakuma1", "Kakuma2", "Dadaab", "Ifo2", "Hagadera", "Nyarugu", "Mahama"
 NEEDS = ["MED", "SHE", "WAT", "FOO", "PRO", "EDU"]
 # Columns whose values depend on when or in which process a row was written.
 VOLATILE = {"id", "ts", "claim", "first_seen", "last_seen", "updated_at", "claimed_at", "finished_at",
-            "applied_at", "replaced_at", "resolved_at", "set_at", "ran_at"}
+            "applied_at", "replaced_at", "resolved_at", "set_at", "ran_at", "event_id", "at"}
+# Alerts tied to the ledger must be recorded exactly once however often the watcher dies; fault
+# alerts belong to each process's life (a restarted watcher meets an unreadable file anew).
+LEDGER_ALERTS = "WHERE kind IN ('conflict', 'file_rejected')"
 DAY_FOLDER = re.compile(r"processed/\d{4}-\d{2}-\d{2}/")
 
 
@@ -311,7 +314,7 @@ def _rows(con: sqlite3.Connection, table: str) -> tuple[list[str], Counter]:
             rows[(source, count)] += 1
         return ["source", "sum(count)"], rows
     quoted = ", ".join(f'"{c}"' for c in keep)
-    for row in con.execute(f'SELECT {quoted} FROM "{table}"'):
+    for row in con.execute(f'SELECT {quoted} FROM "{table}" {LEDGER_ALERTS if table == "alert_events" else ""}'):
         if table == "inbox_files":
             row = tuple(DAY_FOLDER.sub("processed/DAY/", v) if isinstance(v, str) else v for v in row)
         rows[row] += 1

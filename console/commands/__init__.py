@@ -13,6 +13,8 @@ MODULES = [
     "console.commands.cases",
     "console.commands.export",
     "console.commands.watch",
+    "console.commands.alerts",
+    "console.commands.serve",
     "console.commands.ui",
 ]
 

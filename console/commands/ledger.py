@@ -18,9 +18,11 @@ from rich.text import Text
 from console.errors import CommandError
 from console.exports import default_target, write_csv, write_export
 from console.render import make_console, print_json, safe, table, when
+from core.alerts import load_alerts_config
 from core.config import load_inbox_config
 from core.inbox import claimed_dir, deliver_until_done, file_counts, hold_after_commit, quiet_skip
 from core.rules.explain import explain_reject, outcome_words, reason_words
+from core.ops.health import gather
 from core.rules.formats import FormatError, read_items
 from core.rules.frame import NEED_NAMES
 from core.rules.retention import describe
@@ -288,9 +290,10 @@ def cmd_status(args, ctx) -> int:
     per_source = r.per_source()
     files = file_counts(r)
     policy = r.retention()
+    health = gather(ctx.home, r, _alert_targets(ctx.home))
     if ctx.json:
         print_json({**t, "per_source": per_source, "files_per_path": files, "retention": policy,
-                    "home": str(ctx.home.root)})
+                    "home": str(ctx.home.root), "health": health})
         return 0
     out = make_console()
     out.print(Text(f"home {ctx.home.root}"))
@@ -307,6 +310,7 @@ def cmd_status(args, ctx) -> int:
     out.print(Text("cases by status: " + ", ".join(f"{k} {v}" for k, v in by_status.items())))
     out.print(Text(f"retention: {retention_words(policy)}"))
     print_retention_fault(policy)
+    out.print(_health_line(health))
     return 0
 
 
@@ -327,6 +331,21 @@ def retention_words(policy: dict) -> str:
         return f"{describe(policy['retention_seconds'])} (the default)"
     kind = "signed exception" if policy["is_exception"] else "set"
     return f"{describe(policy['retention_seconds'])} ({kind} by {policy['set_by']})"
+
+
+def _alert_targets(home) -> list[str]:
+    try:
+        return sorted(load_alerts_config(home.config).targets)
+    except ValueError:
+        return []  # status still answers; watch and the console refuse the bad setting with its key
+
+
+def _health_line(h: dict) -> Text:
+    who = ", ".join(f"{p['role']} pid {p['pid']}" for p in h["receiver"]["processes"]) or "NONE"
+    line = (f"receiver: {who} | observer {h['observer']} | sweep {h['sweep']} | last sweep {when(h['last_sweep_at'])}"
+            f" | last frame {when(h['last_frame_at'])} | alerts pending {h['outbox_pending']} | "
+            f"faults {h['faults_open']}")
+    return Text(line + "".join(f"\n  ! {f}" for f in h["faults"]))
 
 
 def cmd_cases(args, ctx) -> int:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import sys
 
 from console.errors import CommandError
-from core.config import load_console_config, load_inbox_config
+from core.alerts import load_alerts_config
+from core.config import load_console_config, load_inbox_config, load_log_config
 from core.home import LOG_FORMAT, Home
+from core.ops.logfile import RotatingLog
 
 
 def register(sub, common) -> None:
@@ -22,6 +25,9 @@ def register(sub, common) -> None:
 
 
 def need_terminal() -> None:
+    """A terminal, or textual-serve's web driver (``serve``), which talks over pipes."""
+    if os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver"):
+        return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CommandError("the console needs a terminal; from scripts use a sub-command "
                            "(status, cases, ranking, ...), see --help")
@@ -31,7 +37,8 @@ def need_terminal() -> None:
 def logs_to_file(home: Home):
     """While the console owns the terminal, log lines go to ``<home>/logs`` and never to the screen."""
     home.logs.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(home.log_file, encoding="utf-8")
+    logs = load_log_config(home.config)
+    handler = RotatingLog(home.log_file, logs.max_bytes, logs.backups, report_failures=False)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()
     ours = logging.getLogger("ussd")
@@ -58,13 +65,16 @@ def open_console(ctx, inbox: bool = True) -> int:
     home = ctx.open_home()
     config = load_inbox_config(home.config)  # a bad setting is one line here, not a broken screen
     console_config = load_console_config(home.config)
+    alerts = load_alerts_config(home.config)
+    load_log_config(home.config)
     _ = ctx.receiver  # open and migrate the store here too, for the same reason
     ctx.close()
     from console.app import ConsoleApp, inbox_service
 
     app = ConsoleApp(
         home,
-        service_factory=functools.partial(inbox_service, config=config, db_path=ctx.store_target) if inbox else None,
+        service_factory=functools.partial(inbox_service, config=config, db_path=ctx.store_target,
+                                          alerts=alerts) if inbox else None,
         evict_every=config.evict_every,
         db=ctx.store_target,
         unlock_minutes=console_config.unlock_minutes,

@@ -1,9 +1,11 @@
 """``ussd-console watch``: the receiver without the console, for a server or a service manager.
 
-Runs both inbox paths (watchdog push, sweep pull) and the hourly eviction,
-logs to ``<home>/logs/receiver.log`` and stderr, and stops cleanly on SIGINT
-or SIGTERM: a file being read stays claimed at its last commit and is resumed
-by the next start, so a stop loses nothing and counts nothing twice.
+Runs both inbox paths (watchdog push, sweep pull), alert delivery and the
+hourly eviction, logs to ``<home>/logs/receiver.log`` (rotated, ``[logs]``) and
+stderr, tells systemd how it is and writes the metrics file
+(``core.ops.supervise``), and stops cleanly on SIGINT or SIGTERM: a file being
+read stays claimed at its last commit and is resumed by the next start, so a
+stop loses nothing and counts nothing twice.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ import sys
 import threading
 import time
 
-from core.config import load_inbox_config
+from core.alerts import load_alerts_config
+from core.config import load_inbox_config, load_log_config
 from core.home import LOG_FORMAT
 from core.inbox import InboxService, prepare_home
+from core.ops.logfile import RotatingLog
+from core.ops.sd_notify import Notifier
+from core.ops.supervise import Supervision
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import one_line
 
@@ -62,36 +68,9 @@ class _OneLineFormatter(logging.Formatter):
             record.exc_info, record.exc_text, record.stack_info = saved
 
 
-class _LogFile(logging.FileHandler):
-    """The log file. When it cannot be written (a full disk), one line on stderr says so instead
-    of logging's own traceback per record, and the file takes lines again once it can."""
-
-    def __init__(self, path) -> None:
-        super().__init__(path, encoding="utf-8")
-        self.failing = False
-        self._failed_now = False
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self._failed_now = False
-        super().emit(record)
-        if self.failing and not self._failed_now:
-            self.failing = False
-            sys.stderr.write(f"ussd-console: the log file {self.baseFilename} takes lines again\n")
-
-    def handleError(self, record: logging.LogRecord) -> None:
-        self._failed_now = True
-        if self.failing:
-            return
-        self.failing = True
-        exc = sys.exc_info()[1]
-        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        sys.stderr.write(f"ussd-console: cannot write the log file {self.baseFilename}: {why}; "
-                         "logging to stderr only until it can\n")
-
-
-def _setup_logging(home) -> list[logging.Handler]:
+def _setup_logging(home, logs) -> list[logging.Handler]:
     """INFO and up from every ``ussd.*`` logger to the home's log file and to stderr (one line each)."""
-    to_file = _LogFile(home.log_file)
+    to_file = RotatingLog(home.log_file, logs.max_bytes, logs.backups)
     to_file.setFormatter(logging.Formatter(LOG_FORMAT))
     to_stderr = logging.StreamHandler(sys.stderr)
     to_stderr.setFormatter(_OneLineFormatter(LOG_FORMAT))
@@ -121,23 +100,30 @@ def _alert_conflicts(verdicts, result) -> None:
 def cmd_watch(args, ctx) -> int:
     home = ctx.open_home()
     config = load_inbox_config(home.config, _overrides(args))  # a bad value stops here, before anything runs
+    alerts = load_alerts_config(home.config)
+    logs = load_log_config(home.config)
     prepare_home(home)
-    handlers = _setup_logging(home)
+    handlers = _setup_logging(home, logs)
     stop = threading.Event()
+    notifier = Notifier()
 
     def on_signal(signum, _frame):
         log.info("%s received; stopping", signal.Signals(signum).name)
+        notifier.stopping()
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    service = InboxService(home, db_path=ctx.store_target, config=config, on_verdicts=_alert_conflicts)
+    service = InboxService(home, db_path=ctx.store_target, config=config, on_verdicts=_alert_conflicts,
+                           role="watch", alerts=alerts)
     started = False
     try:
         service.start()
         started = True
         log.info("watching %s; Ctrl-C or SIGTERM stops", home.inbox)
         schedule = EvictionSchedule(config.evict_every, time.monotonic())
+        supervision = Supervision(home, service, notifier, sorted(alerts.targets))
         while not stop.is_set():
+            supervision.tick()
             if schedule.due(time.monotonic()):
                 try:
                     removed = service.receiver.evict(started_by="schedule")
@@ -146,6 +132,8 @@ def cmd_watch(args, ctx) -> int:
                     log.warning("scheduled eviction failed: %s", one_line(exc))
             stop.wait(min(1.0, schedule.wait(time.monotonic())))
     finally:
+        if not stop.is_set():
+            notifier.stopping()  # stopping for another reason than a signal (a failed start)
         clean = service.stop(timeout=10.0)
         if started:  # a start that failed says why in the one error line, and nothing else
             log.info("stopped%s", "" if clean else " (a file was still being read; it resumes at the next start)")

@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from core.config import InboxConfig
 from core.home import Home
+from core.rules import events
 from core.rules.batch import Verdict
 from core.rules.formats import FormatError, complete_part, line_count, read_items, scrub
 from core.rules.text import escape_text
@@ -42,6 +43,7 @@ from core.store.inbox_progress import (
     progress,
     set_archived_as,
 )
+from core.store.outbox import record as record_event
 from core.store.receiver import Receiver
 
 from .files import (
@@ -418,6 +420,8 @@ def _reject(claim_path: Path, reason: str, source: str, label: str, inbox_name: 
             create_progress(m, key, label, source, None, "rejected", 0, 0, 0, now, reason=reason)
         elif current["state"] == "claimed":
             finish_progress(m, key, "rejected", None, reason, now)
+        if current is None or current["state"] == "claimed":  # once per file: a resumed reject is not news
+            record_event(db, events.file_rejected(label, reason, source), at=now)
     rejected = home.rejected
     rejected.mkdir(parents=True, exist_ok=True)
     _inside(home, rejected)

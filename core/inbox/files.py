@@ -310,3 +310,12 @@ def _changed(path: Path, before: os.stat_result) -> bool:
     except FileNotFoundError:
         return False
     return (now.st_size, now.st_mtime_ns, now.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino)
+
+
+def count_files(folder) -> int:
+    """Files waiting in ``folder`` (names the inbox never reads do not count)."""
+    try:
+        with os.scandir(folder) as it:
+            return sum(1 for e in it if not quiet_skip(e.name) and e.is_file(follow_symlinks=False))
+    except FileNotFoundError:
+        return 0

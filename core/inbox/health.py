@@ -13,11 +13,12 @@ import logging
 import os
 import time
 
+from core.rules import events
 from core.rules.text import escape_text, one_line
 from core.store.database import is_database_error
 
 from .delivery import FileResult
-from .files import _split_claim
+from .files import _split_claim, count_files
 
 log = logging.getLogger("ussd.inbox")
 
@@ -77,16 +78,19 @@ class FaultsAndHealth:
             news = old is None or old[0] != message
         if news:
             log.warning("%s", message, exc_info=exc_info)
+        if old is None:
+            self._extras.event(events.fault(key, message, now))
         return news
 
     def _clear(self, *keys: str) -> None:
         now = time.time()
         with self._lock:
-            gone = [self._faults.pop(key) for key in keys if key in self._faults]
+            gone = [(key, self._faults.pop(key)) for key in keys if key in self._faults]
             if gone and not self._faults:
                 self._recovered_at = now
-        for message, since, _seen in gone:
+        for key, (message, since, _seen) in gone:
             log.info("fault cleared after %.1f s: %s", now - since, message)
+            self._extras.event(events.fault_cleared(key, message, since, now))
 
     # -- health ---------------------------------------------------------------------------
     def health(self) -> dict:
@@ -117,7 +121,7 @@ class FaultsAndHealth:
             "observer": observer,
             "sweep": "running" if sweeping else "off",
             "last_sweep": self._last_sweep,
-            "files_waiting": self._count_files(self._inbox) + self._count_files(self._claimed),
+            "files_waiting": count_files(self._inbox) + count_files(self._claimed),
             "claims_won": won,
             "claims_lost": lost,
             "state": "fault" if faults else "ok",

@@ -28,6 +28,7 @@ from core.rules.text import escape_text, one_line
 from core.store.receiver import Receiver
 
 from .delivery import FileResult, deliver
+from .extras import ServiceExtras
 from .files import _inside, claimed_dir, kind_skip, prepare_home, quiet_skip
 from .health import FaultsAndHealth, _os_error
 
@@ -72,7 +73,10 @@ class InboxService(FaultsAndHealth):
     """The inbox's two delivery paths and their health; see the module docstring."""
 
     def __init__(self, home: Home, db_path: str | None = None, config: InboxConfig | None = None,
-                 on_verdicts: Callable[[list, FileResult], None] | None = None):
+                 on_verdicts: Callable[[list, FileResult], None] | None = None, role: str = "receiver",
+                 alerts=None):
+        """``role`` names the process in the heartbeat (``watch``, ``console``); ``alerts`` is the
+        ``[alerts]`` config (default: read from the home's config.toml)."""
         self.home = home
         self.config = config if config is not None else load_inbox_config(home.config)
         self.db_path = db_path or str(home.db)
@@ -107,6 +111,7 @@ class InboxService(FaultsAndHealth):
         self._started = False
         self._inbox = str(home.inbox)
         self._claimed = str(claimed_dir(home))
+        self._extras = ServiceExtras(self, role, alerts)  # heartbeat, fault alerts, alert delivery
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> "InboxService":
@@ -122,6 +127,7 @@ class InboxService(FaultsAndHealth):
         self._spawn("worker", self._worker_loop)
         self._spawn("sweep", self._sweep_loop)
         self._spawn("monitor", self._monitor_loop)
+        self._extras.start()
         log.info("inbox %s: observer %s, sweep %s every %gs, settle %gs", escape_text(self._inbox, 200),
                  "on" if self.config.observer else "off", "on" if self.config.sweep else "off",
                  self.config.sweep_interval, self.config.settle_time)
@@ -134,6 +140,7 @@ class InboxService(FaultsAndHealth):
         self._sweep_wake.set()
         self._queue.put((None, "stop", 0.0))  # wakes the worker at once
         self._stop_observer(timeout)
+        self._extras.stop()
         stopped = True
         for thread in list(self._threads.values()):
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -240,6 +247,7 @@ class InboxService(FaultsAndHealth):
         while not self._stop.wait(MONITOR_EVERY):
             try:
                 self._check_threads()
+                self._extras.tick()
                 self._clear("monitor")
             except Exception as exc:  # noqa: BLE001 - the monitor itself must outlive what it watches
                 self._fault("monitor", f"the inbox monitor failed: {one_line(exc)}", exc_info=True)
@@ -431,13 +439,6 @@ class InboxService(FaultsAndHealth):
                     memo.pop(path, None)
             gone = [key for key in self._faults if key.startswith("file:") and key[5:] not in present]
         self._clear(*gone)  # a file that failed and then went away (taken, removed) is no fault now
-
-    def _count_files(self, folder: str) -> int:
-        try:
-            with os.scandir(folder) as it:
-                return sum(1 for e in it if not quiet_skip(e.name) and e.is_file(follow_symlinks=False))
-        except FileNotFoundError:
-            return 0
 
     def _listing(self, folder: str) -> list[str]:
         try:

@@ -15,11 +15,13 @@ import time
 from typing import Callable, Iterable, Sequence
 
 from core.rules.batch import ACTIVITY_KEEP, Facts, Verdict, Writes, decide_batch, needs_facts
+from core.rules import events
 from core.rules.decide import CaseRef, payload_from_key
 from core.rules.frame import Frame, parse
 from core.rules.retention import RetentionError, check_retention
 
 from .database import write_transaction
+from .outbox import record as record_event
 
 log = logging.getLogger("ussd.receiver")
 
@@ -150,6 +152,7 @@ class LedgerWrites:
         m = self.m
         for row in w.new_quarantine:
             log.info("conflict quarantined: %s %s (%s; first was %s %s)", row[0], row[2], row[5], row[3], row[4])
+            record_event(self.db, events.conflict(row), at=now)  # the alert commits with the conflict
         self._insert(
             m.SeenFrame,
             ["frame_id", "frame_text", "crc8", "first_seen", "last_seen", "seen_count", "last_source"],

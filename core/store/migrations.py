@@ -14,6 +14,7 @@ from .backend import open_database
 from .database import StoreError, describe_target, write_transaction
 from .inbox_progress import migrate_v2 as _v2_inbox_tables
 from .models import RANKED_SQL, bind_models
+from .outbox import migrate_v15 as _v15_alert_outbox
 
 Migration = Callable[[Database, object], None]
 
@@ -70,6 +71,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (3, "operators, the signed audit log and its head", _v3_operators_and_audit),
     (4, "PostgreSQL: the audit tables refuse TRUNCATE", _v4_audit_truncate_guards),
     (14, "case lifecycle: a status per case and its signed marks", _v14_case_lifecycle),
+    (15, "alert outbox: events and one delivery row per event and target", _v15_alert_outbox),
 ]
 
 

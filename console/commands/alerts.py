@@ -1,0 +1,75 @@
+"""``ussd-console alerts``: the alert outbox, and a test event to every target."""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from rich.text import Text
+
+from console.errors import CommandError
+from console.render import make_console, print_json, safe, table, when
+from core.alerts import SendError, load_alerts_config, send
+from core.rules import events
+from core.store import outbox
+
+EXIT_SOME_FAILED = 1
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("alerts", parents=[common],
+                       help="the alert outbox (settings: <home>/config.toml [alerts]); `alerts test` sends a test event")
+    p.add_argument("action", nargs="?", choices=["list", "test"], default="list",
+                   help="list (default) or test: send one test event to every target now")
+    p.add_argument("--state", choices=outbox.STATES, help="only deliveries in this state")
+    p.add_argument("--limit", type=int, default=50)
+    p.set_defaults(handler=cmd_alerts)
+
+
+def cmd_alerts(args, ctx) -> int:
+    if args.action == "test":
+        return _test(ctx)
+    if args.limit < 1:
+        raise CommandError("--limit must be at least 1")
+    rows = outbox.listing(ctx.receiver.db, state=args.state, limit=args.limit)
+    if ctx.json:
+        for row in rows:
+            print_json(row)
+        return 0
+    title = "Alerts" + (f" ({args.state})" if args.state else "") + ", newest first"
+    make_console().print(table(title, ["event", "kind", "at", "target", "state", "tries", "next try", "summary / last error"], [
+        (r["event_id"][:12], r["kind"], when(r["at"]), r["target"] or "(none yet)", r["state"],
+         r["attempts"], when(r["next_at"]), safe(r["summary"] if r["state"] != "failed" else
+                                                 f"{r['summary']} | last error: {r['last_error']}", 300))
+        for r in rows
+    ]))
+    return 0
+
+
+def _test(ctx) -> int:
+    config = load_alerts_config(ctx.home.config)
+    if not config.targets:
+        raise CommandError(f"no alert target in {ctx.home.config} [alerts] (set command and/or url)")
+    event = events.test(str(ctx.home.root))
+    now = time.time()
+    payload = {"event_id": f"test-{int(now)}", "kind": event.kind, "at": now, "summary": event.summary,
+               "details": event.details}
+    results = {}
+    for target in sorted(config.targets):
+        started = time.monotonic()
+        try:
+            send(target, config, payload)
+            results[target] = {"delivered": True, "error": None}
+        except SendError as exc:
+            results[target] = {"delivered": False, "error": str(exc)}
+        results[target]["seconds"] = round(time.monotonic() - started, 3)
+    if ctx.json:
+        print_json({"event": payload, "targets": results})
+    else:
+        out = make_console()
+        for target, r in results.items():
+            where = shlex.join(config.command) if target == "command" else config.url
+            line = Text(f"{target} ({safe(where, 120)}): ")
+            line.append("delivered" if r["delivered"] else f"FAILED: {r['error']}")
+            out.print(line)
+    return 0 if all(r["delivered"] for r in results.values()) else EXIT_SOME_FAILED

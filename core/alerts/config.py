@@ -1,0 +1,131 @@
+"""``[alerts]`` in ``<home>/config.toml``: where events go, checked at start like ``[inbox]``.
+
+::
+
+    [alerts]
+    command = "/usr/local/bin/notify-team --camp kakuma"  # run without a shell; one event as JSON on stdin
+    url = "http://127.0.0.1:9000/hooks/ussd"              # POST application/json
+    events = ["conflict", "file_rejected", "fault", "fault_cleared", "checkpoint"]
+    timeout = 10.0       # seconds a target may take before the attempt counts as failed
+    retry_first = 2.0    # seconds before the first retry; each next one waits twice as long...
+    retry_cap = 300.0    # ...up to this
+    fault_after = 300.0  # a target failing this long is a fault the console and health show
+
+A bad value is a ``ValueError`` naming the key, so ``watch`` and the console
+refuse to start with one line instead of failing to alert an hour later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from dataclasses import dataclass
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from core.config import from_table, read_toml
+from core.rules.events import KINDS
+
+# (lowest, highest) for the numbers; the ranges keep a typo from silencing alerts.
+_RANGES: dict[str, tuple[float, float]] = {
+    "timeout": (1.0, 60.0),
+    "retry_first": (0.1, 5.0),
+    "retry_cap": (1.0, 86400.0),
+    "fault_after": (5.0, 7 * 86400.0),
+}
+
+
+@dataclass(frozen=True)
+class AlertsConfig:
+    command: tuple[str, ...] | None = None
+    url: str | None = None
+    events: tuple[str, ...] = KINDS
+    timeout: float = 10.0
+    retry_first: float = 2.0
+    retry_cap: float = 300.0
+    fault_after: float = 300.0
+
+    def __post_init__(self) -> None:
+        set_ = lambda key, value: object.__setattr__(self, key, value)  # noqa: E731 - frozen
+        set_("command", _command(self.command))
+        set_("url", _url(self.url))
+        set_("events", _events(self.events))
+        for key, (low, high) in _RANGES.items():
+            set_(key, _number(key, getattr(self, key), low, high))
+        if self.retry_cap < self.retry_first:
+            raise ValueError(f"alerts setting retry_cap ({self.retry_cap:g}) is below retry_first "
+                             f"({self.retry_first:g})")
+
+    @property
+    def targets(self) -> dict[str, frozenset[str]]:
+        """Each configured target and the kinds it is sent."""
+        names = [name for name, value in (("command", self.command), ("url", self.url)) if value]
+        return {name: frozenset(self.events) for name in names}
+
+    def backoff(self, failures: int) -> float:
+        """Seconds before the next try after ``failures`` failed attempts in a row."""
+        return min(self.retry_cap, self.retry_first * 2 ** max(0, failures - 1))
+
+    def replace(self, **changes: Any) -> "AlertsConfig":
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Any], where: str = "[alerts]") -> "AlertsConfig":
+        return from_table(cls, table, where)
+
+
+def _command(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"alerts setting command cannot be split into words: {exc}") from None
+    elif isinstance(value, (list, tuple)) and all(isinstance(w, str) for w in value):
+        words = list(value)
+    else:
+        raise ValueError(f"alerts setting command must be a string or a list of strings, not {value!r}")
+    if not words or not words[0].strip():
+        raise ValueError("alerts setting command is empty")
+    if any("\0" in w for w in words):
+        raise ValueError("alerts setting command holds a NUL character")
+    return tuple(words)
+
+
+def _url(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"alerts setting url must be a string, not {value!r}")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"alerts setting url must be an http:// or https:// address, not {value!r}")
+    if any(c.isspace() or ord(c) < 32 for c in value):
+        raise ValueError("alerts setting url holds a space or a control character")
+    return value
+
+
+def _events(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"alerts setting events must be a list of event kinds, not {value!r}")
+    unknown = [v for v in value if v not in KINDS]
+    if unknown:
+        raise ValueError(f"alerts setting events: unknown kind {unknown[0]!r} (known: {', '.join(KINDS)})")
+    return tuple(dict.fromkeys(value))
+
+
+def _number(key: str, value: Any, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"alerts setting {key} must be a number, not {value!r}")
+    if value != value or not low <= value <= high:
+        raise ValueError(f"alerts setting {key} = {value!r} is out of range ({low:g} to {high:g})")
+    return float(value)
+
+
+def load_alerts_config(config_path) -> AlertsConfig:
+    """``[alerts]`` from the file; no table means no targets (events are still kept in the outbox)."""
+    table = read_toml(config_path).get("alerts", {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{config_path}: 'alerts' must be a table ([alerts])")
+    return AlertsConfig.from_mapping(table, where=f"{config_path} [alerts]")

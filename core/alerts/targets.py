@@ -1,0 +1,105 @@
+"""Sending one event to one target: a command (no shell, the event on stdin) or an HTTP POST.
+
+Each send either returns (delivered) or raises ``SendError`` with one escaped
+line saying why: a non-zero exit, a status outside 2xx, a redirect, a refused
+connection, or no answer within the timeout. Nothing here retries; the
+deliverer does, with back-off.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import urllib.error
+import urllib.request
+
+from core.rules.text import escape_text, one_line
+
+
+class SendError(Exception):
+    """One failed attempt, as one line for the outbox and the log."""
+
+
+def encode(event: dict) -> bytes:
+    return json.dumps(event, sort_keys=True, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def send_command(argv: tuple[str, ...], event: dict, timeout: float) -> None:
+    """Run ``argv`` with the event as one JSON object on stdin; exit 0 is delivered."""
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True, close_fds=True)
+    except OSError as exc:
+        raise SendError(f"cannot run {escape_text(argv[0], 120)}: {exc.strerror or one_line(exc)}") from None
+    try:
+        _out, err = proc.communicate(encode(event), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise SendError(f"no exit within {timeout:g} s (killed)") from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    if proc.returncode != 0:
+        lines = [line for line in (err or b"").decode("utf-8", "replace").splitlines() if line.strip()]
+        said = f": {escape_text(lines[-1], 200)}" if lines else ""
+        how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"status {proc.returncode}"
+        raise SendError(f"exited with {how}{said}")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.communicate()
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is not a delivery: a POST turned into a GET elsewhere would lose the event."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def send_url(url: str, event: dict, timeout: float) -> None:
+    """POST the event as ``application/json``; any 2xx is delivered."""
+    request = urllib.request.Request(url, data=encode(event), method="POST", headers={
+        "Content-Type": "application/json",
+        "User-Agent": "ussd-console",
+        "X-Ussd-Event-Id": str(event.get("event_id", "")),
+    })
+    try:
+        with _OPENER.open(request, timeout=timeout) as response:
+            status = response.status
+            response.read(65536)
+    except urllib.error.HTTPError as exc:
+        raise SendError(f"HTTP {exc.code} {escape_text(exc.reason, 80)}") from None
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        if isinstance(reason, TimeoutError):
+            raise SendError(f"no answer within {timeout:g} s") from None
+        raise SendError(f"cannot reach {escape_text(url, 200)}: {escape_text(getattr(reason, 'strerror', None) or reason, 200)}") from None
+    except TimeoutError:
+        raise SendError(f"no answer within {timeout:g} s") from None
+    except http.client.HTTPException as exc:
+        raise SendError(f"bad answer from {escape_text(url, 200)}: {exc.__class__.__name__}") from None
+    except OSError as exc:
+        raise SendError(f"cannot reach {escape_text(url, 200)}: {exc.strerror or one_line(exc)}") from None
+    if not 200 <= status < 300:
+        raise SendError(f"HTTP {status}")
+
+
+def send(target: str, config, event: dict) -> None:
+    """Send ``event`` to the configured target named ``target`` (``command`` or ``url``)."""
+    if target == "command" and config.command:
+        send_command(config.command, event, config.timeout)
+    elif target == "url" and config.url:
+        send_url(config.url, event, config.timeout)
+    else:
+        raise SendError(f"no {target} is configured in [alerts]")

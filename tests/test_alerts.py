@@ -1,0 +1,212 @@
+"""Alerts that reach a person (SPEC §12): the outbox, its per-target queues, retries, restarts."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+from core import Receiver
+from core.alerts import AlertsConfig, Deliverer
+from core.config import InboxConfig
+from core.inbox import InboxService, deliver
+from core.store import outbox
+from tests.alert_targets import CommandTarget, SilentServer, refused_url
+from tests.helpers import ROOT, frame
+from tests.inbox_helpers import drop, text_of, wait_for
+from tests.test_inbox_watch_cli import Watcher
+
+PHONE_TRACES = ("+254", "0722", "712345678")
+
+
+def conflict_file(tag: str) -> str:
+    """One case sent twice under one frame id with different counts: the second is a conflict."""
+    return text_of([f"{tag}-1 {frame(1, 'Kakuma1', 'MED', 3, 86)}", f"{tag}-1 {frame(1, 'Kakuma1', 'MED', 9, 86)}"])
+
+
+def configure(home, **alerts) -> None:
+    lines = ["[inbox]", "sweep_interval = 0.2", "settle_time = 0.1", "[alerts]"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in alerts.items()]
+    home.config.write_text("\n".join(lines) + "\n")
+
+
+def deliveries(home, state=None) -> list[dict]:
+    with Receiver(str(home.db)) as r:
+        return outbox.listing(r.db, state=state, limit=1000)
+
+
+def conflicts(home) -> int:
+    with Receiver(str(home.db)) as r:
+        return r.totals()["conflicts_open"]
+
+
+def test_a_command_that_fails_twice_then_succeeds_gets_the_conflict_once_after_the_retries(home, tmp_path):
+    target = CommandTarget(tmp_path / "target", fail_first=2)
+    configure(home, command=target.argv, events=["conflict"])
+    watcher = Watcher(home, tmp_path)
+    try:
+        drop(home, "session.txt", conflict_file("c1"))
+        wait_for(target.delivered, what="the conflict delivered to the command")
+    finally:
+        assert watcher.signal(signal.SIGTERM) == 0
+    [event] = target.delivered()  # the watcher has stopped: nothing more can come
+    assert target.calls() == [event["event_id"]] * 3  # two failures, one success, one stable id
+    assert event["kind"] == "conflict"
+    d = event["details"]
+    assert d["frame_id"] == "c1-1" and d["reason"] == "same_frame_id_different_payload"
+    assert d["first"]["frame"] == frame(1, "Kakuma1", "MED", 3, 86)
+    assert d["newcomer"]["frame"] == frame(1, "Kakuma1", "MED", 9, 86)
+    assert event["summary"].startswith("Conflict on c1-1: ") and "\n" not in event["summary"]
+    assert not any(p in json.dumps(event) for p in PHONE_TRACES)
+    [row] = deliveries(home, "delivered")
+    assert (row["event_id"], row["target"], row["attempts"]) == (event["event_id"], "command", 3)
+    assert deliveries(home, "pending") == deliveries(home, "failed") == []
+    out = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "--json"],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert [json.loads(line)["state"] for line in out.splitlines()] == ["delivered"]
+
+
+def test_an_alert_pending_when_watch_is_killed_is_delivered_after_the_restart(home, tmp_path):
+    target = CommandTarget(tmp_path / "target", blocked=True)
+    configure(home, command=target.argv, events=["conflict"])
+    watcher = Watcher(home, tmp_path)
+    drop(home, "session.txt", conflict_file("k1"))
+    wait_for(lambda: deliveries(home, "failed"), what="a failed first attempt recorded")
+    assert watcher.signal(signal.SIGKILL) == -signal.SIGKILL
+    tried = set(target.calls())
+    target.unblock()
+    assert target.delivered() == []
+    watcher = Watcher(home, tmp_path)
+    try:
+        wait_for(target.delivered, what="the pending alert delivered after the restart")
+    finally:
+        assert watcher.signal(signal.SIGTERM) == 0
+    [event] = target.delivered()
+    assert tried == {event["event_id"]}  # the same event, not a new one
+    assert [r["state"] for r in deliveries(home)] == ["delivered"]
+
+
+def test_a_target_that_never_answers_delays_neither_the_other_target_nor_ingest(home, tmp_path):
+    server = SilentServer()
+    target = CommandTarget(tmp_path / "target")
+    configure(home, command=target.argv, url=server.url, events=["conflict"])
+    watcher = Watcher(home, tmp_path)
+    try:
+        drop(home, "first.txt", conflict_file("a1"))
+        wait_for(lambda: server.event_ids() and target.delivered(), what="A at both targets, the url one held")
+        [first] = target.delivered()
+        assert server.event_ids() == [first["event_id"]]  # the url target is stuck on A
+        drop(home, "second.txt", conflict_file("b1"))
+        wait_for(lambda: len(target.delivered()) == 2, what="B delivered to the command")
+        assert conflicts(home) == 2  # B was ingested while the url target hung on A
+        by_target = {(r["event_id"], r["target"]): r["state"] for r in deliveries(home)}
+        second = target.delivered()[1]["event_id"]
+        assert by_target[(first["event_id"], "url")] != "delivered"
+        assert by_target[(second, "url")] != "delivered"
+        assert by_target[(first["event_id"], "command")] == by_target[(second, "command")] == "delivered"
+        # The hanging attempt ends as a failure after its timeout, and A is retried (B waits behind it).
+        failed = wait_for(lambda: [r for r in deliveries(home, "failed") if r["target"] == "url"],
+                          what="the url attempt timed out")
+        assert [r["event_id"] for r in failed] == [first["event_id"]]
+        assert "no answer within 10 s" in failed[0]["last_error"]
+    finally:
+        assert watcher.signal(signal.SIGTERM) == 0
+        server.close()
+
+
+def test_two_deliverers_on_one_store_send_every_event_once(new_store, tmp_path):
+    store = new_store()
+    target = CommandTarget(tmp_path / "target")
+    config = AlertsConfig(command=tuple(target.argv), events=("conflict",))
+    with Receiver(store) as r:
+        for n in range(12):
+            r.ingest_many([(f"t{n}-1", frame(1, f"S{n}", "MED", 3, 5)), (f"t{n}-1", frame(1, f"S{n}", "MED", 4, 5))])
+    pair = [Deliverer(store, config).start(), Deliverer(store, config).start()]
+    try:
+        wait_for(lambda: len(target.delivered()) >= 12, what="every event delivered")
+    finally:
+        for d in pair:
+            assert d.stop(timeout=30)
+    ids = [e["event_id"] for e in target.delivered()]
+    assert len(ids) == len(set(ids)) == 12
+    assert sorted(e["details"]["frame_id"] for e in target.delivered()) == sorted(f"t{n}-1" for n in range(12))
+
+
+def test_a_target_failing_for_long_is_a_fault_of_the_service_and_an_alert_to_the_others(home, tmp_path, caplog):
+    target = CommandTarget(tmp_path / "target")
+    url = refused_url()
+    alerts = AlertsConfig(command=tuple(target.argv), url=url, retry_first=0.1, retry_cap=1.0, fault_after=5.0)
+    service = InboxService(home, config=InboxConfig(sweep_interval=0.2, settle_time=0.1), alerts=alerts).start()
+    url_tries = lambda: sum(r["attempts"] for r in deliveries(home) if r["target"] == "url")  # noqa: E731
+    try:
+        drop(home, "session.txt", conflict_file("f1"))
+        fault = wait_for(lambda: [f for f in service.health()["faults"] if "alert target url failing" in f],
+                         what="the url target's fault")
+        assert "cannot reach" in fault[0] and "retried" in fault[0]
+        kinds = lambda: [e["kind"] for e in target.delivered()]  # noqa: E731
+        wait_for(lambda: "fault" in kinds(), what="the fault told through the command target")
+        assert kinds()[0] == "conflict"
+        tried = url_tries()
+        wait_for(lambda: url_tries() >= tried + 2, what="more failed attempts while the fault lasts")
+        assert service.health()["faults"] == fault  # the same words: not news again
+    finally:
+        service.stop()
+    said = [r for r in caplog.records if "alert target url failing" in r.getMessage()]
+    assert len(said) == 1  # logged once, however long it lasts
+
+
+def test_a_rejected_file_is_one_event_written_with_the_reject(inbox):
+    home, r = inbox
+    path = drop(home, "huge.txt", "x" * 200)
+    result = deliver(path, "cli", r, home, InboxConfig(max_file_bytes=100))
+    assert result.status == "rejected"
+    [row] = outbox.listing(r.db)
+    assert row["kind"] == "file_rejected" and row["target"] is None and row["state"] == "pending"
+    assert row["details"] == {"file": "huge.txt", "path": "cli", "reason": "over the size limit (200 > 100 bytes)"}
+
+
+def test_alerts_test_says_what_happened_at_each_target(home, tmp_path):
+    target = CommandTarget(tmp_path / "target")
+    url = refused_url()
+    configure(home, command=target.argv, url=url)
+    done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "test"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "command (" in done.stdout and "): delivered" in done.stdout
+    assert f"url ({url}): FAILED: cannot reach" in done.stdout
+    [event] = target.delivered()
+    assert event["kind"] == "test" and event["event_id"].startswith("test-")
+    home.config.write_text("")
+    done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "test"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "no alert target" in done.stderr
+
+
+def test_checkpoint_events_follow_the_audit_log_as_it_grows(home, tmp_path):
+    from core.alerts.checkpoint import maybe_checkpoint
+    from core.signing.audit import head
+    from tests.signing import add_operators, sign
+
+    with Receiver(str(home.db)) as r:
+        assert maybe_checkpoint(r.db) is False  # an empty log: nothing to copy yet
+    add_operators(home, tmp_path, "alice")
+    assert sign(home, tmp_path, "retention", "set", "40") == 0
+    with Receiver(str(home.db)) as r:
+        assert maybe_checkpoint(r.db) is True
+        assert maybe_checkpoint(r.db) is False  # once per growth
+        current = head(r)
+        [row] = [x for x in outbox.listing(r.db) if x["kind"] == "checkpoint"]
+    assert current.count >= 1
+    details = row["details"]
+    assert (details["entries"], details["head"]) == (current.count, current.hash)
+    # the very line `audit checkpoint` prints, which `audit verify --checkpoint -` takes back
+    printed = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "audit", "checkpoint"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    assert details["checkpoint"] == printed.stdout.splitlines()[0]
+    assert list(details["operators"]) == ["alice"] and details["checkpoint"] in row["summary"]
+    back = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "audit", "verify",
+                           "--checkpoint", "-"], input=details["checkpoint"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert back.returncode == 0, back.stdout + back.stderr

@@ -1,0 +1,72 @@
+"""The console in a real browser through ``ussd-console serve`` (SPEC §12): it draws, and the page
+fetches nothing from outside the machine."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+from urllib.parse import urlsplit
+
+import pytest
+
+from core.home import Home
+from tests.helpers import ROOT
+from tests.inbox_helpers import wait_for
+from tools.browser_shot import capture, find_chromium, free_port, served
+from tools.sample_store import build
+
+LOOPBACK = {"127.0.0.1", "localhost"}
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    found = find_chromium()
+    if found is None:
+        why = "chromium is not installed (scripts/ensure-chromium installs Debian's package)"
+        if os.environ.get("CI") or os.environ.get("USSD_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"the browser test cannot run: {why}", pytrace=False)
+        pytest.skip(why)
+    return found
+
+
+def outside(urls) -> list[str]:
+    return [u for u in urls if urlsplit(u).scheme not in ("data", "blob") and urlsplit(u).hostname not in LOOPBACK]
+
+
+def test_the_console_draws_in_headless_chromium_with_nothing_fetched_from_outside(chromium, tmp_path):
+    home = build(Home(tmp_path / "home"))
+    png = tmp_path / "screenshots" / "browser.png"
+    with served(home.root, free_port(), tmp_path / "serve.log") as url:
+        page = urllib.request.urlopen(url, timeout=30).read().decode()
+        seen = capture(url, png, chromium)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    # What the console drew reached the page: its header, its totals, the conflict badge.
+    assert b"USSD console" in seen.received and b"cases 10" in seen.received
+    assert b"CONFLICT OPEN" in seen.received
+    assert seen.requests and outside(seen.requests) == []
+    assert any(u.endswith(".ttf") for u in seen.requests)  # the font came from this server
+    assert any(u.startswith("ws://127.0.0.1") for u in seen.requests)
+    # The served page names no other host (the SVG namespace is a name, never fetched).
+    named = set(re.findall(r"""(?:https?|wss?)://[^\s"'<>)]+""", page)) - {"http://www.w3.org/2000/svg"}
+    assert outside(named) == [], named
+    assert "googleapis" not in page and "googleapis" not in seen.html
+
+
+def test_serve_refuses_a_public_address_without_public_and_warns_with_it(home):
+    done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "serve", "--host", "0.0.0.0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "needs --public" in done.stderr
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--home", str(home.root), "serve", "--host",
+                             "0.0.0.0", "--port", str(port), "--public"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = wait_for(lambda: proc.stderr.readline(), what="the warning")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stderr.close()
+    assert "WARNING" in line and "NO LOGIN" in line and f"0.0.0.0:{port}" in line

@@ -84,7 +84,7 @@ def test_a_case_carried_to_done_through_the_command_line(session_home, tmp_path)
     con.commit()
     con.close()
     bad = run(home, "audit", "verify", ok=False)
-    assert bad.returncode == 1 and "differs from what entry #2 signed" in bad.stdout
+    assert bad.returncode == 1 and "differs from what entry #3 signed" in bad.stdout  # #1 adds alice
 
 
 def test_case_show_lists_both_versions_after_an_accepted_correction(session_home):

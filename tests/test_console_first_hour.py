@@ -14,7 +14,7 @@ from console.widgets.header_bar import HeaderBar
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.palette import PlainPalette
 from core import Receiver
-from core.signing.operators import add_operator
+from core.signing.operators import add_operator, load_signer
 from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
 from tests.test_console_signing import PASS, open_dialog
 
@@ -90,9 +90,11 @@ async def test_d_hides_every_notification_and_conflict_notes_are_short(sample_ho
 
 # -- 5 and 6. signing dialogs at 80x24 ------------------------------------------------------------------
 def operators(home, *names):
+    """The first name signs its own entry; the others are approved by it."""
     with Receiver(str(home.db)) as r:
-        for name in names:
-            add_operator(home, r, name, PASS)
+        for i, name in enumerate(names):
+            sponsor = load_signer(home, r, names[0], PASS) if i else None
+            add_operator(home, r, name, PASS, sponsor=sponsor)
 
 
 @run_async

@@ -140,11 +140,11 @@ class InboxService(FaultsAndHealth):
         self._sweep_wake.set()
         self._queue.put((None, "stop", 0.0))  # wakes the worker at once
         self._stop_observer(timeout)
-        self._extras.stop()
         stopped = True
         for thread in list(self._threads.values()):
             thread.join(max(0.0, deadline - time.monotonic()))
             stopped = stopped and not thread.is_alive()
+        self._extras.stop()  # after the joins: no worker holds the write lock while the last alerts are written
         self._threads.clear()
         self._started = False
         self._observer_state = "off"

@@ -17,8 +17,9 @@ from console.errors import CommandError
 from console.exports import export_path, write_dispatch_csv, write_rows
 from console.render import make_console, print_json, safe, table, when
 from core.config import load_inbox_config
-from core.inbox import claimed_dir, deliver_until_done, file_counts, quiet_skip
-from core.rules.formats import FormatError, read_items
+from core.inbox import claimed_dir, deliver_until_done, file_counts, files_by_state, quiet_skip
+from core.inbox.spreadsheets import sheet_rows
+from core.rules.formats import FormatError, read_items, spreadsheet_kind, table_items
 from core.rules.retention import describe
 
 PRINT_LIMIT = 1000  # per-frame rows printed for people; --json prints every one
@@ -88,7 +89,10 @@ def _read_items(path: Path, max_bytes: int):
     if len(data) > max_bytes:
         raise CommandError(f"{path} is over the size limit (more than {max_bytes} bytes)")
     try:
-        items, _fmt = read_items(path.name, data)
+        if spreadsheet_kind(path.name):
+            items = table_items(sheet_rows(data, max_bytes))
+        else:
+            items, _fmt = read_items(path.name, data)
     except FormatError as exc:
         raise CommandError(f"{path}: {exc}") from exc
     return [(fid, frame, str(path), line) for fid, frame, line in items]
@@ -202,13 +206,14 @@ def cmd_status(args, ctx) -> int:
     t = r.totals()
     per_source = r.per_source()
     files = file_counts(r)
+    states = files_by_state(r)
     policy = r.retention()
     if ctx.json:
-        print_json({**t, "per_source": per_source, "files_per_path": files, "retention": policy,
-                    "home": str(ctx.home.root)})
+        print_json({**t, "per_source": per_source, "files_per_path": files, "files_rejected": states["rejected"],
+                    "files_by_state": states, "retention": policy, "home": str(ctx.home.root)})
         return 0
     out = make_console()
-    out.print(Text(f"home {ctx.home.root}"))
+    out.print(Text.assemble("home ", safe(str(ctx.home.root), 1000)))  # a path may hold any byte
     out.print(table("Totals", ["cases", "headcount", "duplicates", "conflicts open", "rejects", "dedup rows"], [
         (t["cases"], t["headcount_total"], t["duplicates"], t["conflicts_open"], t["rejects"], t["seen_frames"]),
     ]))
@@ -217,6 +222,8 @@ def cmd_status(args, ctx) -> int:
         (src, *(counts.get(o, 0) for o in outcomes)) for src, counts in sorted(per_source.items())
     ]))
     out.print(table("Inbox files", ["arrival path", "files"], sorted(files.items())))
+    out.print(Text("files: " + ", ".join(f"{n} {state}" for state, n in states.items())
+                   + ("  (ussd-console files --state rejected)" if states["rejected"] else "")))
     kind = "signed exception" if policy["is_exception"] else "policy"
     out.print(Text(f"retention: {describe(policy['retention_seconds'])} ({kind}, set by {policy['set_by']})"))
     return 0

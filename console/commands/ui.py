@@ -64,6 +64,10 @@ def open_console(ctx, inbox: bool = True) -> int:
         evict_every=config.evict_every,
         db=ctx.store_target,
     )
+    if inbox:
+        from core.inbox.writers import ignore_lease_breaks
+
+        ignore_lease_breaks()
     with logs_to_file(home):
         app.run()
     return app.return_code or 0

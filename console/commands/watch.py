@@ -17,6 +17,7 @@ import time
 from core.config import load_inbox_config
 from core.home import LOG_FORMAT
 from core.inbox import InboxService, prepare_home
+from core.inbox.writers import ignore_lease_breaks
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import one_line
 
@@ -130,6 +131,7 @@ def cmd_watch(args, ctx) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    ignore_lease_breaks()
     service = InboxService(home, db_path=ctx.store_target, config=config, on_verdicts=_alert_conflicts)
     started = False
     try:

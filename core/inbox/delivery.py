@@ -19,7 +19,6 @@ times the settle time.
 
 from __future__ import annotations
 
-import datetime as dt
 import errno
 import itertools
 import logging
@@ -47,7 +46,6 @@ from core.store.inbox_progress import (
 from core.store.receiver import Receiver
 
 from .files import (
-    NAME_MAX,
     _label,
     _archive,
     _changed,

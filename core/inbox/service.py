@@ -29,6 +29,7 @@ from core.store.receiver import Receiver
 
 from .delivery import FileResult, deliver
 from .files import _inside, _label, claimed_dir, kind_skip, prepare_home, quiet_skip
+from .events import _Handler
 from .health import FaultsAndHealth, _os_error
 from .rejecting import end_vanished_claims
 
@@ -41,36 +42,6 @@ OWN_GRACE = 30.0
 
 
 MONITOR_EVERY = 0.5
-
-
-class _ShutdownRaceFilter(logging.Filter):
-    """Drop watchdog's error line for a read racing its own stop: harmless, and alarming in a log."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "called when the thread is inactive" not in record.getMessage()
-
-
-logging.getLogger("watchdog.observers.inotify").addFilter(_ShutdownRaceFilter())
-
-
-class _Handler:
-    """Watchdog handler: turns events into queued paths and never raises."""
-
-    def __init__(self, service: "InboxService"):
-        self.service = service
-
-    def dispatch(self, event) -> None:
-        try:
-            if event.is_directory:
-                return
-            if event.event_type == "moved":
-                if event.dest_path:
-                    self.service._offer(os.fsdecode(event.dest_path), moved=True)
-            elif event.event_type in ("created", "modified", "closed"):
-                self.service._offer(os.fsdecode(event.src_path), moved=False)
-        except Exception as exc:  # noqa: BLE001 - a raise here would kill the observer thread
-            log.error("inbox event handler failed on %s: %s", escape_text(repr(event), 300), one_line(exc),
-                      exc_info=True)
 
 
 class InboxService(FaultsAndHealth):

@@ -18,6 +18,7 @@ import errno
 import fcntl
 import os
 import re
+import signal
 
 _FLAGS = re.compile(r"^flags:\s*([0-7]+)", re.M)
 
@@ -68,3 +69,16 @@ def _proc_writers(st: os.stat_result, path: str) -> bool | None:
             if flags is None or int(flags.group(1), 8) & (os.O_WRONLY | os.O_RDWR):
                 return True
     return None if blind else False
+
+
+def ignore_lease_breaks() -> None:
+    """Call once from the main thread of a receiving process: SIGIO ignored instead of fatal.
+
+    The kernel signals a lease holder (SIGIO, whose default is to terminate) when another process
+    opens the file for writing while the lease is held. ``open_for_writing`` holds one only for
+    the microseconds between taking and dropping it, on a file no longer in the inbox, but a
+    receiver must not be killed by that chance; this process has no other use for SIGIO.
+    """
+    sigio = getattr(signal, "SIGIO", None)
+    if sigio is not None and signal.getsignal(sigio) == signal.SIG_DFL:
+        signal.signal(sigio, signal.SIG_IGN)

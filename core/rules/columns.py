@@ -97,10 +97,12 @@ class Columns:
 
 
 def no_text_column(found: Iterable[str]) -> str:
-    """The reason a header is refused: the columns it has, and the ones looked for."""
-    names = [mask_phones(norm(f)) or "(blank)" for f in found][:20]
-    shown = ", ".join(names)
-    return f"no frame or text column: found {shown or 'none'}; looked for {', '.join(sorted(TEXT_NAMES))}"
+    """The reason a header is refused: the columns it has, and the ones looked for (short enough
+    to be kept whole in a reason)."""
+    names = [mask_phones(norm(f))[:24] or "(blank)" for f in found]
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return (f"no frame or text column: found {shown or 'none'}; looked for a text column such as "
+            "frame, text, message, body, content, sms, message_content (README: Columns)")
 
 
 def choose(frame_id: str | None, generic_id: str | None, text: str | None, has_id_column: bool):
@@ -110,7 +112,8 @@ def choose(frame_id: str | None, generic_id: str | None, text: str | None, has_i
     <frame>`` carries its own id, which beats a gateway's message ``id``: that
     one is new on every re-send, and keying on it would count re-sends twice.
     A row with no id column whose text has no id of its own is
-    ``no_frame_in_text`` (not a ``bad_frame_id`` with the frame as its id).
+    ``no_id_column`` (a bare frame) or ``no_frame_in_text`` (anything else),
+    never a ``bad_frame_id`` with the frame stored as its id.
     """
     if text is None:
         return (frame_id or generic_id, Unreadable("", "no_text"))
@@ -127,7 +130,8 @@ def choose(frame_id: str | None, generic_id: str | None, text: str | None, has_i
     parts = _SEPARATOR.split(stripped, maxsplit=1)
     if len(parts) == 2 and FRAME_ID_RE.fullmatch(parts[0]):
         return (parts[0], parts[1])  # "<frame_id> <something>": judged as a frame (bad grammar, ...)
-    return (None, Unreadable(text, "no_frame_in_text"))
+    # A bare frame in a file with no id column: say that the column is missing, not that the id is bad.
+    return (None, Unreadable(text, "no_id_column" if stripped.startswith("H1|") else "no_frame_in_text"))
 
 
 def cell(value: object) -> str | None:

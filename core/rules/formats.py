@@ -200,6 +200,15 @@ def _row_items(rows, bad: dict[int, Unreadable]) -> Iterator[Item]:
 # -- JSON lines -----------------------------------------------------------------------
 
 
+def json_object(line: str) -> dict | None:
+    """One JSON-lines line as an object; None when it is not JSON or not an object."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def _json_items(lines: Sequence[str], bad: dict[int, Unreadable]) -> Iterator[Item]:
     for number, raw in enumerate(lines, start=1):
         if number in bad:
@@ -208,11 +217,8 @@ def _json_items(lines: Sequence[str], bad: dict[int, Unreadable]) -> Iterator[It
         line = raw.strip(SPACE)
         if not line:
             continue
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            obj = None
-        if not isinstance(obj, dict):
+        obj = json_object(line)
+        if obj is None:
             yield (None, Unreadable(line[:_SAMPLE], "not_json"), number)
             continue
         keys = list(obj)

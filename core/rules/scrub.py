@@ -16,7 +16,7 @@ import json
 from typing import Sequence
 
 from .columns import SPACE, Columns, cell, is_phone_name, looks_like_phone
-from .formats import CSV, JSONL, PLAIN, FormatError, csv_rows, decode_lines, delimiter, detect
+from .formats import CSV, JSONL, PLAIN, FormatError, csv_rows, decode_lines, delimiter, detect, json_object
 from .privacy import mask_phones, mask_phones_bytes
 
 
@@ -103,11 +103,8 @@ def _scrub_jsonl(lines: list[str], bad: dict) -> str:
         if not line:
             objs.append(None)
             continue
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            obj = None
-        if not isinstance(obj, dict):
+        obj = json_object(line)
+        if obj is None:
             obj = {"unreadable_line": number}
         for key, value in obj.items():
             if is_phone_name(key) or looks_like_phone(value) or not isinstance(value, (str, int, float, bool, type(None))):

@@ -37,7 +37,7 @@ from textual.widgets import Footer, TabbedContent, TabPane
 from core import Receiver
 from core.config import InboxConfig, store_target
 from core.home import Home
-from core.inbox import InboxService
+from core.inbox import InboxService, inbox_files
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import escape_text
 from core.signing.session import SigningSession
@@ -74,6 +74,7 @@ def probe_store(receiver: Receiver, service: Any, last_version: int | None) -> d
     if version != last_version:
         out["totals"] = receiver.totals()
         out["newest_conflicts"] = receiver.quarantine(status="open", limit=NOTIFY_AT_MOST + 1)
+        out["newest_rejected_files"] = inbox_files(receiver, state="rejected", limit=NOTIFY_AT_MOST + 1)
     return out
 
 
@@ -139,6 +140,7 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         self._force = False
         self._running_refresh = False
         self._conflict_mark: int | None = None
+        self._rejected_mark: float | None = None
         self._come_back_timer = None
         self._idle = asyncio.Event()
         self._inbox_settled = threading.Event()  # the inbox start finished, one way or the other
@@ -261,6 +263,7 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         if "totals" in probe:
             self.totals = probe["totals"]
             self._conflicts(probe["newest_conflicts"], self.totals["conflicts_open"])
+            self._rejected_files(probe["newest_rejected_files"])
         header.show(self.totals, self.health, self.service is not None)
         self.version = probe["version"]
         panel = self.mounted_panel()
@@ -349,6 +352,25 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         if len(fresh) > NOTIFY_AT_MOST:
             self.notify(f"and {len(fresh) - NOTIFY_AT_MOST} more new conflicts; press 3.",
                         title="! Conflicts", severity="warning", timeout=8, markup=False)
+
+    def _rejected_files(self, newest: list[dict]) -> None:
+        """A file rejected whole (by this console's inbox or another receiver on the store) raises a
+        notification and a bell: it is never only a log line."""
+        top = max((f["finished_at"] or 0 for f in newest), default=0)
+        if self._rejected_mark is None:
+            self._rejected_mark = top
+            return
+        fresh = [f for f in newest if (f["finished_at"] or 0) > self._rejected_mark]
+        self._rejected_mark = max(self._rejected_mark, top)
+        if not fresh:
+            return
+        self.bell()
+        for f in fresh[:NOTIFY_AT_MOST]:
+            self.notify(f"{escape_text(f['name'], 64)}: {escape_text(f['reason'], 160)}. Kept in rejected/; press 5.",
+                        title="! File rejected", severity="warning", timeout=15, markup=False)
+        if len(fresh) > NOTIFY_AT_MOST:
+            self.notify(f"and {len(fresh) - NOTIFY_AT_MOST} more rejected files; press 5.",
+                        title="! Files rejected", severity="warning", timeout=15, markup=False)
 
     # -- actions -----------------------------------------------------------------------------
     def action_show_panel(self, tab_id: str) -> None:

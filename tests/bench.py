@@ -217,7 +217,11 @@ def postgres_rates(tmp: Path, frames: int) -> None:
 
 def extras(tmp: Path, args) -> None:
     """Figures from the inbox and the console."""
-    from tests.bench_inbox import measure_drop_latency, measure_path_share
+    from tests.bench_inbox import measure_drop_latency, measure_path_share, measure_spreadsheet
+
+    sheet = measure_spreadsheet(5_000 if args.quick else 100_000)
+    print(f".xlsx export taken in: {sheet['rate']:>10,.0f} rows/s  ({sheet['rows']:,} rows, "
+          f"{sheet['bytes'] / 1e6:.1f} MB, in {sheet['seconds']:.2f} s: read, ingested, archived as CSV)")
 
     lat = measure_drop_latency(n_files=50 if args.quick else 200)
     print(f"drop-to-ledger latency, watched inbox: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms "

@@ -131,3 +131,30 @@ if __name__ == "__main__":
     share = measure_path_share()
     print(f"inbox paths on a burst of {share['files']} files: observer {share['watch']} "
           f"({share['watch'] / share['files']:.0%}), sweep {share['sweep']} (sweep every {share['sweep_interval']:g} s)")
+
+
+def measure_spreadsheet(rows: int = 100_000) -> dict:
+    """A gateway's .xlsx export of ``rows`` messages (id, phone, text, date) taken in by ``deliver``:
+    read through python-calamine, ingested, archived as a CSV without the phone column."""
+    from core.config import InboxConfig
+    from core.inbox import deliver, prepare_home
+    from core.store.receiver import Receiver
+    from tests.spreadsheets import xlsx_bytes
+
+    table = [["Message ID", "Sender Number", "Message Content", "Received"]]
+    table += [[n, f"+2547{n:08d}", f"x{n}-1 {_frame(1, 'Sheet', n % 50 + 1)}", "2024-05-01 10:00"]
+              for n in range(rows)]
+    data = xlsx_bytes(table)
+    with tempfile.TemporaryDirectory(prefix="ussd-bench-xlsx-") as tmp:
+        home = Home(Path(tmp) / "home").ensure()
+        prepare_home(home)
+        path = home.inbox / "export.xlsx"
+        path.write_bytes(data)
+        past = time.time() - 60
+        os.utime(path, (past, past))
+        with Receiver(str(home.db)) as r:
+            t = time.perf_counter()
+            result = deliver(path, "bench", r, home, InboxConfig(max_file_bytes=1 << 30))
+            seconds = time.perf_counter() - t
+        assert result.status == "done" and len(result.verdicts) == rows, result
+    return {"rows": rows, "bytes": len(data), "seconds": seconds, "rate": rows / seconds}

@@ -83,8 +83,10 @@ def build_inbox(folder: Path, frames: int, seed: int) -> Corpus:
             data, ext = b"\x00\x01\x02 binary from a broken modem \xff\xfe" * rng.randint(1, 40), "txt"
             corpus.kinds["unreadable file"] += 1
         elif n % 89 == 7:
+            # One line that is not UTF-8: that line is a reject, the frame before it is taken in.
             data, ext = ("r1-1 " + _frame(1, site, "MED", 3, 40) + "\n").encode("latin-1") + b"caf\xe9\n", "txt"
-            corpus.kinds["unreadable file"] += 1
+            corpus.kinds["one bad line"] += 1
+            corpus.frames += 2
         else:
             lines = []
             for _ in range(rng.randint(20, 600)):

@@ -137,3 +137,25 @@ async def test_sweep_now_key_takes_a_file_the_observer_never_saw(home, utc):
         await pilot.press("w")
         await until(lambda: (app.totals or {}).get("cases") == 3)
         await until(lambda: "sweep" in cell_texts(table(app, "feed-table"), "source"))
+
+
+@run_async
+async def test_a_rejected_file_is_on_the_activity_screen_and_raises_a_notification(home, utc):
+    """Issue 12, finding 3: a file rejected whole used to be only a log line and a .reason file."""
+    from tests.inbox_helpers import drop
+
+    app = live_app(home)
+    notes = recorded_notifications(app)
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        await until(lambda: app.service is not None)
+        await pilot.press("2")  # the operator is elsewhere
+        drop(home, "export.csv", "ref,sender,when\n1,+254711000050,2024-05-01\n")
+        await until(lambda: any("rejected" in title for title, _ in notes))
+        title, message = next(n for n in notes if "rejected" in n[0])
+        assert "export.csv" in message and "no frame or text column" in message
+        assert "254711000050" not in message
+        await pilot.press("5")
+        files = table(app, "rejected-files-table")
+        await until(lambda: len(files.row_keys) == 1)
+        assert cell_texts(files, "file") == ["export.csv"]
+        assert "no frame or text column" in cell_texts(files, "reason")[0]

@@ -244,7 +244,7 @@ def test_files_that_vanish_between_listing_and_claiming_are_no_fault(home, start
     assert (result.status, result.reason) == ("lost", "gone")
     assert [r.getMessage() for r in caplog.records if "claim lost" in r.getMessage()] == [
         "claim lost by sweep: d.txt was taken by another path",
-        "claim lost by sweep: ghost.txt was finished by another worker",
+        "claim lost by sweep: ghost.txt was gone before any of it was read (removed by someone else)",
     ]
     assert not warnings(caplog, "")
 

@@ -80,17 +80,34 @@ def test_random_bytes_are_rejected_unread_with_a_reason(inbox):
     assert r.totals()["frames"] == 0
 
 
-def test_invalid_utf8_is_rejected_with_the_offset(inbox):
+def test_a_file_with_no_readable_line_is_rejected_with_the_offset(inbox):
     home, r = inbox
-    data = f"a1-1 {GOOD}\n".encode() + b"b1-1 caf\xe9 \xff\xfe\n"
+    data = b"b1-1 caf\xe9 \xff\xfe\n" + b"\xff\n"
     result = take(home, r, "latin1.txt", data)
-    assert (result.status, result.reason) == ("rejected", f"not UTF-8 text (bad byte at offset {len(GOOD) + 14})")
+    assert (result.status, result.reason) == ("rejected", "not UTF-8 text (no line can be read; bad byte at offset 8)")
 
 
-def test_nul_bytes_reject_the_file(inbox):
+# Finding 1 of issue 12: one bad byte used to send the whole file to rejected/ ("not UTF-8 text"),
+# none of its good frames taken in and nothing in `rejects`. The line is the unit of rejection now.
+@pytest.mark.parametrize("name, bad, reason", [
+    ("nul.txt", b"b1-1 H1|1|K\x00|MED|3|86|#00", "control_byte"),
+    ("esc.txt", b"b1-1 H1|1|K\x1b[2J|MED|3|86|#00", "control_byte"),
+    ("latin1.txt", "b1-1 café".encode("latin-1"), "bad_encoding"),
+    ("gateway.csv", "frame_id,sender,text\nb1-1,+254711000099,caf\xe9".encode("latin-1"), "bad_encoding"),
+])
+def test_one_bad_line_is_one_reject_and_every_other_line_is_taken_in(inbox, name, bad, reason):
     home, r = inbox
-    result = take(home, r, "nul.txt", f"a1-1 {GOOD}\nb1-1 H1|1|K\x00|MED|3|86|#00\n".encode())
-    assert result.status == "rejected" and "NUL" in result.reason
+    head = b"frame_id,sender,text\n" if name.endswith(".csv") else b""
+    bad = bad.split(b"\n", 1)[-1] if head else bad
+    sep = ",+2547110001{:02d}," if head else " "
+    good = [f"g{i}-1{sep.format(i)}{frame(1, f'S{i}', 'MED', 3, 86)}".encode() for i in range(99)]
+    lines = good[:50] + [bad] + good[50:]
+    result = take(home, r, name, head + b"\n".join(lines) + b"\n")
+    bad_line = 51 + (1 if head else 0)
+    assert result.status == "done" and result.outcomes == {"APPLIED": 99, "REJECT_BAD_FORMAT": 1}
+    assert [(x["file"], x["line"], x["reason"]) for x in r.rejects()] == [(name, bad_line, reason)]
+    assert r.totals()["cases"] == 99
+    assert_clean(store_text(home.db), "the store")
 
 
 @pytest.mark.parametrize("name,data", [
@@ -143,7 +160,7 @@ def test_a_csv_with_an_unbalanced_quote_gives_the_broken_record_a_reject(inbox):
     data = f'id,message\n1,"a1-1 {GOOD}\n2,b1-1 {GOOD}\n3,c1-1 {GOOD}\n'.encode()
     result = take(home, r, "quote.csv", data)
     assert result.status == "done" and result.outcomes == {"REJECT_BAD_FORMAT": 1}
-    assert [(x["line"], x["reason"]) for x in r.rejects()] == [(2, "bad_frame_id")]
+    assert [(x["line"], x["reason"]) for x in r.rejects()] == [(2, "bad_csv_record")]
 
 
 def test_symlinks_out_of_the_home_and_fifos_are_skipped_logged_and_left(home, tmp_path, caplog):

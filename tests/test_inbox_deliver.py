@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from core.rules.scrub import scrub
 from core.inbox import delivery as inbox_module
 from core.config import InboxConfig
 from core.inbox import claimed_dir, deliver, file_counts, kind_skip, prepare_home, recent_files
@@ -157,7 +158,8 @@ def test_an_unreadable_file_goes_to_rejected_with_a_reason_file(inbox, name, dat
     home, r = inbox
     result = deliver(drop(home, name, data, age=5), "sweep", r, home, CONFIG.replace(max_file_bytes=4096))
     assert result.status == "rejected" and why in result.reason
-    assert (home.rejected / name).read_bytes() == data  # moved unread, never deleted
+    kept = (home.rejected / name).read_bytes()  # never deleted: kept without its phone numbers
+    assert kept == scrub(name, data) and b"254712345678" not in kept
     assert why in (home.rejected / (name + ".reason")).read_text()
     assert file_counts(r) == {"sweep": 1} and r.totals()["frames"] == 0
     assert recent_files(r)[0]["state"] == "rejected"

@@ -8,21 +8,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.rules.formats import (
-    FormatError,
-    complete_part,
-    is_phone_name,
-    line_count,
-    looks_like_phone,
-    read_items,
-    scrub,
-)
+from core.rules.columns import is_phone_name, looks_like_phone
+from core.rules.formats import FormatError, complete_part, line_count, read_items
+from core.rules.scrub import scrub
 from tests.helpers import frame
 
 F1 = frame(1, "Kakuma1", "MED", 3, 86)
 F2 = frame(2, "Kakuma2", "SHE", 8, 71)
 F3 = frame(3, "Kakuma1", "WAT", 12, 69)
 PHONES = ["+254712345678", "+254700000002", "0712 345 679"]
+
+
+def why(item) -> str | None:
+    """The reason a reader gave an item it could not read (its text is an ``Unreadable``)."""
+    return getattr(item[1], "reason", None)
 
 
 def test_plain_text_separators_blank_and_comment_lines():
@@ -52,7 +51,8 @@ def test_csv_frame_id_column_wins_and_generic_id_is_used_without_embedded_id():
 def test_csv_without_id_column_reads_the_id_from_the_message():
     data = f"urn,content\ntel:+254712345678,kak03-3 {F3}\ntel:+254712345679,nonsense\n".encode()
     items, _ = read_items("c.csv", data)
-    assert items == [("kak03-3", F3, 2), ("nonsense", None, 3)]
+    assert items == [("kak03-3", F3, 2), (None, "nonsense", 3)]
+    assert why(items[1]) == "no_frame_in_text"  # not a bad_frame_id with the text as its id
 
 
 def test_csv_records_keep_their_first_line_and_unreadable_records_become_rejects():
@@ -65,7 +65,8 @@ def test_csv_records_keep_their_first_line_and_unreadable_records_become_rejects
         f"4,+254712345678,kak02-2 {F2}\n"
     ).encode()
     items, _ = read_items("d.csv", data)
-    assert items == [("kak01-1", F1, 2), (None, None, 3), ("3", "multi\nline", 5), ("kak02-2", F2, 7)]
+    assert items == [("kak01-1", F1, 2), (None, "", 3), ("3", "multi\nline", 5), ("kak02-2", F2, 7)]
+    assert why(items[1]) == "bad_csv_record"
 
 
 def test_csv_header_is_sniffed_in_a_txt_file_and_a_csv_without_text_column_is_unreadable():
@@ -86,7 +87,8 @@ def test_json_lines():
     ).encode()
     items, fmt = read_items("g.jsonl", data)
     assert fmt == "jsonl"
-    assert items == [("kak01-1", F1, 1), (None, None, 2), (None, None, 4), ("kak02-2", F2, 5), ("7", F3, 6)]
+    assert items == [("kak01-1", F1, 1), (None, "{not json", 2), (None, "[1, 2]", 4), ("kak02-2", F2, 5), ("7", F3, 6)]
+    assert why(items[1]) == why(items[2]) == "not_json"
     assert read_items("no-extension", data)[1] == "jsonl"
 
 

@@ -7,6 +7,7 @@ returns an exit code.
 
 MODULES = [
     "console.commands.ledger",
+    "console.commands.files",
     "console.commands.demo",
     "console.commands.operators",
     "console.commands.audit",

@@ -20,10 +20,11 @@ from console.exports import default_target, write_csv, write_export
 from console.render import make_console, print_json, safe, table, when
 from core.alerts import load_alerts_config
 from core.config import load_inbox_config
-from core.inbox import claimed_dir, deliver_until_done, file_counts, hold_after_commit, quiet_skip
-from core.rules.explain import explain_reject, outcome_words, reason_words
+from core.inbox import claimed_dir, deliver_until_done, file_counts, files_by_state, hold_after_commit, quiet_skip
+from core.inbox.spreadsheets import sheet_rows
 from core.ops.health import gather
-from core.rules.formats import FormatError, read_items
+from core.rules.explain import explain_reject, outcome_words, reason_words
+from core.rules.formats import FormatError, read_items, spreadsheet_kind, table_items
 from core.rules.frame import NEED_NAMES
 from core.rules.retention import describe
 
@@ -153,7 +154,10 @@ def _read_items(path: Path, max_bytes: int):
     if len(data) > max_bytes:
         raise CommandError(f"{path} is over the size limit (more than {max_bytes} bytes)")
     try:
-        items, _fmt = read_items(path.name, data)
+        if spreadsheet_kind(path.name):
+            items = table_items(sheet_rows(data, max_bytes))
+        else:
+            items, _fmt = read_items(path.name, data)
     except FormatError as exc:
         raise CommandError(f"{path}: {exc}") from exc
     return [(fid, frame, str(path), line) for fid, frame, line in items]
@@ -289,14 +293,16 @@ def cmd_status(args, ctx) -> int:
     t = r.totals()
     per_source = r.per_source()
     files = file_counts(r)
+    states = files_by_state(r)
     policy = r.retention()
     health = gather(ctx.home, r, _alert_targets(ctx.home))
     if ctx.json:
         print_json({**t, "per_source": per_source, "files_per_path": files, "retention": policy,
+                    "files_rejected": states["rejected"], "files_by_state": states,
                     "home": str(ctx.home.root), "health": health})
         return 0
     out = make_console()
-    out.print(Text(f"home {ctx.home.root}"))
+    out.print(Text.assemble("home ", safe(str(ctx.home.root), 1000)))  # a path may hold any byte
     out.print(table("Totals", ["cases", "people", "duplicates", "conflicts open", "rejects", "frame ids kept"], [
         (t["cases"], t["headcount_total"], t["duplicates"], t["conflicts_open"], t["rejects"], t["seen_frames"]),
     ]))
@@ -306,6 +312,8 @@ def cmd_status(args, ctx) -> int:
     ], codes=("path",)))
     out.print(table("Inbox files", ["arrival path", "files"],
                     [(PATH_NAMES.get(src, src), n) for src, n in sorted(files.items())], codes=("arrival path",)))
+    out.print(Text("files: " + ", ".join(f"{n} {state}" for state, n in states.items())
+                   + ("  (ussd-console files --state rejected)" if states["rejected"] else "")))
     by_status = t["cases_by_status"]
     out.print(Text("cases by status: " + ", ".join(f"{k} {v}" for k, v in by_status.items())))
     out.print(Text(f"retention: {retention_words(policy)}"))

@@ -79,6 +79,10 @@ def open_console(ctx, inbox: bool = True) -> int:
         db=ctx.store_target,
         unlock_minutes=console_config.unlock_minutes,
     )
+    if inbox:
+        from core.inbox.writers import ignore_lease_breaks
+
+        ignore_lease_breaks()
     with logs_to_file(home):
         app.run()
     return app.return_code or 0

@@ -23,6 +23,7 @@ from core.inbox import InboxService, prepare_home
 from core.ops.logfile import RotatingLog
 from core.ops.sd_notify import Notifier
 from core.ops.supervise import Supervision
+from core.inbox.writers import ignore_lease_breaks
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import one_line
 
@@ -113,6 +114,7 @@ def cmd_watch(args, ctx) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    ignore_lease_breaks()
     service = InboxService(home, db_path=ctx.store_target, config=config, on_verdicts=_alert_conflicts,
                            role="watch", alerts=alerts)
     started = False

@@ -14,7 +14,7 @@ from console.dialogs.reject_dialog import RejectDialog
 from console.render import safe
 from console.ui_text import basename, count, outcome, reason, stamp
 from console.widgets.keyed_table import KeyedTable
-from core.inbox import file_counts
+from core.inbox import file_counts, inbox_files
 from core.rules.explain import explain_reject
 
 from .panel import PAGE, Panel
@@ -33,6 +33,13 @@ REJECT_COLUMNS = [
     ("frame_id", "frame id"),
     ("why", "what was wrong (enter: all)"),
     ("text", "line"),
+]
+FILE_COLUMNS = [
+    ("ts", "when"),
+    ("file", "file"),
+    ("path", "path"),
+    ("reason", "why the whole file was rejected"),
+    ("kept", "kept as"),
 ]
 MINUTES = 60
 PATH_OUTCOMES = [
@@ -100,6 +107,9 @@ class ActivityPanel(Panel):
         yield KeyedTable(FEED_COLUMNS, id="feed-table")
         yield Static(Text("Rejects (newest first)", style="bold"), classes="section")
         yield KeyedTable(REJECT_COLUMNS, id="rejects-table")
+        yield Static(Text("Rejected files (newest first; ussd-console files --state rejected)", style="bold"),
+                     classes="section", id="rejected-files-label")
+        yield KeyedTable(FILE_COLUMNS, id="rejected-files-table")
 
     def minute_bound(self) -> bool:
         return True  # the sparkline's window moves with the clock
@@ -112,6 +122,7 @@ class ActivityPanel(Panel):
             "per_source": receiver.per_source(),
             "rejects": receiver.rejects(limit=PAGE),
             "files": file_counts(receiver),
+            "rejected_files": inbox_files(receiver, state="rejected", limit=PAGE),
         }
 
     def show(self, data) -> None:
@@ -139,6 +150,17 @@ class ActivityPanel(Panel):
                 Text(explain_reject(r["frame_id"], r["frame_text"], r["reason"])), safe(r["frame_text"], 80),
             ))
             for r in data["rejects"]
+        ])
+        # Shown only when there is one: on a small terminal the feed keeps its room otherwise.
+        any_rejected = bool(data["rejected_files"])
+        self.query_one("#rejected-files-label", Static).display = any_rejected
+        self.query_one("#rejected-files-table", KeyedTable).display = any_rejected
+        self.query_one("#rejected-files-table", KeyedTable).sync([
+            (f"{f['archived_as'] or f['name']}@{f['claimed_at']}", (
+                Text(stamp(f["finished_at"] or f["claimed_at"])), basename(f["name"], 32), safe(f["path"], 16),
+                safe(f["reason"] or "-", 120), safe(f["archived_as"] or "-", 48),
+            ))
+            for f in data["rejected_files"]
         ])
 
     @on(DataTable.RowSelected, "#rejects-table")

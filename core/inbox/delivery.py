@@ -8,15 +8,17 @@ counted twice), then archives it to ``processed/YYYY-MM-DD/`` without
 phone-number columns, or moves an unreadable one to ``rejected/`` with a
 reason file.
 
-A file whose writer may still be appending (its mtime is younger than
-``settle_time``) is read only up to its last complete line and stays claimed
-("held") until it settles: the writer's open descriptor follows the renamed
-inode, so nothing it writes later is lost.
+A file whose writer may still be appending is read only up to its last
+complete line and stays claimed ("held"): the writer's open descriptor follows
+the renamed inode, and the file is archived (its claimed name unlinked) only
+once nothing more can arrive in it: no process holds it open for writing
+(``writers``) and it has been quiet for ``settle_time``. Where the platform
+cannot tell who holds it open, quiet time alone decides, ``QUIET_FACTOR``
+times the settle time.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import errno
 import itertools
 import logging
@@ -30,31 +32,26 @@ from typing import NamedTuple
 
 from core.config import InboxConfig
 from core.home import Home
-from core.rules import events
 from core.rules.batch import Verdict
-from core.rules.formats import FormatError, complete_part, line_count, read_items, scrub
-from core.rules.text import escape_text
-from core.store.database import write_transaction
+from core.rules.formats import FormatError, complete_part, line_count, read_items, spreadsheet_kind, table_items
+from core.rules.privacy import mask_phones
+from core.rules.scrub import scrub, scrub_table
 from core.store.inbox_progress import (
     ClaimTaken,
     advance_progress,
     create_progress,
     finish_progress,
     progress,
-    set_archived_as,
 )
-from core.store.outbox import record as record_event
 from core.store.receiver import Receiver
 
 from .files import (
-    NAME_MAX,
+    _label,
     _archive,
     _changed,
     _claim_name,
     _drop_stages,
-    _existing_link,
     _inside,
-    _link_in,
     _lock,
     _relative,
     _release_claim,
@@ -65,11 +62,15 @@ from .files import (
     kind_skip,
     quiet_skip,
 )
+from .rejecting import _claim_key, _reject, _vanished
+from .spreadsheets import sheet_rows
+from .writers import open_for_writing
 
 log = logging.getLogger("ussd.inbox")
 
 HOLD_ENV = "USSD_HOLD_AFTER_COMMIT"  # see hold_after_commit
 _hold_counter = itertools.count()
+QUIET_FACTOR = 10  # settle times of quiet before a file is archived where writers cannot be seen
 
 
 
@@ -97,22 +98,6 @@ class FileResult:
         return self.status in ("done", "held", "rejected")
 
 
-# Every character escapes to at most 10, and a name has at most 255: a key is never cut short.
-_KEY_LIMIT = 10 * NAME_MAX + 10
-
-
-def _claim_key(m, claim: str) -> str:
-    """A claimed file's key in ``inbox_files``: its name, escaped (a name may carry anything).
-
-    Stores written before keys were escaped used the raw name; a file claimed
-    then and still in flight is found under that.
-    """
-    key = escape_text(claim, _KEY_LIMIT)
-    if key != claim and progress(m, key) is None and progress(m, claim) is not None:
-        return claim
-    return key
-
-
 def deliver(
     path: str | os.PathLike,
     source: str,
@@ -136,21 +121,21 @@ def deliver(
     if parent == inbox:
         quiet = quiet_skip(name)
         if quiet:
-            return FileResult(escape_text(name, 120), source, "skipped", reason=quiet)
+            return FileResult(_label(name), source, "skipped", reason=quiet)
         try:
             st = os.lstat(path)
         except FileNotFoundError:
-            log.info("claim lost by %s: %s is already gone (another path took it)", source, escape_text(name, 120))
-            return FileResult(escape_text(name, 120), source, "lost", reason="gone")
+            log.info("claim lost by %s: %s is already gone (another path took it)", source, _label(name))
+            return FileResult(_label(name), source, "lost", reason="gone")
         reason = kind_skip(st)
         if reason:
-            return FileResult(escape_text(name, 120), source, "skipped", reason=reason)
+            return FileResult(_label(name), source, "skipped", reason=reason)
         # An unreadable file (permission denied) raises here, before the claim, so it stays where it is.
         try:
             os.close(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)))
         except FileNotFoundError:
-            log.info("claim lost by %s: %s is already gone (another path took it)", source, escape_text(name, 120))
-            return FileResult(escape_text(name, 120), source, "lost", reason="gone")
+            log.info("claim lost by %s: %s is already gone (another path took it)", source, _label(name))
+            return FileResult(_label(name), source, "lost", reason="gone")
         claimed.mkdir(exist_ok=True)
         _inside(home, claimed)
         target = claimed / _claim_name(source, name)
@@ -159,9 +144,9 @@ def deliver(
             try:
                 os.rename(path, target)
             except FileNotFoundError:
-                log.info("claim lost by %s: %s was taken by another path", source, escape_text(name, 120))
-                return FileResult(escape_text(name, 120), source, "lost", reason="taken")
-            log.info("claim won by %s: %s", source, escape_text(name, 120))
+                log.info("claim lost by %s: %s was taken by another path", source, _label(name))
+                return FileResult(_label(name), source, "lost", reason="taken")
+            log.info("claim won by %s: %s", source, _label(name))
             result = _process(target, source, receiver, home, config, stop)
         finally:
             _release_claim(target)
@@ -169,7 +154,7 @@ def deliver(
         return result
     if parent == _inside(home, claimed):
         if not _reserve_claim(path):
-            return FileResult(escape_text(_split_claim(name)[1], 120), source, "skipped", reason="being read")
+            return FileResult(_label(_split_claim(name)[1]), source, "skipped", reason="being read")
         try:
             return _process(path, source, receiver, home, config, stop)
         finally:
@@ -199,15 +184,14 @@ def _process(claim_path: Path, resumer: str, receiver: Receiver, home: Home, con
              stop: threading.Event | None) -> FileResult:
     claim = claim_path.name
     named_source, inbox_name = _split_claim(claim)
-    label = escape_text(inbox_name, 120)
+    label = _label(inbox_name)
     try:
         fd = os.open(claim_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        log.info("claim lost by %s: %s was finished by another worker", resumer, label)
-        return FileResult(label, named_source or resumer, "lost", reason="gone", claimed=claim_path)
+        return _vanished(claim_path, resumer, named_source or resumer, label, receiver)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return _reject(claim_path, "symlink", named_source or resumer, label, inbox_name, receiver, home)
+            return _reject(claim_path, "symlink", named_source or resumer, label, inbox_name, receiver, home, config)
         raise
     try:
         st = os.fstat(fd)
@@ -215,8 +199,7 @@ def _process(claim_path: Path, resumer: str, receiver: Receiver, home: Home, con
             log.debug("%s is being read by another worker; left to it", label)
             return FileResult(label, named_source or resumer, "skipped", reason="being read", claimed=claim_path)
         if not _same_file(claim_path, st):
-            log.info("claim lost by %s: %s was finished by another worker", resumer, label)
-            return FileResult(label, named_source or resumer, "lost", reason="gone", claimed=claim_path)
+            return _vanished(claim_path, resumer, named_source or resumer, label, receiver)
         return _process_locked(fd, st, claim_path, resumer, receiver, home, config, stop)
     finally:
         os.close(fd)  # releases the lock, after the claim is archived and removed
@@ -242,39 +225,62 @@ def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str,
     named_source, inbox_name = _split_claim(claim_path.name)
     row = progress(m, key)
     source = (row or {}).get("source") or named_source or resumer
-    c = _Claim(claim_path, key, inbox_name, escape_text(inbox_name, 120), source, resumer)
-    if row and row["state"] in ("rejected", "done"):
-        return _finish_earlier_pass(c, row, receiver, home)
+    c = _Claim(claim_path, key, inbox_name, _label(inbox_name), source, resumer)
+    if row and row["state"] in ("rejected", "done", "vanished"):
+        return _finish_earlier_pass(c, row, receiver, home, config)
     data = _read_checked(fd, st, config)
     if isinstance(data, str):
-        return _reject(claim_path, data, source, c.label, inbox_name, receiver, home)
-    fresh = time.time() - st.st_mtime < config.settle_time or len(data) != st.st_size
-    part = complete_part(data) if fresh else data
+        return _reject(claim_path, data, source, c.label, inbox_name, receiver, home, config)
+    fresh = _may_grow(fd, claim_path, st, data, config)
+    sheet = spreadsheet_kind(inbox_name)
+    rows = None
     try:
-        items, fmt = read_items(inbox_name, part)
+        if sheet and fresh:
+            items, fmt, part, total = [], sheet, b"", row["line"] if row else 0  # a zip is whole only when done
+        elif sheet:
+            rows = sheet_rows(data, config.max_file_bytes)
+            items, fmt, part, total = table_items(rows), sheet, data, len(rows)
+        else:
+            part = complete_part(data) if fresh else data
+            items, fmt = read_items(inbox_name, part)
+            total = line_count(part)
     except FormatError as exc:
-        return _reject(claim_path, str(exc), source, c.label, inbox_name, receiver, home)
+        return _reject(claim_path, str(exc), source, c.label, inbox_name, receiver, home, config, data)
     if row and len(part) < row["offset"] and not fresh:
         log.warning("%s is shorter (%d bytes) than what was already read (%d); reading on from line %d",
                     c.label, len(part), row["offset"], row["line"])
     verdicts: list[Verdict] = []
-    stopped = _ingest_new_lines(c, row, items, fmt, part, receiver, config, stop, verdicts)
+    stopped = _ingest_new_lines(c, row, items, fmt, part, total, sheet is not None, receiver, config, stop,
+                                verdicts)
     if isinstance(stopped, FileResult):
         return stopped
     line_at = stopped
     outcomes = _tally(verdicts)
     base = dict(name=c.label, source=source, claimed=claim_path)
     if fresh or _changed(claim_path, st):
-        log.debug("%s read to line %d and held until it settles", c.label, line_at)
+        log.debug("%s read to line %d and held until nothing more can arrive", c.label, line_at)
         return FileResult(**base, status="held", format=fmt, frames=len(verdicts), line=line_at,
                           due=max(st.st_mtime, time.time()) + config.settle_time, verdicts=verdicts, outcomes=outcomes)
-    return _archive_done(c, row, data, fmt, line_at, verdicts, outcomes, receiver, home, config)
+    return _archive_done(c, row, data, rows, fmt, line_at, verdicts, outcomes, receiver, home, config)
 
 
-def _finish_earlier_pass(c: _Claim, row: dict, receiver: Receiver, home: Home) -> FileResult:
+def _may_grow(fd: int, claim_path: Path, st: os.stat_result, data: bytes, config: InboxConfig) -> bool:
+    """Whether more can still arrive in the file: it changed lately, or a writer still holds it open."""
+    age = time.time() - st.st_mtime
+    if age < config.settle_time or len(data) != st.st_size:
+        return True
+    writing = open_for_writing(fd, str(claim_path))
+    if writing is None:  # the platform cannot tell: quiet time alone decides
+        return age < QUIET_FACTOR * config.settle_time
+    return writing
+
+
+def _finish_earlier_pass(c: _Claim, row: dict, receiver: Receiver, home: Home, config: InboxConfig) -> FileResult:
     """A row already final: a crash came after the commit, so only the moves are left to finish."""
     if row["state"] == "rejected":
-        return _reject(c.path, row["reason"] or "rejected", c.source, c.label, c.inbox_name, receiver, home)
+        return _reject(c.path, row["reason"] or "rejected", c.source, c.label, c.inbox_name, receiver, home, config)
+    if row["state"] == "vanished":  # it came back under its claimed name: ended already, so left alone
+        return FileResult(c.label, c.source, "skipped", reason="ended as vanished", claimed=c.path)
     _drop_stages(home, c.path.name)
     try:
         os.unlink(c.path)
@@ -297,8 +303,9 @@ def _read_checked(fd: int, st: os.stat_result, config: InboxConfig) -> bytes | s
     return data
 
 
-def _ingest_new_lines(c: _Claim, row: dict | None, items, fmt: str, part: bytes, receiver: Receiver,
-                      config: InboxConfig, stop: threading.Event | None, verdicts: list) -> int | FileResult:
+def _ingest_new_lines(c: _Claim, row: dict | None, items, fmt: str, part: bytes, total_lines: int, whole: bool,
+                      receiver: Receiver, config: InboxConfig, stop: threading.Event | None,
+                      verdicts: list) -> int | FileResult:
     """Ingest the lines after the committed ones, in batches that each commit the file's progress
     with their frames (R8). Returns the line reached, or the result when the pass ends early
     (another worker committed first, or a stop between batches)."""
@@ -306,7 +313,6 @@ def _ingest_new_lines(c: _Claim, row: dict | None, items, fmt: str, part: bytes,
     done_line = row["line"] if row else 0
     done_offset = row["offset"] if row else 0
     fresh_items = [(fid, text, c.label, line) for fid, text, line in items if line > done_line]
-    total_lines = line_count(part)
     batch = config.batch_lines
     # An empty batch still commits: the file's row (and its path's count) or lines with no frames.
     chunks = [fresh_items[i : i + batch] for i in range(0, len(fresh_items), batch)] or [[]]
@@ -315,7 +321,8 @@ def _ingest_new_lines(c: _Claim, row: dict | None, items, fmt: str, part: bytes,
     for k, chunk in enumerate(chunks):
         last = k == len(chunks) - 1
         upto = max(total_lines, line_at) if last else chunks[k + 1][0][3] - 1
-        upto_offset = len(part) if last else _offset_after(part, offset_at, upto - line_at)
+        # A spreadsheet is read whole at once (its rows are not byte ranges): every commit covers all of it.
+        upto_offset = len(part) if last or whole else _offset_after(part, offset_at, upto - line_at)
         if row_exists and upto == line_at:
             continue  # nothing new to commit
 
@@ -361,13 +368,19 @@ def hold_after_commit(claim: str, line: int, stop: threading.Event | None = None
         time.sleep(0.005)
 
 
-def _archive_done(c: _Claim, row: dict | None, data: bytes, fmt: str, line_at: int, verdicts: list, outcomes: dict,
-                  receiver: Receiver, home: Home, config: InboxConfig) -> FileResult:
-    """Settled and read to the end: archive it (without phone numbers unless asked), mark it done."""
+def _archive_done(c: _Claim, row: dict | None, data: bytes, rows, fmt: str, line_at: int, verdicts: list,
+                  outcomes: dict, receiver: Receiver, home: Home, config: InboxConfig) -> FileResult:
+    """Read to the end and nothing more can arrive: archive it (without phone numbers unless asked),
+    mark it done. A spreadsheet is archived as the CSV of its first sheet."""
     m = receiver.m
     base = dict(name=c.label, source=c.source, claimed=c.path)
-    archived = _archive(home, c.path.name, c.inbox_name,
-                        data if config.keep_originals else scrub(c.inbox_name, data, fmt))
+    if config.keep_originals:
+        copy, name = data, c.inbox_name
+    elif rows is not None:
+        copy, name = scrub_table(rows), c.inbox_name.rsplit(".", 1)[0] + ".csv"
+    else:
+        copy, name = scrub(c.inbox_name, data, fmt), c.inbox_name
+    archived = _archive(home, c.path.name, mask_phones(name), copy)
     if not finish_progress(m, c.key, "done", _relative(home, archived), None, time.time()):
         winner = (progress(m, c.key) or {}).get("archived_as")
         if winner != _relative(home, archived):
@@ -399,48 +412,3 @@ def _offset_after(data: bytes, offset: int, lines: int) -> int:
             return len(data)
         offset = nl + 1
     return offset
-
-
-def _reject(claim_path: Path, reason: str, source: str, label: str, inbox_name: str, receiver: Receiver,
-            home: Home) -> FileResult:
-    """Move a claimed file to ``rejected/`` unread (or partly read) with a ``.reason`` file beside it.
-
-    The row says ``rejected`` first; then the file is linked into
-    ``rejected/``, its reason written, and only then the claimed name removed.
-    A worker resuming after a crash in between finds the link by its inode and
-    finishes the same move, so a file is never rejected twice.
-    """
-    m, db = receiver.m, receiver.db
-    key = _claim_key(m, claim_path.name)
-    reason = escape_text(reason, 300)
-    now = time.time()
-    with write_transaction(db):
-        current = progress(m, key)
-        if current is None:
-            create_progress(m, key, label, source, None, "rejected", 0, 0, 0, now, reason=reason)
-        elif current["state"] == "claimed":
-            finish_progress(m, key, "rejected", None, reason, now)
-        if current is None or current["state"] == "claimed":  # once per file: a resumed reject is not news
-            record_event(db, events.file_rejected(label, reason, source), at=now)
-    rejected = home.rejected
-    rejected.mkdir(parents=True, exist_ok=True)
-    _inside(home, rejected)
-    try:
-        st = os.lstat(claim_path)
-    except FileNotFoundError:
-        return FileResult(label, source, "lost", reason="gone")
-    moved = _existing_link(st, rejected, inbox_name) if st.st_nlink > 1 else None
-    if moved is None:
-        moved = _link_in(claim_path, rejected, inbox_name)
-    note = (
-        f"reason: {reason}\nfile: {label}\npath: {source}\n"
-        f"rejected at: {dt.datetime.fromtimestamp(now).isoformat(timespec='seconds')}\n"
-    )
-    Path(str(moved) + ".reason").write_text(note, encoding="ascii")
-    set_archived_as(m, key, _relative(home, moved))
-    try:
-        os.unlink(claim_path)
-    except FileNotFoundError:
-        pass  # moved by a rename where links fail
-    log.info("file %s rejected (%s), moved to %s", label, reason, _relative(home, moved))
-    return FileResult(label, source, "rejected", reason=reason, claimed=claim_path, archived=moved)

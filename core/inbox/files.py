@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from core.home import Home
+from core.rules.privacy import mask_phones, mask_phones_bytes
 from core.rules.text import escape_text
 
 log = logging.getLogger("ussd.inbox")
@@ -204,29 +205,31 @@ def _drop_stages(home: Home, claim: str) -> None:
             pass
 
 
-def _archive(home: Home, claim: str, name: str, data: bytes) -> Path:
-    """Put ``data`` into ``processed/YYYY-MM-DD/`` under ``name`` (or a free variant), once.
+def _archive(home: Home, claim: str, name: str, data: bytes | Path, where: str | None = None) -> Path:
+    """Put ``data`` into ``processed/YYYY-MM-DD/`` (or ``rejected/``) under ``name`` (or a free variant), once.
 
-    The copy is written to a stage named after the claim (hidden, beside the
-    claimed file, carrying its day), fsynced, then linked in under a free
-    name, and the stage is removed only after the file's row says ``done``.
-    A worker that resumes the claim after a crash finds a stage with a second
-    link and takes that link as the archive, instead of making a second copy;
-    a stage with one link is an unfinished write and is written again.
+    ``where`` is ``"rejected"`` for a rejected file's copy, else the day. The
+    copy is written to a stage named after the claim (hidden, beside the
+    claimed file, carrying its day or ``rejected``), fsynced, then linked in
+    under a free name, and the stage is removed only after the file's row says
+    ``done``. A worker that resumes the claim after a crash finds a stage with a
+    second link and takes that link as the copy, instead of making a second
+    one; a stage with one link is an unfinished write and is written again.
+    ``data`` given as a path (a file too big to hold) is copied masked, holes kept.
     """
     for stage in _stages(home, claim):
         st = os.lstat(stage)
-        day = stage.name[len(_stage_prefix(claim)) : -len(".part")]
-        if st.st_nlink > 1 and re.fullmatch(r"\d{4}-\d{2}-\d{2}", day):
-            found = _existing_link(st, home.processed / day, name)
+        tag = stage.name[len(_stage_prefix(claim)) : -len(".part")]
+        if st.st_nlink > 1 and (tag == "rejected" or re.fullmatch(r"\d{4}-\d{2}-\d{2}", tag)):
+            found = _existing_link(st, _copy_folder(home, tag), name)
             if found is not None:
                 return found
         os.unlink(stage)
-    day = dt.date.fromtimestamp(time.time()).isoformat()
-    folder = home.processed / day
+    tag = where or dt.date.fromtimestamp(time.time()).isoformat()
+    folder = _copy_folder(home, tag)
     folder.mkdir(parents=True, exist_ok=True)
     _inside(home, folder)
-    stage = claimed_dir(home) / f"{_stage_prefix(claim)}{day}.part"
+    stage = claimed_dir(home) / f"{_stage_prefix(claim)}{tag}.part"
     _write_synced(stage, data)
     try:
         return _link_unique(stage, folder, name)
@@ -246,11 +249,64 @@ def _archive(home: Home, claim: str, name: str, data: bytes) -> Path:
             pass
 
 
-def _write_synced(path: Path, data: bytes) -> None:
+def _copy_folder(home: Home, tag: str) -> Path:
+    return home.rejected if tag == "rejected" else home.processed / tag
+
+
+def _write_synced(path: Path, data: bytes | Path) -> None:
     with open(path, "xb") as fh:
-        fh.write(data)
+        if isinstance(data, Path):
+            _copy_masked(data, fh)
+        else:
+            fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+_RUN_CHARS = frozenset(b"0123456789+ -")
+
+
+def _copy_masked(source: Path, out) -> None:
+    """Copy a file too big to read whole, phone-like runs masked, its holes left holes (a 1 GB
+    sparse file costs no disk). A chunk is cut after its last byte that cannot be in a run,
+    so no run is split between two chunks."""
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    try:
+        size = os.fstat(fd).st_size
+        pos = 0
+        while pos < size:
+            try:
+                start = os.lseek(fd, pos, getattr(os, "SEEK_DATA", os.SEEK_SET))
+                end = os.lseek(fd, start, getattr(os, "SEEK_HOLE", os.SEEK_END))
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # only a hole is left
+                    break
+                start, end = pos, size
+            out.seek(out.tell() + (start - pos))
+            os.lseek(fd, start, os.SEEK_SET)
+            carry = b""
+            left = end - start
+            while left > 0:
+                chunk = os.read(fd, min(left, 1 << 20))
+                if not chunk:
+                    break
+                left -= len(chunk)
+                chunk = carry + chunk
+                cut = len(chunk)
+                while cut > 0 and chunk[cut - 1] in _RUN_CHARS and len(chunk) - cut < 4096:
+                    cut -= 1
+                out.write(mask_phones_bytes(chunk[:cut]))
+                carry = chunk[cut:]
+            out.write(mask_phones_bytes(carry))
+            pos = end
+        out.truncate(out.tell() + (size - pos))
+    finally:
+        os.close(fd)
+
+
+def _label(name: str) -> str:
+    """An inbox name for logs, results and the store: escaped, phone-like runs masked."""
+    return mask_phones(escape_text(name, 120))
 
 
 def _relative(home: Home, path: Path) -> str:
@@ -259,7 +315,7 @@ def _relative(home: Home, path: Path) -> str:
         path = path.relative_to(home.root)
     except ValueError:
         pass
-    return escape_text(str(path), 1000)
+    return mask_phones(escape_text(str(path), 1000))
 
 
 def _reserve_claim(path: Path) -> bool:

@@ -14,6 +14,7 @@ import os
 import time
 
 from core.rules import events
+from core.rules.privacy import mask_phones
 from core.rules.text import escape_text, one_line
 from core.store.database import is_database_error
 
@@ -31,7 +32,7 @@ def _os_error(exc: OSError) -> str:
     """``strerror`` and the file's name, escaped: no traceback and no raw name in a log line."""
     what = exc.strerror or one_line(exc)
     if exc.filename is not None:
-        return f"{what}: {escape_text(os.path.basename(os.fsdecode(exc.filename)), 120)}"
+        return f"{what}: {mask_phones(escape_text(os.path.basename(os.fsdecode(exc.filename)), 120))}"
     return what
 
 
@@ -40,7 +41,7 @@ class FaultsAndHealth:
 
     def _delivery_failed(self, path: str, source: str, exc: Exception) -> FileResult:
         """Record why a file could not be delivered; it stays in the inbox and every sweep retries it."""
-        name = escape_text(_split_claim(os.path.basename(path))[1], 120)
+        name = mask_phones(escape_text(_split_claim(os.path.basename(path))[1], 120))
         where = "claimed in the inbox" if os.path.dirname(path) == self._claimed else "in the inbox"
         if is_database_error(exc):
             key = "store"

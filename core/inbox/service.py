@@ -28,45 +28,17 @@ from core.rules.text import escape_text, one_line
 from core.store.receiver import Receiver
 
 from .delivery import FileResult, deliver
+from .events import _Handler
 from .extras import ServiceExtras
-from .files import _inside, claimed_dir, kind_skip, prepare_home, quiet_skip
+from .files import _inside, _label, claimed_dir, kind_skip, prepare_home, quiet_skip
 from .health import FaultsAndHealth, _os_error
+from .rejecting import end_vanished_claims
 
 log = logging.getLogger("ussd.inbox")
 
 # How long a path the watch worker has queued is left to it before the sweep may take it.
 OWN_GRACE = 30.0
 MONITOR_EVERY = 0.5  # seconds between the monitor's looks at the threads
-
-
-class _ShutdownRaceFilter(logging.Filter):
-    """Drop watchdog's error line for a read racing its own stop: harmless, and alarming in a log."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "called when the thread is inactive" not in record.getMessage()
-
-
-logging.getLogger("watchdog.observers.inotify").addFilter(_ShutdownRaceFilter())
-
-
-class _Handler:
-    """Watchdog handler: turns events into queued paths and never raises."""
-
-    def __init__(self, service: "InboxService"):
-        self.service = service
-
-    def dispatch(self, event) -> None:
-        try:
-            if event.is_directory:
-                return
-            if event.event_type == "moved":
-                if event.dest_path:
-                    self.service._offer(os.fsdecode(event.dest_path), moved=True)
-            elif event.event_type in ("created", "modified", "closed"):
-                self.service._offer(os.fsdecode(event.src_path), moved=False)
-        except Exception as exc:  # noqa: BLE001 - a raise here would kill the observer thread
-            log.error("inbox event handler failed on %s: %s", escape_text(repr(event), 300), one_line(exc),
-                      exc_info=True)
 
 
 class InboxService(FaultsAndHealth):
@@ -98,6 +70,7 @@ class InboxService(FaultsAndHealth):
         self._claims_won: Counter = Counter()
         self._claims_lost = 0
         self._last_sweep: float | None = None
+        self._vanish_checked = 0.0
         # Faults in force: what -> (message, since, last seen). Each clears itself when the thing
         # it names works again; the newest one is kept after that for the console to show.
         self._faults: dict[str, tuple[str, float, float]] = {}
@@ -322,8 +295,25 @@ class InboxService(FaultsAndHealth):
                     else:
                         self._consider(path, moved=kind == "moved")
                 self._run_due()
+                self._end_vanished()
             except Exception as exc:  # noqa: BLE001 - the sweep takes over what this item was
                 self._fault("worker", f"the inbox worker failed: {one_line(exc)}", exc_info=True)
+
+    def _end_vanished(self) -> None:
+        """Now and then, end the rows of claimed files someone removed (``end_vanished_claims``).
+
+        In the worker's thread, whose connection delivers anyway: a first store access from the
+        sweep's thread while the store is read-only would leave that thread a connection that
+        fails its first write later, a second fault for one cause.
+        """
+        now = time.monotonic()
+        if now - self._vanish_checked < max(self.config.sweep_interval, 1.0):
+            return
+        self._vanish_checked = now
+        try:
+            end_vanished_claims(self.receiver, self.home)
+        except Exception as exc:  # noqa: BLE001 - a store fault is told by the deliveries; retried next time
+            log.debug("checking for vanished claims failed: %s", one_line(exc))
 
     def _next_due_in(self) -> float:
         if not self._waiting:
@@ -471,7 +461,7 @@ class InboxService(FaultsAndHealth):
             if self._logged_skips.get(path) == why:
                 return
             self._logged_skips[path] = why
-        log.warning("inbox: skipping %s: %s (never read)", escape_text(os.path.basename(path), 120), why)
+        log.warning("inbox: skipping %s: %s (never read)", _label(os.path.basename(path)), why)
 
     def _deliver(self, path: str, source: str) -> FileResult:
         try:

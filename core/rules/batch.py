@@ -18,6 +18,7 @@ from typing import NamedTuple, Sequence
 
 from .decide import CaseRef, Outcome, decide, reject
 from .frame import Frame
+from .privacy import mask_phones
 from .text import escape_text
 
 ACTIVITY_KEEP = 5000  # rows of the live feed kept
@@ -74,6 +75,14 @@ class Writes(NamedTuple):
     added_headcount: int
 
 
+def _masked(value, limit: int) -> str:
+    """Outside text for a reject row: masked before escaping (a number cut at the limit is still
+    masked whole) and after (an escape can turn a separator into one the mask knows)."""
+    if value is None:
+        return ""
+    return mask_phones(escape_text(mask_phones(value) if isinstance(value, str) else value, limit))
+
+
 def needs_facts(results: Sequence) -> list[Frame]:
     """The frames the store must be asked about: those that parsed with a good trailer (R1)."""
     return [f for f in results if f.__class__ is Frame and f.trailer_ok]
@@ -109,15 +118,16 @@ def decide_batch(chunk: Sequence[Sequence], results: Sequence, facts: Facts, now
         if file is not None:
             if file is not raw_file:
                 safe = isinstance(file, str) and file.isascii() and file.isprintable()
-                raw_file, shown_file = file, file if safe else escape_text(file, 200)
+                raw_file, shown_file = file, mask_phones(file if safe else escape_text(file, 200))
             file = shown_file
         if result.__class__ is not Frame or not result.trailer_ok:
             fid, text = item[0], item[1]
             bad = reject(result)
-            shown_id = escape_text("" if fid is None else fid, 80)
+            # Not a frame, so it may carry anything, a phone number included: escaped and masked.
+            shown_id = _masked(fid, 80)
             reject_rows.append(
                 (now, source, value_of[bad.outcome], bad.reason, shown_id,
-                 escape_text("" if text is None else text, 200), file, line)
+                 _masked(text, 200), file, line)
             )
             # A rejected id may carry anything; only its escaped form travels on.
             append(Verdict(shown_id, bad.outcome, bad.reason, source, file, line))

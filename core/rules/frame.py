@@ -60,6 +60,22 @@ class Frame(NamedTuple):
         return (self.site, self.need, self.headcount, self.pri)
 
 
+class Unreadable(str):
+    """A line a reader could not turn into a frame source; ``reason`` says why.
+
+    A ``str`` (the line's masked, escaped content, for the reject row) so it
+    travels through the batch like any text, but never a plain ``str``, so
+    ``parse`` rejects it with its own reason (``bad_encoding``, ``not_json``, ...).
+    """
+
+    reason: str
+
+    def __new__(cls, content: str, reason: str) -> "Unreadable":
+        self = super().__new__(cls, content)
+        self.reason = reason
+        return self
+
+
 @dataclass(frozen=True, slots=True)
 class Rejected:
     """A line that is not a frame: the reason says why."""
@@ -95,9 +111,9 @@ def canonical(text: str) -> str:
 def parse(frame_id: object, text: object) -> Frame | Rejected:
     """Parse and check one frame. Order matters (R1): grammar first, then trailer."""
     if frame_id.__class__ is not str or not _FRAME_ID_MATCH(frame_id):
-        return Rejected("bad_frame_id")
+        return Rejected(text.reason if text.__class__ is Unreadable else "bad_frame_id")
     if text.__class__ is not str:
-        return Rejected("bad_grammar")
+        return Rejected(text.reason if text.__class__ is Unreadable else "bad_grammar")
     if len(text) > MAX_FRAME_CHARS * 4:
         return Rejected("too_long")
     text = text.strip(_SURROUNDING_SPACE)

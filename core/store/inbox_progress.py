@@ -10,7 +10,7 @@ inside ``Receiver.ingest_many``'s transaction through its ``within`` hook.
 
 from __future__ import annotations
 
-from peewee import BigIntegerField, DoubleField, IntegerField, IntegrityError, Model, TextField
+from peewee import BigIntegerField, DoubleField, IntegerField, IntegrityError, Model, TextField, fn
 
 from .database import write_transaction
 
@@ -121,3 +121,35 @@ def recent_files(receiver, limit: int = 50) -> list[dict]:
     F = receiver.m.InboxFile
     keys = ("name", "source", "format", "state", "line", "frames", "claimed_at", "finished_at", "archived_as", "reason")
     return list(F.select(*(getattr(F, k) for k in keys)).order_by(F.claimed_at.desc()).limit(limit).dicts())
+
+
+# The word each state is shown as: "done" is the row's own word for a file processed to the end.
+SHOWN_STATES = {"done": "processed", "rejected": "rejected", "claimed": "claimed", "vanished": "vanished"}
+_STORED_STATES = {shown: stored for stored, shown in SHOWN_STATES.items()}
+
+
+def inbox_files(receiver, state: str | None = None, limit: int = 200, offset: int = 0) -> list[dict]:
+    """Inbox files newest first, optionally of one shown state (processed, rejected, claimed, vanished).
+
+    Each row: ``name``, ``state``, ``path`` (the delivery path that carried it),
+    ``frames``, ``lines``, ``reason``, ``archived_as``, ``claimed_at``, ``finished_at``.
+    """
+    F = receiver.m.InboxFile
+    query = F.select(F.name, F.state, F.source, F.frames, F.line, F.reason, F.archived_as, F.claimed_at,
+                     F.finished_at, F.format)
+    if state is not None:
+        query = query.where(F.state == _STORED_STATES.get(state, state))
+    rows = query.order_by(F.claimed_at.desc(), F.claim.desc()).limit(limit).offset(offset).dicts()
+    return [{"name": r["name"], "state": SHOWN_STATES.get(r["state"], r["state"]), "path": r["source"],
+             "frames": r["frames"], "lines": r["line"], "format": r["format"], "reason": r["reason"],
+             "archived_as": r["archived_as"], "claimed_at": r["claimed_at"], "finished_at": r["finished_at"]}
+            for r in rows]
+
+
+def files_by_state(receiver) -> dict[str, int]:
+    """Inbox files per shown state, every state present (0 when none), for ``status``."""
+    F = receiver.m.InboxFile
+    counts = dict.fromkeys(SHOWN_STATES.values(), 0)
+    for stored, n in F.select(F.state, fn.COUNT(F.claim)).group_by(F.state).tuples():
+        counts[SHOWN_STATES.get(stored, stored)] = n
+    return counts

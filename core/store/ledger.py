@@ -146,12 +146,14 @@ class LedgerWrites:
             self._write(now, source, writes)
             if within is not None:
                 within()
+        # Told once, after the commit: a transaction that fails and is retried logged nothing.
+        for row in writes.new_quarantine:
+            log.info("conflict quarantined: %s %s (%s; first was %s %s)", row[0], row[2], row[5], row[3], row[4])
         return verdicts
 
     def _write(self, now: float, source: str, w: Writes) -> None:
         m = self.m
         for row in w.new_quarantine:
-            log.info("conflict quarantined: %s %s (%s; first was %s %s)", row[0], row[2], row[5], row[3], row[4])
             record_event(self.db, events.conflict(row), at=now)  # the alert commits with the conflict
         self._insert(
             m.SeenFrame,

@@ -1,0 +1,184 @@
+"""How a claimed file ends when it is not archived: rejected whole, or vanished.
+
+A file is rejected whole only when nothing in it can be read as a frame source
+(binary, no usable columns, over the size limit); it goes to ``rejected/``
+beside a ``.reason`` file, as a copy without phone columns and with every
+phone-like run masked (the original only with ``keep_originals``). A claimed
+file that someone else removed from ``inbox/.claimed/`` before it was read to
+the end is ``vanished``: its row says so, instead of staying ``claimed`` or
+being told as finished by another worker.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import stat
+import time
+from pathlib import Path
+
+from core.config import InboxConfig
+from core.home import Home
+from core.rules import events
+from core.rules.formats import FormatError, spreadsheet_kind
+from core.rules.privacy import mask_phones
+from core.rules.scrub import scrub, scrub_table
+from core.rules.text import escape_text
+from core.store.database import write_transaction
+from core.store.inbox_progress import create_progress, finish_progress, progress, set_archived_as
+from core.store.outbox import record as record_event
+from core.store.receiver import Receiver
+
+from .files import NAME_MAX, _archive, _drop_stages, _existing_link, _inside, _link_in, _relative, claimed_dir
+from .spreadsheets import sheet_rows
+
+log = logging.getLogger("ussd.inbox")
+
+# Every character escapes to at most 10, and a name has at most 255: a key is never cut short.
+_KEY_LIMIT = 10 * NAME_MAX + 10
+
+
+def _claim_key(m, claim: str) -> str:
+    """A claimed file's key in ``inbox_files``: its name, escaped and masked (a name may carry anything).
+
+    Stores written before keys were escaped used the raw name; a file claimed
+    then and still in flight is found under that.
+    """
+    key = mask_phones(escape_text(claim, _KEY_LIMIT))
+    if key != claim and progress(m, key) is None and progress(m, claim) is not None:
+        return claim
+    return key
+
+
+def _result(*args, **kw):
+    from .delivery import FileResult  # the one result type; delivery imports this module
+
+    return FileResult(*args, **kw)
+
+
+def _rejected_copy(claim_path: Path, inbox_name: str, config: InboxConfig, data: bytes | None):
+    """What ``rejected/`` keeps, and its name: None to link the file as it came."""
+    if config.keep_originals:
+        return None, inbox_name
+    try:
+        st = os.lstat(claim_path)
+    except FileNotFoundError:
+        return None, inbox_name
+    if not stat.S_ISREG(st.st_mode):
+        return None, inbox_name
+    if data is None and st.st_size <= config.max_file_bytes:
+        with open(claim_path, "rb") as fh:
+            data = fh.read(config.max_file_bytes + 1)
+    if data is None or len(data) > config.max_file_bytes:
+        return claim_path, inbox_name  # too big to hold: copied masked, as a stream
+    if spreadsheet_kind(inbox_name):
+        try:
+            return scrub_table(sheet_rows(data, config.max_file_bytes)), inbox_name.rsplit(".", 1)[0] + ".csv"
+        except FormatError:
+            pass
+    return scrub(inbox_name, data), inbox_name
+
+
+def _reject(claim_path: Path, reason: str, source: str, label: str, inbox_name: str, receiver: Receiver,
+            home: Home, config: InboxConfig, data: bytes | None = None):
+    """Move a claimed file to ``rejected/`` (partly read or not) with a ``.reason`` file beside it.
+
+    The row says ``rejected`` first; then the copy is made (``files._archive``
+    stages it, so a resumed worker finds it instead of making a second) or,
+    with ``keep_originals``, the file is linked in as it came; then its reason
+    is written, and only then the claimed name removed. A worker resuming
+    after a crash in between finishes the same move, so a file is never
+    rejected twice.
+    """
+    m, db = receiver.m, receiver.db
+    key = _claim_key(m, claim_path.name)
+    reason = escape_text(reason, 300)  # ours; any outside name in it was masked where it was quoted
+    now = time.time()
+    with write_transaction(db):
+        current = progress(m, key)
+        if current is None:
+            create_progress(m, key, label, source, None, "rejected", 0, 0, 0, now, reason=reason)
+        elif current["state"] == "claimed":
+            finish_progress(m, key, "rejected", None, reason, now)
+        if current is None or current["state"] == "claimed":  # once per file: a resumed reject is not news
+            record_event(db, events.file_rejected(mask_phones(label), reason, source), at=now)
+    rejected = home.rejected
+    rejected.mkdir(parents=True, exist_ok=True)
+    _inside(home, rejected)
+    try:
+        st = os.lstat(claim_path)
+    except FileNotFoundError:
+        return _result(label, source, "lost", reason="gone")
+    copy, name = _rejected_copy(claim_path, inbox_name, config, data)
+    name = mask_phones(name)
+    if copy is not None:
+        moved = _archive(home, claim_path.name, name, copy, where="rejected")
+    else:
+        moved = _existing_link(st, rejected, name) if st.st_nlink > 1 else None
+        if moved is None:
+            moved = _link_in(claim_path, rejected, name)
+    note = (
+        f"reason: {reason}\nfile: {label}\npath: {source}\n"
+        f"rejected at: {dt.datetime.fromtimestamp(now).isoformat(timespec='seconds')}\n"
+    )
+    Path(str(moved) + ".reason").write_text(note, encoding="ascii")
+    set_archived_as(m, key, _relative(home, moved))
+    _drop_stages(home, claim_path.name)
+    try:
+        os.unlink(claim_path)
+    except FileNotFoundError:
+        pass  # moved by a rename where links fail
+    log.info("file %s rejected (%s), moved to %s", label, reason, _relative(home, moved))
+    return _result(label, source, "rejected", reason=reason, claimed=claim_path, archived=moved)
+
+
+def _vanished(claim_path: Path, resumer: str, source: str, label: str, receiver: Receiver):
+    """The claimed file is gone: finished by another worker (its row says so), or removed by someone."""
+    m = receiver.m
+    key = _claim_key(m, claim_path.name)
+    row = progress(m, key)
+    if row is not None and row["state"] != "claimed":
+        log.info("claim lost by %s: %s was finished by another worker", resumer, label)
+        return _result(label, source, "lost", reason="gone", claimed=claim_path)
+    if row is None:  # nothing of it was ever committed, so nothing to end
+        log.info("claim lost by %s: %s was gone before any of it was read (removed by someone else)", resumer, label)
+        return _result(label, source, "lost", reason="gone", claimed=claim_path)
+    line = row["line"]
+    why = f"removed from inbox/.claimed/ by something other than the receiver after line {line}"
+    now = time.time()
+    ended = finish_progress(m, key, "vanished", None, why, now)
+    if not ended:  # another worker ended it meanwhile: its word stands
+        log.info("claim lost by %s: %s was finished by another worker", resumer, label)
+        return _result(label, source, "lost", reason="gone", claimed=claim_path)
+    log.warning("file %s vanished: %s; nothing after that line was read", label, why)
+    return _result(label, source, "vanished", reason=why, claimed=claim_path, line=line)
+
+
+def end_vanished_claims(receiver: Receiver, home: Home) -> int:
+    """Rows still ``claimed`` whose file is gone from ``inbox/.claimed/`` end as ``vanished``.
+
+    The rows are read before the folder is listed: a file claimed after the
+    read has no row in it, and one finished meanwhile fails the row's
+    compare-and-set, so only a file that really went is ended.
+    """
+    m = receiver.m
+    F = m.InboxFile
+    claimed_rows = list(F.select(F.claim, F.line, F.name).where(F.state == "claimed").tuples())
+    if not claimed_rows:
+        return 0
+    try:
+        with os.scandir(claimed_dir(home)) as it:
+            present = {e.name for e in it}
+    except FileNotFoundError:
+        present = set()
+    keys = {mask_phones(escape_text(n, _KEY_LIMIT)) for n in present} | present
+    ended = 0
+    for key, line, name in claimed_rows:
+        if key in keys:
+            continue
+        why = f"removed from inbox/.claimed/ by something other than the receiver after line {line}"
+        if finish_progress(m, key, "vanished", None, why, time.time()):
+            log.warning("file %s vanished: %s; nothing after that line was read", name, why)
+            ended += 1
+    return ended

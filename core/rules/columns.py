@@ -1,0 +1,144 @@
+"""Which column (or JSON key) holds the frame id, the frame text or a phone number (pure).
+
+Names are compared case- and space-insensitively (``Message Content``,
+``message_content`` and ``MESSAGE-CONTENT`` are one name). The lists cover the
+exports of common SMS platforms (RapidPro/TextIt, FrontlineSMS, Twilio,
+Africa's Talking, Telerivet) and our own format; README "Columns" lists them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from .frame import FRAME_ID_RE, Unreadable
+from .privacy import mask_phones
+
+FRAME_ID_NAMES = frozenset({"frame_id", "frameid", "frame_key"})
+GENERIC_ID_NAMES = frozenset({
+    "id", "message_id", "messageid", "msg_id", "msgid", "sms_id", "smsid", "uuid", "message_uuid",
+    "sid", "message_sid", "messagesid", "sms_sid", "smssid",
+})
+TEXT_NAMES = frozenset({
+    "frame", "frame_text", "text", "message", "message_text", "message_body", "text_message",
+    "body", "content", "msg", "sms", "sms_text", "sms_body", "message_content", "sms_content",
+    "msg_text", "sms_message", "message_data", "messagedata",
+})
+PHONE_NAMES = frozenset({
+    "sender", "from", "to", "msisdn", "phone", "phone_number", "urn", "contact", "number", "mobile",
+    "tel", "telephone", "originator", "recipient", "caller", "callee", "cell", "address", "src",
+    "dst", "source_address", "destination", "destination_address", "from_number", "to_number",
+    "wa", "wa_id", "whatsapp",
+})
+# A name is phone-like when any of its `_`-separated words is one of these.
+PHONE_WORDS = frozenset({
+    "sender", "from", "msisdn", "phone", "urn", "contact", "number", "mobile", "tel", "telephone",
+    "originator", "recipient", "caller", "callee", "cell", "address", "whatsapp", "wa",
+})
+_PHONE_VALUE = re.compile(r"\+\d{6,15}|\d{8,15}")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_SEPARATOR = re.compile(r"[ \t,]+")
+# "<frame_id> <frame>" inside one message text; the frame part must look like a frame.
+_EMBEDDED = re.compile(r"([^\s,]+)[ \t,]+(H1\|.*)", re.S)
+SPACE = " \t\r\n\x0b\x0c"
+
+
+def norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.strip().lstrip("\ufeff").lower()).strip("_")
+
+
+def is_phone_name(name: str) -> bool:
+    n = norm(name)
+    return n in PHONE_NAMES or any(word in PHONE_WORDS for word in n.split("_"))
+
+
+def looks_like_phone(value: object) -> bool:
+    """An MSISDN-shaped value (``+254 712 345 678``, ``tel:0712345678``, ``254712345678.0``), dates excluded."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        if not value.is_integer():
+            return False
+        value = int(value)
+    if not isinstance(value, (str, int)):
+        return False
+    s = str(value).strip()
+    if _DATE.match(s):
+        return False
+    if ":" in s:
+        scheme, _, rest = s.partition(":")
+        if scheme.isalpha():
+            s = rest
+    s = re.sub(r"[\s().\-/]", "", s)
+    return _PHONE_VALUE.fullmatch(s) is not None
+
+
+class Columns:
+    """Where the id and the text are in a header (or a JSON object's keys)."""
+
+    def __init__(self, names: Iterable[str]):
+        self.frame_id = self.generic_id = self.text = None
+        for position, name in enumerate(names):
+            n = norm(name)
+            if n in FRAME_ID_NAMES and self.frame_id is None:
+                self.frame_id = position
+            elif n in GENERIC_ID_NAMES and self.generic_id is None:
+                self.generic_id = position
+            elif n in TEXT_NAMES and self.text is None:
+                self.text = position
+
+    @property
+    def has_id(self) -> bool:
+        return self.frame_id is not None or self.generic_id is not None
+
+    @property
+    def used(self) -> set[int]:
+        return {self.frame_id, self.generic_id, self.text} - {None}
+
+
+def no_text_column(found: Iterable[str]) -> str:
+    """The reason a header is refused: the columns it has, and the ones looked for (short enough
+    to be kept whole in a reason)."""
+    names = [mask_phones(norm(f))[:24] or "(blank)" for f in found]
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return (f"no frame or text column: found {shown or 'none'}; looked for a text column such as "
+            "frame, text, message, body, content, sms, message_content (README: Columns)")
+
+
+def choose(frame_id: str | None, generic_id: str | None, text: str | None, has_id_column: bool):
+    """The frame id and frame of one row.
+
+    A ``frame_id`` column wins. Otherwise a message of the form ``<frame_id>
+    <frame>`` carries its own id, which beats a gateway's message ``id``: that
+    one is new on every re-send, and keying on it would count re-sends twice.
+    A row with no id column whose text has no id of its own is
+    ``no_id_column`` (a bare frame) or ``no_frame_in_text`` (anything else),
+    never a ``bad_frame_id`` with the frame stored as its id.
+    """
+    if text is None:
+        return (frame_id or generic_id, Unreadable("", "no_text"))
+    stripped = text.strip(SPACE)
+    embedded = _EMBEDDED.fullmatch(stripped)
+    if frame_id:
+        if embedded and embedded.group(1) == frame_id:
+            return (frame_id, embedded.group(2))
+        return (frame_id, text)
+    if embedded:
+        return embedded.groups()
+    if generic_id or has_id_column:
+        return (generic_id, text)
+    parts = _SEPARATOR.split(stripped, maxsplit=1)
+    if len(parts) == 2 and FRAME_ID_RE.fullmatch(parts[0]):
+        return (parts[0], parts[1])  # "<frame_id> <something>": judged as a frame (bad grammar, ...)
+    # A bare frame in a file with no id column: say that the column is missing, not that the id is bad.
+    return (None, Unreadable(text, "no_id_column" if stripped.startswith("H1|") else "no_frame_in_text"))
+
+
+def cell(value: object) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # a spreadsheet's number cell
+    return None

@@ -275,6 +275,29 @@ def test_6_a_claimed_file_removed_mid_read_ends_its_row_as_vanished(home, caplog
     assert any("gone.txt vanished" in m for m in messages)
 
 
+def test_6_a_home_ends_only_its_own_vanished_claims_on_a_shared_store(tmp_path):
+    """Two homes on one store (as several gateways share one PostgreSQL): a claim held by one home
+    is not in the other's folder, and the other must not end it as vanished."""
+    from core.home import Home
+    from core.inbox.rejecting import end_vanished_claims
+
+    a, b = Home(tmp_path / "a").ensure(), Home(tmp_path / "b").ensure()
+    for h in (a, b):
+        prepare_home(h)
+    store = str(tmp_path / "shared.db")
+    config = InboxConfig(settle_time=600.0)  # fresh all along: read to its last line and held
+    with Receiver(store) as r:
+        held = deliver(drop(a, "a.txt", f"v1-1 {F[1]}\n"), "watch", r, a, config)
+        assert held.status == "held"
+        assert end_vanished_claims(r, b) == 0  # not b's claim
+        assert [row["state"] for row in inbox_files(r)] == ["claimed"]
+        assert end_vanished_claims(r, a) == 0  # a's, and still in a's folder
+        os.unlink(held.claimed)
+        assert end_vanished_claims(r, b) == 0
+        assert end_vanished_claims(r, a) == 1  # a's, and gone from a's folder
+        assert [row["state"] for row in inbox_files(r)] == ["vanished"]
+
+
 def test_6_status_prints_the_home_path_escaped(tmp_path):
     from core.home import Home
 

@@ -138,7 +138,7 @@ def deliver(
             return FileResult(_label(name), source, "lost", reason="gone")
         claimed.mkdir(exist_ok=True)
         _inside(home, claimed)
-        target = claimed / _claim_name(source, name)
+        target = claimed / _claim_name(source, name, home)
         _reserve_claim(target)  # before the rename, so no sweep of the claimed folder can start on it
         try:
             try:

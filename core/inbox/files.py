@@ -97,8 +97,15 @@ def kind_skip(st: os.stat_result) -> str | None:
     return "not a regular file"
 
 
-def _claim_name(source: str, name: str) -> str:
-    token = f"{time.time_ns():x}-{os.getpid():x}-{next(_counter):x}"
+def home_tag(home: Home) -> str:
+    """A short tag of the home folder carried in each claim's name (and so in its progress row's key):
+    several homes may share one PostgreSQL store, and a home must tell its own claims from theirs."""
+    digest = hashlib.sha256(os.fsencode(os.path.realpath(home.root))).hexdigest()[:10]
+    return "h" + "".join(chr(ord("a") + int(c, 16)) for c in digest)  # letters: no digit run for the phone mask
+
+
+def _claim_name(source: str, name: str, home: Home) -> str:
+    token = f"{time.time_ns():x}-{os.getpid():x}-{next(_counter):x}-{home_tag(home)}"
     prefix = f"{token}.{source}~"
     room = NAME_MAX - len(os.fsencode(prefix))
     raw = os.fsencode(name)

@@ -30,7 +30,7 @@ from core.store.inbox_progress import create_progress, finish_progress, progress
 from core.store.outbox import record as record_event
 from core.store.receiver import Receiver
 
-from .files import NAME_MAX, _archive, _drop_stages, _existing_link, _inside, _link_in, _relative, claimed_dir
+from .files import NAME_MAX, home_tag, _archive, _drop_stages, _existing_link, _inside, _link_in, _relative, claimed_dir
 from .spreadsheets import sheet_rows
 
 log = logging.getLogger("ussd.inbox")
@@ -156,15 +156,20 @@ def _vanished(claim_path: Path, resumer: str, source: str, label: str, receiver:
 
 
 def end_vanished_claims(receiver: Receiver, home: Home) -> int:
-    """Rows still ``claimed`` whose file is gone from ``inbox/.claimed/`` end as ``vanished``.
+    """This home's rows still ``claimed`` whose file is gone from ``inbox/.claimed/`` end as ``vanished``.
 
-    The rows are read before the folder is listed: a file claimed after the
-    read has no row in it, and one finished meanwhile fails the row's
-    compare-and-set, so only a file that really went is ended.
+    Only rows whose key carries this home's tag: on a PostgreSQL store shared by
+    several homes, another home's claim is never in this folder and is not ours
+    to end (claims made before the tag existed are left alone too). The rows are
+    read before the folder is listed: a file claimed after the read has no row
+    in it, and one finished meanwhile fails the row's compare-and-set, so only a
+    file that really went is ended.
     """
     m = receiver.m
     F = m.InboxFile
-    claimed_rows = list(F.select(F.claim, F.line, F.name).where(F.state == "claimed").tuples())
+    tag = f"-{home_tag(home)}."
+    claimed_rows = [row for row in F.select(F.claim, F.line, F.name).where(F.state == "claimed").tuples()
+                    if tag in row[0]]
     if not claimed_rows:
         return 0
     try:

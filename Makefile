@@ -21,7 +21,7 @@ run: $(STAMP)
 test: $(STAMP)
 	./scripts/ensure-postgres
 	./scripts/ensure-chromium
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py tests/test_properties.py tests/test_fuzz_inbox.py

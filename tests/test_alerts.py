@@ -1,4 +1,4 @@
-"""Alerts that reach a person (SPEC §12): the outbox, its per-target queues, retries, restarts."""
+"""Alerts that reach a person (docs/rules.md#running-unattended): the outbox, its per-target queues, retries, restarts."""
 
 from __future__ import annotations
 

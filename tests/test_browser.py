@@ -1,4 +1,4 @@
-"""The console in a real browser through ``ussd-console serve`` (SPEC §12): it draws, and the page
+"""The console in a real browser through ``ussd-console serve`` (docs/rules.md#running-unattended): it draws, and the page
 fetches nothing from outside the machine."""
 
 from __future__ import annotations

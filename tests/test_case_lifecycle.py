@@ -1,4 +1,4 @@
-"""Carrying a case to done (SPEC §11), in process on both backends: signed marks, R14,
+"""Carrying a case to done (docs/rules.md#carrying-a-case-to-done), in process on both backends: signed marks, R14,
 the ranking and its disputed flag, a case's story, verify over the marks, the upgrade
 of an older store, and the signing session."""
 

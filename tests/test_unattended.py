@@ -1,4 +1,4 @@
-"""Running unattended (SPEC §12): systemd's notify protocol, health for scripts, the metrics file,
+"""Running unattended (docs/rules.md#running-unattended): systemd's notify protocol, health for scripts, the metrics file,
 rotated logs."""
 
 from __future__ import annotations

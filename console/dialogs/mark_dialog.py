@@ -1,4 +1,4 @@
-"""Mark a case dispatched, served, closed or open again, signed (SPEC §11)."""
+"""Mark a case dispatched, served, closed or open again, signed (docs/rules.md#carrying-a-case-to-done)."""
 
 from __future__ import annotations
 

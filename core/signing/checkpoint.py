@@ -1,4 +1,4 @@
-"""Checkpoints: a few words about the log, kept outside the machine (SPEC §8).
+"""Checkpoints: a few words about the log, kept outside the machine (docs/rules.md#operators-and-signatures).
 
 Whoever can write the store can cut the log short, or rewrite all of it with
 keys of their own, and leave it consistent with itself. A checkpoint written on

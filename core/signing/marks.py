@@ -1,4 +1,4 @@
-"""Marking a case dispatched, served, closed or open again: a signed action (SPEC §11).
+"""Marking a case dispatched, served, closed or open again: a signed action (docs/rules.md#carrying-a-case-to-done).
 
 A mark changes where aid goes (a served case leaves the ranking), so it is
 signed like a resolution: the case's status, its row in ``case_marks`` and the

@@ -28,7 +28,7 @@ from .audit_models import audit_models
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}", re.ASCII)
 PASSPHRASE_MIN = 8
 KEY_SUFFIX = ".key"
-# Adding, retiring and adopting operators are entries of the audit chain (SPEC §8).
+# Adding, retiring and adopting operators are entries of the audit chain (docs/rules.md#operators-and-signatures).
 OPERATOR_ADD = "operator.add"
 OPERATOR_RETIRE = "operator.retire"
 OPERATOR_ADOPT = "operator.adopt"

@@ -1,4 +1,4 @@
-"""Reconciling the tables with the signed log (SPEC §8).
+"""Reconciling the tables with the signed log (docs/rules.md#operators-and-signatures).
 
 A valid chain proves what the operators signed; it says nothing of a row
 changed by hand beside it. `audit verify` therefore replays the verified

@@ -1,4 +1,4 @@
-"""The operator registry as the signed log builds it, entry by entry (SPEC §8).
+"""The operator registry as the signed log builds it, entry by entry (docs/rules.md#operators-and-signatures).
 
 `audit verify` checks each entry's signature against the keys the log itself
 has registered so far, never against the ``operators`` table: a key swapped in

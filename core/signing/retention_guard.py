@@ -1,4 +1,4 @@
-"""Which retention policy is in force: only a signed one, and never one below the floor (R7, SPEC §8).
+"""Which retention policy is in force: only a signed one, and never one below the floor (R7, docs/rules.md#operators-and-signatures).
 
 A policy row is applied only when it is at least 72 hours and the audit entry it
 names is a ``retention.set`` entry for exactly that row, signed by the key of

@@ -85,6 +85,10 @@ def _checkpoint(receiver) -> list[list]:
     rows = [[], ["checkpoint", "entries", head.count], ["checkpoint", "head", head.hash]]
     for op in list_operators(receiver):
         rows.append(["checkpoint", f"key {op['name']}", op["fingerprint"]])
+    # The line `audit checkpoint` prints, which `audit verify --checkpoint` takes back later.
+    result, cp = audit.make_checkpoint(receiver)
+    rows.append(["checkpoint", "line", cp.line()] if cp is not None
+                else ["checkpoint", "line", f"none: the log does not verify ({result.why})"])
     return rows
 
 

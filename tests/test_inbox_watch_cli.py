@@ -38,6 +38,7 @@ class Watcher:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "console.cli", "watch", "--home", str(home.root), *flags],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._err, env={**os.environ, **(env or {})},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # Ctrl-C as at a terminal
         )
         log = home.logs / "receiver.log"
         started = log.read_text().count("watching ") if log.exists() else 0

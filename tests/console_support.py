@@ -34,7 +34,10 @@ def fixed_app(home: Home, **kwargs) -> ConsoleApp:
     kwargs.setdefault("service_factory", None)
     kwargs.setdefault("evict_every", None)
     kwargs.setdefault("home_label", HOME_LABEL)
-    return ConsoleApp(home, **kwargs)
+    app = ConsoleApp(home, **kwargs)
+    # No animations: a tab's underline slides, and a busy machine would catch it half way.
+    app.animation_level = "none"
+    return app
 
 
 async def until(predicate, timeout: float = 60.0, pause: float = 0.05):

@@ -148,6 +148,7 @@ async def test_a_rejected_file_is_on_the_activity_screen_and_raises_a_notificati
     notes = recorded_notifications(app)
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
         await until(lambda: app.service is not None)
+        await app.settled()  # the first look at the store is the baseline: what is rejected after it is news
         await pilot.press("2")  # the operator is elsewhere
         drop(home, "export.csv", "ref,sender,when\n1,+254711000050,2024-05-01\n")
         await until(lambda: any("rejected" in title for title, _ in notes))

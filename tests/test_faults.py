@@ -96,6 +96,60 @@ def test_a_read_only_store_leaves_the_file_waiting_and_takes_it_once_writable(ho
     assert no_tracebacks(caplog)
 
 
+def test_a_thread_whose_connection_went_read_only_reopens_it_and_the_fault_is_told_once(home, start, caplog):
+    """SQLite opens a read-only store read-only and the connection stays so after the file is
+    writable again. The loaded watch run showed it: a second thread that had opened its connection
+    during the fault failed its first write after the fault cleared and raised it a second time.
+    Here one thread's connection is made read-only by hand (``query_only`` on it alone), another
+    thread meets the fault and sees it clear; the first thread must then deliver on a new connection."""
+    import queue
+    import threading
+
+    caplog.set_level(logging.INFO, logger="ussd")
+    service = start(observer=False, sweep=False)
+    jobs: queue.Queue = queue.Queue()
+    done: queue.Queue = queue.Queue()
+
+    def other_thread():
+        while (job := jobs.get()) is not None:
+            try:
+                done.put(job())
+            except Exception as exc:  # noqa: BLE001 - handed to the test thread
+                done.put(exc)
+
+    def in_other_thread(job):
+        jobs.put(job)
+        result = done.get(timeout=60)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    worker = threading.Thread(target=other_thread, daemon=True)
+    worker.start()
+    try:
+        drop(home, "a.txt", text_of(frame_lines("ta", 3)), age=5)
+        assert in_other_thread(service.sweep_now) == 1
+        in_other_thread(lambda: service.receiver.db.execute_sql("PRAGMA query_only = 1"))  # this thread's only
+        drop(home, "a0.txt", text_of(frame_lines("t0", 3)), age=5)
+        assert service.sweep_now() == 1  # the test thread's connection, opened while all was well
+
+        service.receiver.db.execute_sql("PRAGMA query_only = 1")  # the test thread meets the fault ...
+        drop(home, "b.txt", text_of(frame_lines("tb", 3)), age=5)
+        service.sweep_now()
+        assert service.health()["state"] == "fault" and claimed(home) == ["b.txt"]
+        service.sweep_now()  # ... and, on a new connection, sees it clear
+        assert service.health()["state"] == "ok" and archived(home) == ["a.txt", "a0.txt", "b.txt"]
+
+        drop(home, "c.txt", text_of(frame_lines("tc", 3)), age=5)
+        assert in_other_thread(service.sweep_now) == 1
+        assert service.health()["state"] == "ok" and archived(home) == ["a.txt", "a0.txt", "b.txt", "c.txt"]
+    finally:
+        jobs.put(None)
+        worker.join(timeout=60)
+    assert len(warnings(caplog, "readonly database")) == 1
+    assert sum("fault cleared" in r.getMessage() for r in caplog.records) == 1
+    assert service.receiver.per_source() == {"sweep": {"APPLIED": 12}}
+
 LOCK_HOLDER = textwrap.dedent("""
     import sqlite3, sys
     con = sqlite3.connect(sys.argv[1], isolation_level=None)

@@ -46,11 +46,7 @@ class FaultsAndHealth:
         if is_database_error(exc):
             key = "store"
             message = f"store: {one_line(exc, 200)}; files wait in the inbox and are retried"
-            try:
-                # A store that was read-only stays read-only on this connection; the retry opens a new one.
-                self.receiver.db.close()
-            except Exception:  # noqa: BLE001 - closing is only a courtesy to the next attempt
-                log.debug("closing the connection after a store error failed", exc_info=True)
+            self._store_changed()
         elif isinstance(exc, OSError) and exc.errno in _DISK_ERRORS:
             key = "disk"
             message = f"disk: {_os_error(exc)}; files wait in the inbox and are retried"
@@ -68,6 +64,27 @@ class FaultsAndHealth:
         if first_time:
             log.info("delivery by %s of %s failed; it waits %s", source, name, where)
         return FileResult(name, source, "error", reason=message)
+
+    def _store_changed(self) -> None:
+        """Every thread reopens its connection before its next delivery (``_fresh_connection``).
+
+        SQLite opens a read-only file read-only and the connection stays so after the file
+        is writable again: a thread that merely read while the store was read-only would
+        fail its next write after the fault cleared and raise it a second time.
+        """
+        with self._lock:
+            self._store_epoch += 1
+
+    def _fresh_connection(self) -> None:
+        """In a delivering thread: close this thread's connection if the store changed since it opened."""
+        seen = getattr(self._thread_epoch, "value", 0)
+        if seen == self._store_epoch:
+            return
+        self._thread_epoch.value = self._store_epoch
+        try:
+            self.receiver.db.close()  # peewee's connection is per thread: only this thread's
+        except Exception:  # noqa: BLE001 - closing is only a courtesy to the next attempt
+            log.debug("closing the connection after a store error failed", exc_info=True)
 
     def _fault(self, key: str, message: str, exc_info=False) -> bool:
         """Record a fault in force (logged once per distinct message); True if it is news."""
@@ -89,6 +106,8 @@ class FaultsAndHealth:
             gone = [(key, self._faults.pop(key)) for key in keys if key in self._faults]
             if gone and not self._faults:
                 self._recovered_at = now
+        if any(key == "store" for key, _fault in gone):
+            self._store_changed()
         for key, (message, since, _seen) in gone:
             log.info("fault cleared after %.1f s: %s", now - since, message)
             self._extras.event(events.fault_cleared(key, message, since, now))

@@ -71,6 +71,8 @@ class InboxService(FaultsAndHealth):
         self._claims_lost = 0
         self._last_sweep: float | None = None
         self._vanish_checked = 0.0
+        self._store_epoch = 1  # bumped on a store fault and its end (FaultsAndHealth._fresh_connection)
+        self._thread_epoch = threading.local()
         # Faults in force: what -> (message, since, last seen). Each clears itself when the thing
         # it names works again; the newest one is kept after that for the console to show.
         self._faults: dict[str, tuple[str, float, float]] = {}
@@ -311,6 +313,7 @@ class InboxService(FaultsAndHealth):
             return
         self._vanish_checked = now
         try:
+            self._fresh_connection()
             end_vanished_claims(self.receiver, self.home)
         except Exception as exc:  # noqa: BLE001 - a store fault is told by the deliveries; retried next time
             log.debug("checking for vanished claims failed: %s", one_line(exc))
@@ -465,6 +468,7 @@ class InboxService(FaultsAndHealth):
 
     def _deliver(self, path: str, source: str) -> FileResult:
         try:
+            self._fresh_connection()
             result = deliver(path, source, self.receiver, self.home, self.config, stop=self._stop)
         except Exception as exc:  # noqa: BLE001 - one bad file or a store outage must not stop either path
             return self._delivery_failed(path, source, exc)

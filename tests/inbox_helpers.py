@@ -80,7 +80,7 @@ def started_services(home, **defaults):
         yield start
     finally:
         for service in services:
-            service.stop(timeout=10)
+            service.stop(timeout=60)
 
 
 def archived(home) -> list[str]:

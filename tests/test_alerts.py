@@ -127,7 +127,7 @@ def test_two_deliverers_on_one_store_send_every_event_once(new_store, tmp_path):
         wait_for(lambda: len(target.delivered()) >= 12, what="every event delivered")
     finally:
         for d in pair:
-            assert d.stop(timeout=30)
+            assert d.stop(timeout=60)
     ids = [e["event_id"] for e in target.delivered()]
     assert len(ids) == len(set(ids)) == 12
     assert sorted(e["details"]["frame_id"] for e in target.delivered()) == sorted(f"t{n}-1" for n in range(12))

@@ -40,7 +40,7 @@ def test_the_console_draws_in_headless_chromium_with_nothing_fetched_from_outsid
     home = build(Home(tmp_path / "home"))
     png = tmp_path / "screenshots" / "browser.png"
     with served(home.root, free_port(), tmp_path / "serve.log") as url:
-        page = urllib.request.urlopen(url, timeout=30).read().decode()
+        page = urllib.request.urlopen(url, timeout=60).read().decode()
         seen = capture(url, png, chromium)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     # What the console drew reached the page: its header, its totals, the conflict badge.
@@ -67,6 +67,6 @@ def test_serve_refuses_a_public_address_without_public_and_warns_with_it(home):
         line = wait_for(lambda: proc.stderr.readline(), what="the warning")
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=60)
         proc.stderr.close()
     assert "WARNING" in line and "NO LOGIN" in line and f"0.0.0.0:{port}" in line

@@ -31,7 +31,7 @@ def cli(home, *args: str) -> subprocess.CompletedProcess:
 
 
 def rejects(home) -> list[tuple]:
-    con = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True, timeout=5)
+    con = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True, timeout=60)
     try:
         return con.execute("SELECT file, line, reason, frame_id, frame_text FROM rejects ORDER BY file, line").fetchall()
     finally:
@@ -39,7 +39,7 @@ def rejects(home) -> list[tuple]:
 
 
 def cases(home) -> int:
-    con = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True, timeout=5)
+    con = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True, timeout=60)
     try:
         return con.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
     finally:
@@ -51,7 +51,7 @@ def ended(home, count: int):
     def done():
         if not home.db.exists():
             return False
-        con = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True, timeout=5)
+        con = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True, timeout=60)
         try:
             return con.execute("SELECT COUNT(*) FROM inbox_files WHERE state != 'claimed'").fetchone()[0] >= count
         except sqlite3.OperationalError:

@@ -62,7 +62,7 @@ def progress(home) -> tuple[str, int] | None:
     """The big file's committed state, read the way any other reader of the store would."""
     if not home.db.exists():
         return None
-    con = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True, timeout=5)
+    con = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True, timeout=60)
     try:
         row = con.execute("SELECT state, line FROM inbox_files").fetchone()
     except sqlite3.OperationalError:

@@ -247,9 +247,15 @@ class ConsoleApp(CaseActions, OperatorActions, App):
             self._running_refresh = False
             self._idle.set()
 
+    def header_bar(self) -> HeaderBar | None:
+        """The header, or None while the app is taken down: a timer can still fire after its widgets went."""
+        return next(iter(self.query(HeaderBar)), None)
+
     async def _refresh_once(self, force: bool) -> None:
         now = self.clock()
-        header = self.query_one(HeaderBar)
+        header = self.header_bar()
+        if header is None:
+            return
         try:
             probe = await self.view.run(probe_store, self.service, None if force else self.version)
         except Exception as exc:  # a store that vanished or broke: say so, keep the console up

@@ -50,9 +50,9 @@ class CaseActions:
         self.show_signing()
 
     def show_signing(self) -> None:
-        from .widgets.header_bar import HeaderBar
-
-        header = self.query_one(HeaderBar)
+        header = self.header_bar()
+        if header is None:
+            return
         unlocked = self.signing.operator
         if header.unlocked != unlocked:
             header.unlocked = unlocked

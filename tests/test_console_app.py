@@ -277,3 +277,18 @@ async def test_a_policy_without_its_signed_entry_is_a_fault_on_screen(sample_hom
         assert "FAULT" in summary and "1 hours" in summary and "not applied" in summary
         assert "30 days (default)" in summary  # what eviction uses instead
         assert "RETENTION FAULT" in str(app.query_one(HeaderBar).render())
+
+
+@run_async
+async def test_timers_that_fire_while_the_console_is_taken_down_raise_nothing(sample_home):
+    """On exit Textual removes the widgets before the app's timers stop; a loaded run caught the
+    5-second signing tick in that moment, and its NoMatches for the header ended the app with an error."""
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot)
+        await app.query_one(HeaderBar).remove()  # as the teardown leaves the default screen
+        assert not app.query(HeaderBar)
+        app._signing_tick()
+        await app._refresh_once(force=True)
+        app.action_lock_key()
+    assert app.return_code in (0, None)

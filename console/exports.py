@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Iterable
 
 from console.errors import CommandError
+from core.home import sync_folder
 from core.rules.cells import guard
 
 from .export_views import VIEWS, View
@@ -156,8 +157,4 @@ def _place(tmp: str, target: Path, force: bool) -> None:
         except FileExistsError:
             raise CommandError(f"{target} already exists; use --force to replace it") from None
         os.unlink(tmp)
-    dir_fd = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    sync_folder(target.parent)

@@ -14,6 +14,15 @@ LOG_NAME = "receiver.log"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+def sync_folder(folder: Path) -> None:
+    """A name renamed or linked into a folder survives a power cut only once the folder is synced."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class Home:
     root: Path

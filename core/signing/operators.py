@@ -21,6 +21,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from core.home import sync_folder
 from core.store.database import write_transaction
 
 from .audit_models import audit_models
@@ -116,11 +117,7 @@ def _write_key_file(path: Path, data: bytes) -> None:
         raise ActionError(f"a key file already exists at {path}; move it away first") from None
     finally:
         os.unlink(tmp)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    sync_folder(path.parent)
 
 
 def operators_folder(home, create: bool = False) -> Path:

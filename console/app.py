@@ -235,7 +235,8 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         if not self._running_refresh:
             self._running_refresh = True
             self._idle.clear()
-            self.run_worker(self._refresh_loop(), group="refresh", exit_on_error=False)
+            # The function, not a coroutine: a worker the exiting app never starts leaves no coroutine unawaited.
+            self.run_worker(self._refresh_loop, group="refresh", exit_on_error=False)
 
     async def _refresh_loop(self) -> None:
         try:

@@ -123,7 +123,8 @@ class GuardedServer(Server):
         if not self.allowed.host(request.headers.get("Host")):
             log.warning("serve: refused a request for another host name (DNS rebinding or a wrong address)")
             return web.Response(status=403, text="403: this console answers only at its own address "
-                                                  f"({self.public_url}/)\n")
+                                                  f"({self.public_url}/); reached through a tunnel or proxy at "
+                                                  "another address, start serve with --public-url that address\n")
         origin = request.headers.get("Origin")
         if origin is not None and not self.allowed.origin(origin):
             log.warning("serve: refused a request from a page of another site")

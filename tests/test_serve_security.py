@@ -242,3 +242,23 @@ def test_a_postgres_password_is_neither_in_the_banner_nor_in_a_sessions_argv(pg_
         assert any(f"USSD_CONSOLE_DB={url}".encode() in env for env in envs)  # the store came this way
         out = s.stop()
     assert password not in out
+
+
+def test_the_public_url_is_the_pages_own_address_and_a_bad_token_file_is_one_line(sample_home, tmp_path):
+    with serving(sample_home, tmp_path, "--public-url", "https://ussd.example.org/") as s:
+        # Behind a TLS proxy: the browser's Host and Origin are the proxy's, without a port.
+        proxied = {"Host": "ussd.example.org", "Origin": "https://ussd.example.org"}
+        status, page, _h, _c = get(f"{s.url}/", headers=proxied)
+        assert status == 200 and "wss://ussd.example.org/ws" in page
+        assert get(f"{s.url}/", headers={"Host": "ussd.example.org", "Origin": "http://ussd.example.org"})[0] == 403
+        assert get(f"{s.url}/", headers={"Host": "ussd.example.org:8443"})[0] == 403
+        assert get(f"{s.url}/", headers={"Host": "other.example.org"})[0] == 403
+    short = tmp_path / "short-token"
+    short.write_text("abc\n")
+    for flags, said in ((["--public", "--token-file", str(short)], "at least 16 characters"),
+                        (["--token-file", str(short)], "--token-file is for --public"),
+                        (["--max-sessions", "0"], "--max-sessions must be"),
+                        (["--public-url", "ftp://x"], "--public-url must be")):
+        done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(sample_home), "serve", *flags],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and said in done.stderr, done.stderr

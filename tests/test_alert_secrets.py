@@ -128,3 +128,14 @@ def test_a_bad_url_or_token_file_is_one_line_that_shows_no_secret(home, tmp_path
     configure(home, url="http://127.0.0.1:9/hook", token_file="no-such-token")
     done = cli(home, "alerts", "test")
     assert done.returncode == 2 and "token_file" in done.stderr and "cannot read" in done.stderr
+
+
+def test_mask_url_keeps_the_address_and_hides_every_secret_piece():
+    from core.urls import mask_in, mask_url
+
+    assert mask_url("https://hooks.example/ussd") == "https://hooks.example/ussd"
+    assert mask_url("http://u:p%40ss@[::1]:9000/h?token=a%20b&flag#frag") == "http://***@[::1]:9000/h?token=***&flag=***#***"
+    assert mask_url("postgresql://postgres:pw@/postgres?host=/run/pg") == "postgresql://***@/postgres?host=***"
+    assert mask_url("http://u:p@host:99999/x") == "http://***"  # does not parse: masked whole
+    said = "cannot connect to p@ss (u:p%40ss) with a%20b and a b"
+    assert mask_in(said, "http://u:p%40ss@h/?t=a%20b") == "cannot connect to *** (***) with *** and ***"

@@ -60,13 +60,20 @@ def test_serve_refuses_a_public_address_without_public_and_warns_with_it(home):
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "needs --public" in done.stderr
     port = free_port()
+    # Every address, but which one browsers use must be said: only requests for it are answered.
+    done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "serve", "--host",
+                           "0.0.0.0", "--port", str(port), "--public"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--public-url" in done.stderr
     proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--home", str(home.root), "serve", "--host",
-                             "0.0.0.0", "--port", str(port), "--public"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                             "0.0.0.0", "--port", str(port), "--public", "--public-url", f"http://127.0.0.1:{port}"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         line = wait_for(lambda: proc.stderr.readline(), what="the warning")
+        token_line = wait_for(lambda: proc.stderr.readline(), what="the login token")
     finally:
         proc.terminate()
         proc.wait(timeout=60)
         proc.stderr.close()
-    assert "WARNING" in line and "NO LOGIN" in line and f"0.0.0.0:{port}" in line
+    assert "WARNING" in line and "login token" in line and f"0.0.0.0:{port}" in line
+    assert "login token" in token_line and f"http://127.0.0.1:{port}/login" in token_line

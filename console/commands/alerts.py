@@ -12,6 +12,7 @@ from console.render import make_console, print_json, safe, table, when
 from core.alerts import SendError, load_alerts_config, send
 from core.rules import events
 from core.store import outbox
+from core.urls import mask_url
 
 EXIT_SOME_FAILED = 1
 
@@ -68,7 +69,7 @@ def _test(ctx) -> int:
     else:
         out = make_console()
         for target, r in results.items():
-            where = shlex.join(config.command) if target == "command" else config.url
+            where = shlex.join(config.command) if target == "command" else mask_url(config.url)
             line = Text(f"{target} ({safe(where, 120)}): ")
             line.append("delivered" if r["delivered"] else f"FAILED: {r['error']}")
             out.print(line)

@@ -2,34 +2,49 @@
 
 Each browser session runs its own ``ussd-console console`` process behind a
 web socket. The server listens on the loopback address unless ``--public``
-says otherwise, since the page has no login of its own: reach it through an
-SSH tunnel instead (README). The page is ``console/web/app_index.html``:
-textual-serve's own, with its web-font link replaced by the font files
-textual-serve ships, so it fetches nothing from outside the machine.
+says otherwise; reach it through an SSH tunnel (docs/serve-security.md). The
+guard in ``console/web/guard.py`` answers only requests for the served
+address from the page's own origin, caps the sessions (``--max-sessions``,
+``[serve] max_sessions``) and, with ``--public``, asks for a login token
+first. A ``--db`` store reaches the sessions through ``$USSD_CONSOLE_DB``,
+never their command line (where any local user could read its password).
+The page is ``console/web/app_index.html``: textual-serve's own, with its
+web-font link replaced by the font files textual-serve ships, so it fetches
+nothing from outside the machine.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
+import secrets
 import shlex
 import sys
 from pathlib import Path
 
 from console.errors import CommandError
+from core.config import read_toml
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "web"
 DEFAULT_PORT = 8566
+DEFAULT_MAX_SESSIONS = 3
+MAX_SESSIONS_LIMIT = 50  # each session is a console process of its own (about 70 MB)
+MIN_TOKEN = 16  # characters a --token-file token needs at least
 
 
 def register(sub, common) -> None:
     p = sub.add_parser("serve", parents=[common],
-                       help=f"the console in a browser at http://127.0.0.1:{DEFAULT_PORT} (no login: use an SSH tunnel)")
+                       help=f"the console in a browser at http://127.0.0.1:{DEFAULT_PORT} (reach it through an SSH tunnel)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--public", action="store_true",
-                   help="allow an address other than loopback: anyone who reaches it can use the console")
+                   help="allow an address other than loopback; a login token is then needed before any session")
     p.add_argument("--public-url", metavar="URL",
-                   help="the address browsers use, when it differs from http://HOST:PORT (a proxy, 0.0.0.0)")
+                   help="the address browsers use, when it differs from http://HOST:PORT (a proxy; needed with 0.0.0.0)")
+    p.add_argument("--max-sessions", type=int, metavar="N",
+                   help=f"consoles open at once, at most (default [serve] max_sessions, else {DEFAULT_MAX_SESSIONS})")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="with --public: the login token is this file's first line (default: a random one, printed at start)")
     p.add_argument("--inbox", action="store_true",
                    help="each browser session also takes files from the inbox (default: `watch` does; the page shows the store)")
     p.set_defaults(handler=cmd_serve)
@@ -45,29 +60,86 @@ def is_loopback(host: str) -> bool:
 
 
 def console_command(ctx, inbox: bool) -> str:
-    """The shell command textual-serve runs per session (it runs it through a shell: quoted)."""
+    """The shell command textual-serve runs per session (it runs it through a shell: quoted).
+    No ``--db`` here: a session's command line is readable by every local user (``ps``)."""
     argv = [sys.executable, "-m", "console.cli", "--home", str(ctx.home.root)]
-    if ctx.db:
-        argv += ["--db", ctx.db]
     argv += ["console"] + ([] if inbox else ["--no-inbox"])
     return shlex.join(argv)
+
+
+def max_sessions(args, ctx) -> int:
+    """``--max-sessions``, else ``[serve] max_sessions`` in config.toml, else the default."""
+    if args.max_sessions is not None:
+        value, where = args.max_sessions, "--max-sessions"
+    else:
+        table = read_toml(ctx.home.config).get("serve", {})
+        if not isinstance(table, dict):
+            raise CommandError(f"{ctx.home.config}: 'serve' must be a table ([serve])")
+        unknown = sorted(set(table) - {"max_sessions"})
+        if unknown:
+            raise CommandError(f"{ctx.home.config} [serve]: unknown setting {unknown[0]!r} (known: max_sessions)")
+        value, where = table.get("max_sessions", DEFAULT_MAX_SESSIONS), f"{ctx.home.config} [serve] max_sessions"
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SESSIONS_LIMIT:
+        raise CommandError(f"{where} must be a whole number from 1 to {MAX_SESSIONS_LIMIT}, not {value!r}")
+    return value
+
+
+def login_token(args) -> tuple[str, bool]:
+    """The login token for ``--public`` and whether it was made here (then it is printed once)."""
+    if args.token_file is None:
+        return secrets.token_urlsafe(24), True
+    try:
+        with open(args.token_file, encoding="utf-8") as fh:
+            token = fh.readline().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"--token-file {args.token_file}: cannot read: "
+                           f"{getattr(exc, 'strerror', None) or exc.__class__.__name__}") from None
+    if len(token) < MIN_TOKEN or any(c.isspace() or ord(c) < 32 for c in token):
+        raise CommandError(f"--token-file {args.token_file}: its first line must be the token, at least "
+                           f"{MIN_TOKEN} characters with no spaces")
+    return token, False
 
 
 def cmd_serve(args, ctx) -> int:
     if not 1 <= args.port <= 65535:
         raise CommandError(f"--port {args.port} is not a port (1 to 65535)")
     if not is_loopback(args.host) and not args.public:
-        raise CommandError(f"--host {args.host} is not a loopback address; the page has no login, so serving it "
-                           "there needs --public (or use an SSH tunnel to 127.0.0.1, see the README)")
+        raise CommandError(f"--host {args.host} is not a loopback address; serving the console there needs "
+                           "--public (and a login), or use an SSH tunnel to 127.0.0.1 (docs/serve-security.md)")
+    if args.host in ("0.0.0.0", "::", "") and not args.public_url:
+        raise CommandError(f"--host {args.host or '(empty)'} listens on every address: say with --public-url "
+                           "which one browsers use (only requests for it are answered)")
+    if args.public_url is not None:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(args.public_url)
+            parts.port
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.username \
+                or parts.query:
+            raise CommandError(f"--public-url must be an http:// or https:// address such as https://ussd.example.org, "
+                               f"not {args.public_url!r}")
+    if args.token_file is not None and not args.public:
+        raise CommandError("--token-file is for --public (the loopback console has no login)")
+    sessions = max_sessions(args, ctx)
+    token, made = login_token(args) if args.public else (None, False)
     ctx.home.ensure()
     _ = ctx.receiver  # a store that cannot be opened is one line here, not a broken page per session
     ctx.close()
-    from textual_serve.server import Server
+    if ctx.db:
+        os.environ["USSD_CONSOLE_DB"] = ctx.db  # textual-serve gives each session this environment
+    from console.web.guard import GuardedServer
 
     if not is_loopback(args.host):
-        print(f"ussd-console: WARNING: serving the console on {args.host}:{args.port} with NO LOGIN: anyone who "
-              "can reach this address can read the ledger and act as the console", file=sys.stderr)
-    server = Server(console_command(ctx, args.inbox), host=args.host, port=args.port, title="USSD console",
-                    public_url=args.public_url, templates_path=TEMPLATES)
+        print(f"ussd-console: WARNING: serving the console on {args.host}:{args.port} to the network: anyone "
+              "with the login token can read the ledger and act as the console", file=sys.stderr)
+    server = GuardedServer(console_command(ctx, args.inbox), host=args.host, port=args.port, title="USSD console",
+                           public_url=args.public_url, max_sessions=sessions, token=token,
+                           templates_path=TEMPLATES)
+    if made:
+        print(f"ussd-console: login token (give it at {server.public_url}/login): {token}", file=sys.stderr)
+    sys.stderr.flush()
     server.serve()
     return 0

@@ -4,7 +4,9 @@
 
     [alerts]
     command = "/usr/local/bin/notify-team --camp kakuma"  # run without a shell; one event as JSON on stdin
-    url = "http://127.0.0.1:9000/hooks/ussd"              # POST application/json
+    url = "http://127.0.0.1:9000/hooks/ussd"              # POST application/json (user:pass@ is Basic auth)
+    token_file = "/etc/ussd/alert-token"  # optional: its first line is sent as "Authorization: Bearer ..."
+    headers = { "X-Hook-Secret" = "..." } # optional: more headers for the url target
     events = ["conflict", "file_rejected", "fault", "fault_cleared", "checkpoint"]
     timeout = 10.0       # seconds a target may take before the attempt counts as failed
     retry_first = 2.0    # seconds before the first retry; each next one waits twice as long...
@@ -13,11 +15,14 @@
 
 A bad value is a ``ValueError`` naming the key, so ``watch`` and the console
 refuse to start with one line instead of failing to alert an hour later.
+A secret for the url target (its password, a ``?token=``, a header) lives in this file or in
+``token_file``, never on a command line; everywhere it is shown it is masked (``core.urls``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -25,6 +30,7 @@ from urllib.parse import urlsplit
 
 from core.config import from_table, read_toml
 from core.rules.events import KINDS
+from core.urls import mask_url
 
 # (lowest, highest) for the numbers; the ranges keep a typo from silencing alerts.
 _RANGES: dict[str, tuple[float, float]] = {
@@ -44,11 +50,19 @@ class AlertsConfig:
     retry_first: float = 2.0
     retry_cap: float = 300.0
     fault_after: float = 300.0
+    token_file: str | None = None
+    headers: Mapping[str, str] | None = None
+    # The token read from token_file at start: a missing or empty file is a start-up error, not
+    # a 401 an hour later. Never shown (repr=False).
+    token: str | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         set_ = lambda key, value: object.__setattr__(self, key, value)  # noqa: E731 - frozen
         set_("command", _command(self.command))
         set_("url", _url(self.url))
+        set_("headers", _headers(self.headers))
+        if self.token_file is not None and self.token is None:
+            set_("token", _token(self.token_file))
         set_("events", _events(self.events))
         for key, (low, high) in _RANGES.items():
             set_(key, _number(key, getattr(self, key), low, high))
@@ -99,11 +113,42 @@ def _url(value: Any) -> str | None:
     if not isinstance(value, str):
         raise ValueError(f"alerts setting url must be a string, not {value!r}")
     parts = urlsplit(value)
+    try:
+        parts.port
+    except ValueError:
+        raise ValueError(f"alerts setting url has a bad port: {mask_url(value)!r}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"alerts setting url must be an http:// or https:// address, not {value!r}")
+        raise ValueError(f"alerts setting url must be an http:// or https:// address, not {mask_url(value)!r}")
     if any(c.isspace() or ord(c) < 32 for c in value):
         raise ValueError("alerts setting url holds a space or a control character")
     return value
+
+
+def _headers(value: Any) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValueError("alerts setting headers must be a table of names and string values")
+    for name, text in value.items():
+        if not name or not all(c.isalnum() or c in "-_" for c in name):
+            raise ValueError(f"alerts setting headers: {name!r} is not a header name")
+        if any(c in "\r\n\0" for c in text):
+            raise ValueError(f"alerts setting headers: the value of {name} holds a line break")
+    return dict(value)
+
+
+def _token(path: Any) -> str:
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"alerts setting token_file must be a path, not {path!r}")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            token = fh.readline().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"alerts setting token_file {path}: cannot read: "
+                         f"{getattr(exc, 'strerror', None) or exc.__class__.__name__}") from None
+    if not token or any(c.isspace() or ord(c) < 32 for c in token):
+        raise ValueError(f"alerts setting token_file {path}: its first line must be the token (no spaces)")
+    return token
 
 
 def _events(value: Any) -> tuple[str, ...]:
@@ -124,8 +169,12 @@ def _number(key: str, value: Any, low: float, high: float) -> float:
 
 
 def load_alerts_config(config_path) -> AlertsConfig:
-    """``[alerts]`` from the file; no table means no targets (events are still kept in the outbox)."""
+    """``[alerts]`` from the file; no table means no targets (events are still kept in the outbox).
+    A relative ``token_file`` is beside the config file."""
     table = read_toml(config_path).get("alerts", {})
     if not isinstance(table, dict):
         raise ValueError(f"{config_path}: 'alerts' must be a table ([alerts])")
+    token_file = table.get("token_file")
+    if isinstance(token_file, str) and token_file and not os.path.isabs(token_file):
+        table = {**table, "token_file": os.path.join(os.path.dirname(os.path.abspath(config_path)), token_file)}
     return AlertsConfig.from_mapping(table, where=f"{config_path} [alerts]")

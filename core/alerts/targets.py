@@ -8,15 +8,18 @@ deliverer does, with back-off.
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
 import signal
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from core.rules.text import escape_text, one_line
+from core.urls import mask_in, mask_url
 
 
 class SendError(Exception):
@@ -67,12 +70,39 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
-def send_url(url: str, event: dict, timeout: float) -> None:
-    """POST the event as ``application/json``; any 2xx is delivered."""
-    request = urllib.request.Request(url, data=encode(event), method="POST", headers={
+def _split_userinfo(url: str) -> tuple[str, dict[str, str]]:
+    """``http://user:pass@host/...`` as the URL without its userinfo and a Basic ``Authorization``
+    header: urllib would otherwise take ``user:pass@host`` for a host name (and quote it in errors)."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, {}
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode("utf-8")
+    bare = urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment))
+    return bare, {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
+
+
+def send_url(url: str, event: dict, timeout: float, headers: dict[str, str] | None = None,
+             token: str | None = None) -> None:
+    """POST the event as ``application/json``; any 2xx is delivered. Every reason given for a
+    failure shows the URL masked (``core.urls.mask_url``), never its password or query values."""
+    try:
+        _post(url, event, timeout, headers or {}, token)
+    except SendError as exc:
+        raise SendError(mask_in(str(exc), url)) from None
+
+
+def _post(url: str, event: dict, timeout: float, extra: dict[str, str], token: str | None) -> None:
+    shown = mask_url(url)
+    bare, auth = _split_userinfo(url)
+    request = urllib.request.Request(bare, data=encode(event), method="POST", headers={
         "Content-Type": "application/json",
         "User-Agent": "ussd-console",
         "X-Ussd-Event-Id": str(event.get("event_id", "")),
+        **auth,
+        **({"Authorization": f"Bearer {token}"} if token else {}),
+        **extra,
     })
     try:
         with _OPENER.open(request, timeout=timeout) as response:
@@ -84,13 +114,13 @@ def send_url(url: str, event: dict, timeout: float) -> None:
         reason = exc.reason
         if isinstance(reason, TimeoutError):
             raise SendError(f"no answer within {timeout:g} s") from None
-        raise SendError(f"cannot reach {escape_text(url, 200)}: {escape_text(getattr(reason, 'strerror', None) or reason, 200)}") from None
+        raise SendError(f"cannot reach {escape_text(shown, 200)}: {escape_text(getattr(reason, 'strerror', None) or reason, 200)}") from None
     except TimeoutError:
         raise SendError(f"no answer within {timeout:g} s") from None
     except http.client.HTTPException as exc:
-        raise SendError(f"bad answer from {escape_text(url, 200)}: {exc.__class__.__name__}") from None
-    except OSError as exc:
-        raise SendError(f"cannot reach {escape_text(url, 200)}: {exc.strerror or one_line(exc)}") from None
+        raise SendError(f"bad answer from {escape_text(shown, 200)}: {exc.__class__.__name__}") from None
+    except (OSError, ValueError) as exc:
+        raise SendError(f"cannot reach {escape_text(shown, 200)}: {getattr(exc, 'strerror', None) or one_line(exc)}") from None
     if not 200 <= status < 300:
         raise SendError(f"HTTP {status}")
 
@@ -100,6 +130,6 @@ def send(target: str, config, event: dict) -> None:
     if target == "command" and config.command:
         send_command(config.command, event, config.timeout)
     elif target == "url" and config.url:
-        send_url(config.url, event, config.timeout)
+        send_url(config.url, event, config.timeout, config.headers, config.token)
     else:
         raise SendError(f"no {target} is configured in [alerts]")

@@ -1,0 +1,194 @@
+"""textual-serve's server with a guard in front: who may open the page and its web socket.
+
+textual-serve 1.1.3 answers any request: a page on another site (its web socket is not bound
+by the same-origin rule) or a DNS-rebinding name pointing at 127.0.0.1 could drive the console.
+Here every request must name, in ``Host``, the address being served (or ``--public-url``'s),
+and its ``Origin``, when the browser sends one, must be the page's own; anything else is a 403.
+At most ``max_sessions`` consoles run at once (each is a process of its own); one more is a
+503 that says so. With a login token (``--public``), no page, web socket or download is
+answered before a login: the token is posted once to ``/login`` (never in a URL, so never in
+an access log), compared in constant time, and answered with a cookie holding a separate
+random value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import html
+import logging
+import secrets
+import sys
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from textual_serve.server import Server
+
+log = logging.getLogger("ussd.serve")
+
+COOKIE = "ussd_console_login"
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+FAILED_LOGIN_DELAY = 1.0  # seconds a wrong token waits: guessing gets no quicker by asking often
+
+
+def _host_port(text: str, default: int | None) -> tuple[str, int | None] | None:
+    """``name:port`` (a Host header, a URL's netloc) as (lower-case name, port), or None if malformed."""
+    try:
+        parts = urlsplit("//" + text)
+        name, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not name or parts.username is not None or parts.path or parts.query:
+        return None
+    return name.lower(), port if port is not None else default
+
+
+class Allowed:
+    """The names this server answers to, as ``Host`` values and as page origins."""
+
+    def __init__(self, host: str, port: int, public_url: str | None):
+        names = set(LOOPBACK_NAMES) if host.lower() in LOOPBACK_NAMES or host.startswith("127.") else set()
+        if host not in ("0.0.0.0", "::", ""):
+            names.add(host.lower().strip("[]"))
+        self.hosts = {(name, port) for name in names}
+        self.origins = {("http", name, port) for name in names}
+        self.bare = {name for name in names if port == 80}  # names a Host header may give without a port
+        if public_url:
+            parts = urlsplit(public_url)
+            default = DEFAULT_PORTS.get(parts.scheme)
+            name, given = (parts.hostname or "").lower(), parts.port
+            self.hosts.add((name, given or default))
+            self.origins.add((parts.scheme, name, given or default))
+            if given in (None, default):
+                self.bare.add(name)
+
+    def host(self, value: str | None) -> bool:
+        if not value:
+            return False
+        got = _host_port(value, None)
+        if got is None:
+            return False
+        name, port = got
+        return name in self.bare if port is None else (name, port) in self.hosts
+
+    def origin(self, value: str) -> bool:
+        try:
+            parts = urlsplit(value)
+            name, port = parts.hostname, parts.port
+        except ValueError:
+            return False
+        if parts.scheme not in ("http", "https") or not name or parts.path not in ("", "/"):
+            return False
+        return (parts.scheme, name.lower(), port or DEFAULT_PORTS[parts.scheme]) in self.origins
+
+
+def _page(title: str, body: str, status: int) -> web.Response:
+    text = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
+            f"<body style=\"font-family: monospace; background: #0c181f; color: #eee; padding: 2em\">"
+            f"<h1>{html.escape(title)}</h1>{body}</body></html>")
+    return web.Response(status=status, text=text, content_type="text/html",
+                        headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY"})
+
+
+class GuardedServer(Server):
+    """textual-serve's ``Server`` with the checks of the module docstring in front of every route."""
+
+    def __init__(self, command: str, *, host: str, port: int, public_url: str | None, max_sessions: int,
+                 token: str | None, title: str, templates_path):
+        super().__init__(command, host=host, port=port, title=title,
+                         public_url=public_url.rstrip("/") if public_url else None, templates_path=templates_path)
+        self.allowed = Allowed(host, port, self.public_url if public_url else None)
+        self.max_sessions = max_sessions
+        self.token = token
+        self.cookie = secrets.token_urlsafe(32)  # what a logged-in browser holds: never the token itself
+        self.sessions = 0
+
+    def initialize_logging(self) -> None:
+        """The CLI's logging stays (warnings on stderr); textual-serve's own would add nothing."""
+
+    async def _make_app(self) -> web.Application:
+        app = await super()._make_app()
+        app.middlewares.append(self.guard)
+        app.router.add_get("/login", self.handle_login_page)
+        app.router.add_post("/login", self.handle_login)
+        return app
+
+    async def on_startup(self, app: web.Application) -> None:
+        print(f"ussd-console: serving the console at {self.public_url}/ (at most {self.max_sessions} "
+              f"session{'s' if self.max_sessions != 1 else ''} at once; Ctrl-C to stop)", file=sys.stderr, flush=True)
+
+    @web.middleware
+    async def guard(self, request: web.Request, handler):
+        if not self.allowed.host(request.headers.get("Host")):
+            log.warning("serve: refused a request for another host name (DNS rebinding or a wrong address)")
+            return web.Response(status=403, text="403: this console answers only at its own address "
+                                                  f"({self.public_url}/); reached through a tunnel or proxy at "
+                                                  "another address, start serve with --public-url that address\n")
+        origin = request.headers.get("Origin")
+        if origin is not None and not self.allowed.origin(origin):
+            log.warning("serve: refused a request from a page of another site")
+            return web.Response(status=403, text="403: a page of another site may not use this console\n")
+        if self.token is not None and request.path != "/login" and not request.path.startswith("/static/") \
+                and not self._logged_in(request):
+            if request.path == "/":
+                raise web.HTTPSeeOther(f"{self.public_url}/login")
+            return web.Response(status=401, text="401: log in first, at /login\n")
+        response = await handler(request)
+        if isinstance(response, web.Response):
+            response.headers.setdefault("X-Frame-Options", "DENY")  # no framing by another site either
+        return response
+
+    def _logged_in(self, request: web.Request) -> bool:
+        given = request.cookies.get(COOKIE, "")
+        return hmac.compare_digest(given.encode("utf-8", "replace"), self.cookie.encode())
+
+    def _full(self) -> bool:
+        return self.sessions >= self.max_sessions
+
+    def _full_page(self) -> web.Response:
+        return _page("All console sessions are in use",
+                     f"<p>This server runs at most {self.max_sessions} console session"
+                     f"{'s' if self.max_sessions != 1 else ''} at once, and all are open. Close one "
+                     "(or ask the administrator to raise <code>--max-sessions</code> / "
+                     "<code>[serve] max_sessions</code>), then reload this page.</p>", 503)
+
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        if self._full():
+            return self._full_page()
+        return await super().handle_index(request)
+
+    async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+        if self._full():
+            log.warning("serve: refused a session: all %d are in use", self.max_sessions)
+            return web.Response(status=503, text=f"503: all {self.max_sessions} console sessions are in use\n")
+        self.sessions += 1  # one event loop: the check and the count cannot interleave
+        try:
+            return await super().handle_websocket(request)
+        finally:
+            self.sessions -= 1
+
+    async def handle_login_page(self, request: web.Request) -> web.Response:
+        return self._login_form("", 200)
+
+    def _login_form(self, note: str, status: int) -> web.Response:
+        return _page("USSD console: log in", (
+            f"{note}<form method=\"post\" action=\"{html.escape(self.public_url)}/login\">"
+            "<p><label>Login token (printed by <code>ussd-console serve</code> at start, or in its "
+            "<code>--token-file</code>): <input type=\"password\" name=\"token\" autofocus "
+            "autocomplete=\"off\"></label></p><p><button type=\"submit\">Log in</button></p></form>"), status)
+
+    async def handle_login(self, request: web.Request) -> web.Response:
+        if self.token is None:
+            raise web.HTTPSeeOther(f"{self.public_url}/")
+        form = await request.post()
+        given = form.get("token", "")
+        given = given if isinstance(given, str) else ""
+        if not hmac.compare_digest(given.strip().encode("utf-8", "replace"), self.token.encode("utf-8")):
+            log.warning("serve: a login with a wrong token was refused (from %s)", request.remote)
+            await asyncio.sleep(FAILED_LOGIN_DELAY)
+            return self._login_form("<p><strong>That is not the login token.</strong></p>", 403)
+        response = web.Response(status=303, headers={"Location": f"{self.public_url}/", "Cache-Control": "no-store"})
+        response.set_cookie(COOKIE, self.cookie, httponly=True, samesite="Strict", path="/",
+                            secure=self.public_url.startswith("https"))
+        return response

@@ -18,8 +18,8 @@ from core.rules.privacy import mask_phones
 from core.rules.text import escape_text, one_line
 from core.store.database import is_database_error
 
-from .delivery import FileResult
-from .files import _split_claim, count_files
+from .result import FileResult
+from .files import split_claim, count_files
 
 log = logging.getLogger("ussd.inbox")
 
@@ -41,7 +41,7 @@ class FaultsAndHealth:
 
     def _delivery_failed(self, path: str, source: str, exc: Exception) -> FileResult:
         """Record why a file could not be delivered; it stays in the inbox and every sweep retries it."""
-        name = mask_phones(escape_text(_split_claim(os.path.basename(path))[1], 120))
+        name = mask_phones(escape_text(split_claim(os.path.basename(path))[1], 120))
         where = "claimed in the inbox" if os.path.dirname(path) == self._claimed else "in the inbox"
         if is_database_error(exc):
             key = "store"

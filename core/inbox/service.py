@@ -27,10 +27,11 @@ from core.home import Home
 from core.rules.text import escape_text, one_line
 from core.store.receiver import Receiver
 
-from .delivery import FileResult, deliver
+from .delivery import deliver
+from .result import FileResult
 from .events import _Handler
 from .extras import ServiceExtras
-from .files import _inside, _label, claimed_dir, kind_skip, prepare_home, quiet_skip
+from .files import inside_home, masked_name, claimed_dir, kind_skip, prepare_home, quiet_skip
 from .health import FaultsAndHealth, _os_error
 from .rejecting import end_vanished_claims
 
@@ -91,8 +92,8 @@ class InboxService(FaultsAndHealth):
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> "InboxService":
         prepare_home(self.home)
-        self._inbox = str(_inside(self.home, self.home.inbox))
-        self._claimed = str(_inside(self.home, claimed_dir(self.home)))
+        self._inbox = str(inside_home(self.home, self.home.inbox))
+        self._claimed = str(inside_home(self.home, claimed_dir(self.home)))
         self.receiver = Receiver(self.db_path)
         self._stop.clear()
         self._started = True
@@ -464,7 +465,7 @@ class InboxService(FaultsAndHealth):
             if self._logged_skips.get(path) == why:
                 return
             self._logged_skips[path] = why
-        log.warning("inbox: skipping %s: %s (never read)", _label(os.path.basename(path)), why)
+        log.warning("inbox: skipping %s: %s (never read)", masked_name(os.path.basename(path)), why)
 
     def _deliver(self, path: str, source: str) -> FileResult:
         try:

@@ -1,5 +1,6 @@
-"""The inbox: files and claims (``files``), the delivery of one file (``delivery``), and the
-service that runs the push and pull paths (``service``, with ``health`` for its faults)."""
+"""The inbox: files and claims (``files``), the delivery of one file (``delivery``, ending in a
+``result``, or in ``rejecting``), and the service that runs the push and pull paths (``service``,
+with its ``observer``, ``faults``, ``fault_alerts`` and ``connections``)."""
 
 from core.store.inbox_progress import SHOWN_STATES, file_counts, files_by_state, inbox_files, recent_files
 

@@ -1,7 +1,9 @@
 """Delivering one inbox file: claim, read, ingest with its progress, archive or reject.
 
-``deliver`` is the one function every path calls (``watch``, ``sweep``,
-``cli``). It claims the file (``files``), reads it, hands its frames to
+``deliver`` is the one function every path calls for a file in the inbox
+(``watch``, ``sweep``, ``cli``: ``ingest`` of a file elsewhere reads it in
+place and does not come here). It claims the file (``files``), and a
+``Delivery`` takes the claimed file through one pass: it reads it, hands its frames to
 ``Receiver.ingest_many`` in batches whose transactions also commit the file's
 progress row (R8: a crash resumes where the last commit stopped, nothing
 counted twice), then archives it to ``processed/YYYY-MM-DD/`` without
@@ -84,7 +86,7 @@ def deliver(
     config: InboxConfig | None = None,
     stop: threading.Event | None = None,
 ) -> FileResult:
-    """Claim, read, ingest and archive one inbox file; every delivery path calls this.
+    """Claim, read, ingest and archive one inbox file; every path taking a file from the inbox calls this.
 
     ``path`` is a file in the inbox (it is claimed first) or in the claimed
     folder (its committed progress is resumed). ``stop`` set between batches

@@ -12,7 +12,8 @@ inbox and every sweep tries it again.
 The service owns its parts: ``observer`` (the watchdog observer, kept
 alive), ``faults`` (the faults in force), ``alerts`` (fault events to the
 outbox, and the alert deliverer), ``connections`` (when a thread reopens its
-store connection) and ``heartbeat``; it keeps the state of the two paths.
+store connection), ``settling`` (when a file has settled) and ``heartbeat``;
+it keeps the state of the two paths.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .files import claimed_dir, count_files, inside_home, kind_skip, masked_name
 from .observer import InboxObserver
 from .rejecting import end_vanished_claims
 from .result import FileResult
+from .settling import Settling
 
 log = logging.getLogger("ussd.inbox")
 
@@ -73,6 +75,7 @@ class InboxService:
         self.observer = InboxObserver(self.offer, self.faults)
         self.connections = StoreConnections()
         self.heartbeat: Heartbeat | None = None
+        self.settling = Settling(self.config.settle_time)
         self._queue: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._sweep_wake = threading.Event()
@@ -80,7 +83,6 @@ class InboxService:
         self._sweep_lock = threading.Lock()
         self._owned: dict[str, float] = {}  # paths the watch worker has queued, waits for or holds
         self._waiting: dict[str, tuple[float, bool]] = {}  # worker only: path -> (due, is_claimed)
-        self._stable: dict[str, tuple[tuple, float]] = {}  # path -> (stat key, first seen unchanged)
         self._logged_skips: dict[str, str] = {}
         self._logged_errors: dict[str, str] = {}
         self._claims_won: Counter = Counter()
@@ -280,7 +282,7 @@ class InboxService:
             self._log_skip(path, why)
             self._release(path)
             return
-        if moved or self._settled(path, st):
+        if moved or self.settling.settled(path, st):
             self._release_after(path, self._deliver(path, "watch"))
         else:
             self._waiting[path] = (max(st.st_mtime + self.config.settle_time, time.time() + 0.05), False)
@@ -349,7 +351,7 @@ class InboxService:
         with self._sweep_lock:
             try:
                 for path, st in self._sweepable(self._claimed):
-                    if stat.S_ISREG(st.st_mode) and not self._settled(path, st):
+                    if stat.S_ISREG(st.st_mode) and not self.settling.settled(path, st):
                         # Held (its writer may still be at it): the worker finishes it once settled.
                         self._hand_over_held(path, st.st_mtime + self.config.settle_time)
                         continue
@@ -359,7 +361,7 @@ class InboxService:
                     if why:
                         self._log_skip(path, why)
                         continue
-                    if not self._settled(path, st):
+                    if not self.settling.settled(path, st):
                         continue
                     handled += self._deliver(path, "sweep").won
             except OSError as exc:
@@ -371,8 +373,9 @@ class InboxService:
         return handled
 
     def _forget_missing(self, present: set[str]) -> None:
+        self.settling.keep_only(present)
         with self._lock:
-            for memo in (self._stable, self._logged_skips, self._logged_errors):
+            for memo in (self._logged_skips, self._logged_errors):
                 for path in [p for p in memo if p not in present]:
                     memo.pop(path, None)
         gone = [key for key in self.faults.keys() if key.startswith("file:") and key[5:] not in present]
@@ -387,23 +390,6 @@ class InboxService:
         return [os.path.join(folder, n) for n in names]
 
     # -- shared by both paths ------------------------------------------------------------
-    def _settled(self, path: str, st: os.stat_result) -> bool:
-        """Unchanged for ``settle_time``: by its mtime, or as we watched it (for clocks that disagree)."""
-        now = time.time()
-        key = (st.st_size, st.st_mtime_ns, st.st_ino)
-        with self._lock:
-            if now - st.st_mtime >= self.config.settle_time:
-                self._stable.pop(path, None)
-                return True
-            seen = self._stable.get(path)
-            if seen is None or seen[0] != key:
-                self._stable[path] = (key, now)
-                return self.config.settle_time == 0
-            if now - seen[1] >= self.config.settle_time:
-                del self._stable[path]
-                return True
-        return False
-
     def _log_skip(self, path: str, why: str) -> None:
         with self._lock:
             if self._logged_skips.get(path) == why:
@@ -419,11 +405,11 @@ class InboxService:
             return self._delivery_failed(path, source, exc)
         with self._lock:
             self._logged_errors.pop(path, None)
-            self._stable.pop(path, None)
             if result.claimed_now:
                 self._claims_won[source] += 1
             elif result.status == "lost":
                 self._claims_lost += 1
+        self.settling.forget(path)
         if result.won:
             if "store" in self.faults.clear("store", "disk", f"file:{path}"):
                 self.connections.changed()  # a connection opened while the store was read-only stays so

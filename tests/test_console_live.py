@@ -12,7 +12,7 @@ import pytest
 
 from console.app import ConsoleApp, inbox_service
 from console.widgets.bars import Bars
-from console.demo.gateway_sim import SAMPLES, deliver
+from console.demo.gateway_sim import SAMPLES, drop_session
 from console.widgets.header_bar import HeaderBar
 from console.widgets.keyed_table import KeyedTable
 from core.config import InboxConfig
@@ -56,7 +56,7 @@ async def test_a_dropped_file_reaches_cases_ranking_and_activity(home, utc):
     async with app.run_test(size=(80, 24)) as pilot:
         await until(lambda: app.service is not None and (app.health or {}).get("observer") == "running")
         assert table(app, "cases-table").row_keys == []
-        deliver(home.inbox, SAMPLES / "01-session.txt", "kakuma-0800.txt")
+        drop_session(home.inbox, SAMPLES / "01-session.txt", "kakuma-0800.txt")
 
         await until(lambda: len(table(app, "cases-table").row_keys) == 3)
         assert sorted(cell_texts(table(app, "cases-table"), "frame_id")) == ["kak01-1", "kak02-2", "kak03-3"]
@@ -78,7 +78,7 @@ async def test_a_dropped_file_reaches_cases_ranking_and_activity(home, utc):
         assert won <= {"watch", "sweep"} and set(cell_texts(feed, "source")) == won
 
         # The full re-send: nothing new in the ledger, three duplicates in the feed.
-        deliver(home.inbox, SAMPLES / "02-full-resend.txt", "kakuma-0800-b.txt")
+        drop_session(home.inbox, SAMPLES / "02-full-resend.txt", "kakuma-0800-b.txt")
         await until(lambda: len(feed.row_keys) == 6)
         assert cell_texts(feed, "outcome")[:3] == ["= duplicate"] * 3
         assert "cases 3 | people 23 | duplicates 3" in app.query_one(HeaderBar).render().plain
@@ -90,12 +90,12 @@ async def test_a_conflict_raises_the_badge_and_a_notification_anywhere(home, utc
     notes = recorded_notifications(app)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await until(lambda: app.service is not None)
-        deliver(home.inbox, SAMPLES / "01-session.txt", "kakuma-0800.txt")
+        drop_session(home.inbox, SAMPLES / "01-session.txt", "kakuma-0800.txt")
         await until(lambda: (app.totals or {}).get("cases") == 3)
         await pilot.press("4")  # the operator is on Retention, far from Quarantine
         assert "CONFLICT" not in app.query_one(HeaderBar).render().plain
 
-        deliver(home.inbox, SAMPLES / "04-conflict.txt", "kakuma-0905.txt")
+        drop_session(home.inbox, SAMPLES / "04-conflict.txt", "kakuma-0905.txt")
         await until(lambda: (app.totals or {}).get("conflicts_open") == 1)
         header = app.query_one(HeaderBar).render().plain
         assert "! 1 CONFLICT OPEN" in header
@@ -107,7 +107,7 @@ async def test_a_conflict_raises_the_badge_and_a_notification_anywhere(home, utc
 
         # The same conflict re-sent is not a new alert.
         before = len([n for n in notes if "Conflict" in n[0]])
-        deliver(home.inbox, SAMPLES / "04-conflict.txt", "kakuma-0905-again.txt")
+        drop_session(home.inbox, SAMPLES / "04-conflict.txt", "kakuma-0905-again.txt")
         await until(lambda: (app.totals or {}).get("frames") == 5)
         await app.settled()
         assert len([n for n in notes if "Conflict" in n[0]]) == before
@@ -130,7 +130,7 @@ async def test_sweep_now_key_takes_a_file_the_observer_never_saw(home, utc):
         inbox_service, config=InboxConfig(observer=False, sweep=False, settle_time=0.0)))
     async with app.run_test(size=(80, 24)) as pilot:
         await until(lambda: app.service is not None)
-        deliver(home.inbox, SAMPLES / "08-ifo-session.txt", "ifo.txt")
+        drop_session(home.inbox, SAMPLES / "08-ifo-session.txt", "ifo.txt")
         await pilot.press("5")
         await app.settled()
         assert (app.totals or {}).get("cases") == 0

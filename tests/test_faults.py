@@ -309,7 +309,7 @@ def test_files_that_vanish_between_listing_and_claiming_are_no_fault(home, start
 def test_an_observer_thread_that_dies_is_a_fault_until_it_is_restarted(home, start, caplog, capfd):
     caplog.set_level(logging.INFO, logger="ussd")
     service = start(sweep_interval=3600)  # only the observer delivers here
-    first = service._observer
+    first = service.observer.current
     emitter = next(iter(first.emitters))
 
     def broken(*_args, **_kwargs):
@@ -318,7 +318,7 @@ def test_an_observer_thread_that_dies_is_a_fault_until_it_is_restarted(home, sta
     emitter.queue_events = broken  # its thread raises on its next round, and dies
     (home.inbox / ".wake").write_text("")  # ends the round it is blocked in (a dotfile: never read)
     wait_for(lambda: not emitter.is_alive(), what="the emitter thread to die")
-    wait_for(lambda: service._observer is not first and service.health()["state"] == "ok", what="the restart")
+    wait_for(lambda: service.observer.current is not first and service.health()["state"] == "ok", what="the restart")
     health = service.health()
     assert health["observer"] == "running" and health["observer_restarts"] == 1
     assert health["last_fault"] == "the inbox observer died: inotify fell over; restarting it"

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from core.rules.scrub import scrub
-from core.inbox import delivery as inbox_module
 from core.config import InboxConfig
 from core.inbox import claimed_dir, deliver, file_counts, kind_skip, prepare_home, recent_files
+from core.inbox.delivery import Delivery
+from core.rules.scrub import scrub
 from tests.helpers import frame
 from tests.inbox_helpers import drop, frame_lines, text_of
 
@@ -136,7 +136,7 @@ def test_two_workers_resuming_one_claimed_file_commit_each_batch_once(inbox, sam
         if same_process:
             results.append(deliver(claimed, "sweep", r, home, config))
         else:  # no shared in-process registry, as between two processes
-            results.append(inbox_module._process(claimed, "sweep", r, home, config, None))
+            results.append(Delivery(claimed, "sweep", r, home, config).run())
 
     threads = [threading.Thread(target=run) for _ in range(2)]
     for t in threads:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from core.inbox import HOLD_ENV, claimed_dir, file_counts, recent_files
-from core.inbox.service import _Handler
+from core.inbox.observer import WatchHandler
 from tests.inbox_helpers import Holds, archived, drop, frame_lines, started_services, text_of, wait_for
 
 
@@ -98,10 +98,10 @@ def test_a_file_written_slowly_in_place_is_taken_whole(home, start):
 
 def test_a_dead_observer_is_restarted_and_delivers_again(home, start):
     service = start(sweep_interval=3600)  # only the observer can deliver here
-    first = service._observer
+    first = service.observer.current
     first.stop()
     first.join(5)
-    wait_for(lambda: service._observer is not first and service.health()["observer"] == "running",
+    wait_for(lambda: service.observer.current is not first and service.health()["observer"] == "running",
              what="the observer restarted")
     drop(home, "after.txt", text_of(frame_lines("d", 2)))
     wait_for(lambda: service.receiver.totals()["applied"] == 2, what="delivery by the new observer")
@@ -110,7 +110,7 @@ def test_a_dead_observer_is_restarted_and_delivers_again(home, start):
 
 def test_the_sweep_covers_events_the_observer_never_saw(home, start):
     service = start(sweep_interval=0.1)
-    service._stop_observer()  # dead, and the monitor has not noticed yet
+    service.observer.stop()  # dead, and the monitor has not noticed yet
     drop(home, "missed.txt", text_of(frame_lines("z", 2)), age=5)
     took = service.sweep_now()  # 0 when the periodic sweep or a restarted observer won it first
     wait_for(lambda: service.receiver.totals()["applied"] == 2, what="the file's delivery")
@@ -140,7 +140,7 @@ def test_on_verdicts_sees_every_file_and_its_errors_never_stop_delivery(home, st
 def test_the_event_handler_never_raises(home, start, caplog):
     service = start()
     caplog.set_level(logging.ERROR, logger="ussd.inbox")
-    _Handler(service).dispatch(object())  # an event with no attributes at all
+    WatchHandler(service.offer).dispatch(object())  # an event with no attributes at all
     assert any("event handler failed" in rec.getMessage() for rec in caplog.records)
     assert service.health()["observer"] == "running"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from console.demo.gateway_sim import SAMPLES, STORY, GatewaySim, deliver
+from console.demo.gateway_sim import SAMPLES, STORY, GatewaySim, drop_session
 from console.errors import CommandError
 from console.render import make_console, table, when
 from core import Receiver
@@ -110,7 +110,7 @@ def print_story(home: Home, samples: Path) -> int:
     service.start()
     try:
         for number, step in enumerate(STORY, start=1):
-            deliver(home.inbox, samples / step.sample, step.name)
+            drop_session(home.inbox, samples / step.sample, step.name)
             results.clear()
             service.sweep_now()
             out.rule(Text(f"{number}/{len(STORY)} {step.name}"), align="left")

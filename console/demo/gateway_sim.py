@@ -49,8 +49,9 @@ STORY = [
 ]
 
 
-def deliver(inbox: Path, sample: Path, name: str) -> Path:
-    """Write like a careful gateway: a dot-named temporary file, then an atomic rename."""
+def drop_session(inbox: Path, sample: Path, name: str) -> Path:
+    """Drop one sample session into ``inbox`` as a careful gateway writes: a dot-named temporary
+    file, then an atomic rename (the inbox's ``deliver`` is what takes it out again)."""
     inbox.mkdir(parents=True, exist_ok=True)
     data = sample.read_bytes()
     tmp = inbox / f".{name}.part"
@@ -97,7 +98,7 @@ class GatewaySim:
         for number, step in enumerate(STORY, start=1):
             if self._stop.wait(step.after * self.pace):
                 return
-            self.delivered.append(deliver(self.inbox, self.samples / step.sample, step.name))
+            self.delivered.append(drop_session(self.inbox, self.samples / step.sample, step.name))
             if self.on_step is not None:
                 self.on_step(number, step)
         if self.on_done is not None:

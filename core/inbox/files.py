@@ -56,7 +56,7 @@ def claimed_dir(home: Home) -> Path:
     return home.inbox / CLAIMED
 
 
-def _inside(home: Home, path: Path) -> Path:
+def inside_home(home: Home, path: Path) -> Path:
     """``path`` resolved; a ``ValueError`` if a symlink takes it outside the home."""
     root = home.root.resolve()
     real = path.resolve()
@@ -69,7 +69,7 @@ def prepare_home(home: Home) -> None:
     """Create the inbox folders; refuse any that a symlink points outside the home."""
     for folder in (home.inbox, claimed_dir(home), home.processed, home.rejected, home.logs):
         folder.mkdir(parents=True, exist_ok=True)
-        _inside(home, folder)
+        inside_home(home, folder)
 
 
 def quiet_skip(name: str) -> str | None:
@@ -104,7 +104,7 @@ def home_tag(home: Home) -> str:
     return "h" + "".join(chr(ord("a") + int(c, 16)) for c in digest)  # letters: no digit run for the phone mask
 
 
-def _claim_name(source: str, name: str, home: Home) -> str:
+def claim_name(source: str, name: str, home: Home) -> str:
     token = f"{time.time_ns():x}-{os.getpid():x}-{next(_counter):x}-{home_tag(home)}"
     prefix = f"{token}.{source}~"
     room = NAME_MAX - len(os.fsencode(prefix))
@@ -114,7 +114,7 @@ def _claim_name(source: str, name: str, home: Home) -> str:
     return prefix + name
 
 
-def _split_claim(claim: str) -> tuple[str | None, str]:
+def split_claim(claim: str) -> tuple[str | None, str]:
     """``(source, inbox name)`` from a claimed file's name."""
     prefix, tilde, name = claim.partition("~")
     if not tilde:
@@ -149,7 +149,7 @@ def _link_unique(src: Path, folder: Path, name: str) -> Path:
     raise AssertionError("unreachable")
 
 
-def _existing_link(st: os.stat_result, folder: Path, name: str) -> Path | None:
+def existing_link(st: os.stat_result, folder: Path, name: str) -> Path | None:
     """The name in ``folder`` that ``_link_unique`` gave this inode before a crash, if any.
 
     ``_link_unique`` takes the first free candidate name, so a link it made is
@@ -168,7 +168,7 @@ def _existing_link(st: os.stat_result, folder: Path, name: str) -> Path | None:
     raise AssertionError("unreachable")
 
 
-def _link_in(src: Path, folder: Path, name: str) -> Path:
+def link_in(src: Path, folder: Path, name: str) -> Path:
     """``src`` under a new name in ``folder``, by a link (``src`` stays) or, where links fail, a rename.
 
     A link (the caller unlinks ``src`` after) rather than a rename: a rename out
@@ -204,7 +204,7 @@ def _stages(home: Home, claim: str) -> list[Path]:
         return []
 
 
-def _drop_stages(home: Home, claim: str) -> None:
+def drop_stages(home: Home, claim: str) -> None:
     for stage in _stages(home, claim):
         try:
             os.unlink(stage)
@@ -212,7 +212,7 @@ def _drop_stages(home: Home, claim: str) -> None:
             pass
 
 
-def _archive(home: Home, claim: str, name: str, data: bytes | Path, where: str | None = None) -> Path:
+def archive(home: Home, claim: str, name: str, data: bytes | Path, where: str | None = None) -> Path:
     """Put ``data`` into ``processed/YYYY-MM-DD/`` (or ``rejected/``) under ``name`` (or a free variant), once.
 
     ``where`` is ``"rejected"`` for a rejected file's copy, else the day. The
@@ -228,14 +228,14 @@ def _archive(home: Home, claim: str, name: str, data: bytes | Path, where: str |
         st = os.lstat(stage)
         tag = stage.name[len(_stage_prefix(claim)) : -len(".part")]
         if st.st_nlink > 1 and (tag == "rejected" or re.fullmatch(r"\d{4}-\d{2}-\d{2}", tag)):
-            found = _existing_link(st, _copy_folder(home, tag), name)
+            found = existing_link(st, _copy_folder(home, tag), name)
             if found is not None:
                 return found
         os.unlink(stage)
     tag = where or dt.date.fromtimestamp(time.time()).isoformat()
     folder = _copy_folder(home, tag)
     folder.mkdir(parents=True, exist_ok=True)
-    _inside(home, folder)
+    inside_home(home, folder)
     stage = claimed_dir(home) / f"{_stage_prefix(claim)}{tag}.part"
     _write_synced(stage, data)
     try:
@@ -311,12 +311,12 @@ def _copy_masked(source: Path, out) -> None:
         os.close(fd)
 
 
-def _label(name: str) -> str:
+def masked_name(name: str) -> str:
     """An inbox name for logs, results and the store: escaped, phone-like runs masked."""
     return mask_phones(escape_text(name, 120))
 
 
-def _relative(home: Home, path: Path) -> str:
+def home_relative(home: Home, path: Path) -> str:
     """A path for the store and the log: under the home, escaped (the name came from outside)."""
     try:
         path = path.relative_to(home.root)
@@ -325,7 +325,7 @@ def _relative(home: Home, path: Path) -> str:
     return mask_phones(escape_text(str(path), 1000))
 
 
-def _reserve_claim(path: Path) -> bool:
+def reserve_claim(path: Path) -> bool:
     with _in_flight_lock:
         if str(path) in _in_flight:
             return False
@@ -333,12 +333,12 @@ def _reserve_claim(path: Path) -> bool:
         return True
 
 
-def _release_claim(path: Path) -> None:
+def release_claim(path: Path) -> None:
     with _in_flight_lock:
         _in_flight.discard(str(path))
 
 
-def _lock(fd: int) -> bool:
+def lock_claim(fd: int) -> bool:
     """Hold a claimed file exclusively while one worker reads and archives it.
 
     The kernel drops the lock when its process dies, so after a crash the next
@@ -358,7 +358,7 @@ def _lock(fd: int) -> bool:
         raise
 
 
-def _same_file(path: Path, st: os.stat_result) -> bool:
+def same_file(path: Path, st: os.stat_result) -> bool:
     try:
         now = os.lstat(path)
     except FileNotFoundError:
@@ -366,7 +366,7 @@ def _same_file(path: Path, st: os.stat_result) -> bool:
     return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
 
 
-def _changed(path: Path, before: os.stat_result) -> bool:
+def changed_since(path: Path, before: os.stat_result) -> bool:
     """The file grew or was touched while it was being read: its writer is still at it."""
     try:
         now = os.stat(path, follow_symlinks=False)

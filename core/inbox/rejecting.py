@@ -30,7 +30,9 @@ from core.store.inbox_progress import create_progress, finish_progress, progress
 from core.store.outbox import record as record_event
 from core.store.receiver import Receiver
 
-from .files import NAME_MAX, home_tag, _archive, _drop_stages, _existing_link, _inside, _link_in, _relative, claimed_dir
+from .claim import Claim
+from .files import NAME_MAX, archive, claimed_dir, drop_stages, existing_link, home_relative, home_tag, inside_home, link_in
+from .result import FileResult
 from .spreadsheets import sheet_rows
 
 log = logging.getLogger("ussd.inbox")
@@ -39,7 +41,7 @@ log = logging.getLogger("ussd.inbox")
 _KEY_LIMIT = 10 * NAME_MAX + 10
 
 
-def _claim_key(m, claim: str) -> str:
+def claim_key(m, claim: str) -> str:
     """A claimed file's key in ``inbox_files``: its name, escaped and masked (a name may carry anything).
 
     Stores written before keys were escaped used the raw name; a file claimed
@@ -49,12 +51,6 @@ def _claim_key(m, claim: str) -> str:
     if key != claim and progress(m, key) is None and progress(m, claim) is not None:
         return claim
     return key
-
-
-def _result(*args, **kw):
-    from .delivery import FileResult  # the one result type; delivery imports this module
-
-    return FileResult(*args, **kw)
 
 
 def _rejected_copy(claim_path: Path, inbox_name: str, config: InboxConfig, data: bytes | None):
@@ -80,19 +76,20 @@ def _rejected_copy(claim_path: Path, inbox_name: str, config: InboxConfig, data:
     return scrub(inbox_name, data), inbox_name
 
 
-def _reject(claim_path: Path, reason: str, source: str, label: str, inbox_name: str, receiver: Receiver,
-            home: Home, config: InboxConfig, data: bytes | None = None):
+def reject(claim: Claim, reason: str, receiver: Receiver, home: Home, config: InboxConfig,
+           data: bytes | None = None) -> FileResult:
     """Move a claimed file to ``rejected/`` (partly read or not) with a ``.reason`` file beside it.
 
-    The row says ``rejected`` first; then the copy is made (``files._archive``
+    The row says ``rejected`` first; then the copy is made (``files.archive``
     stages it, so a resumed worker finds it instead of making a second) or,
     with ``keep_originals``, the file is linked in as it came; then its reason
     is written, and only then the claimed name removed. A worker resuming
     after a crash in between finishes the same move, so a file is never
     rejected twice.
     """
+    claim_path, label, source = claim.path, claim.label, claim.source
     m, db = receiver.m, receiver.db
-    key = _claim_key(m, claim_path.name)
+    key = claim_key(m, claim_path.name)
     reason = escape_text(reason, 300)  # ours; any outside name in it was masked where it was quoted
     now = time.time()
     with write_transaction(db):
@@ -105,54 +102,55 @@ def _reject(claim_path: Path, reason: str, source: str, label: str, inbox_name: 
             record_event(db, events.file_rejected(mask_phones(label), reason, source), at=now)
     rejected = home.rejected
     rejected.mkdir(parents=True, exist_ok=True)
-    _inside(home, rejected)
+    inside_home(home, rejected)
     try:
         st = os.lstat(claim_path)
     except FileNotFoundError:
-        return _result(label, source, "lost", reason="gone")
-    copy, name = _rejected_copy(claim_path, inbox_name, config, data)
+        return FileResult(label, source, "lost", reason="gone")
+    copy, name = _rejected_copy(claim_path, claim.inbox_name, config, data)
     name = mask_phones(name)
     if copy is not None:
-        moved = _archive(home, claim_path.name, name, copy, where="rejected")
+        moved = archive(home, claim_path.name, name, copy, where="rejected")
     else:
-        moved = _existing_link(st, rejected, name) if st.st_nlink > 1 else None
+        moved = existing_link(st, rejected, name) if st.st_nlink > 1 else None
         if moved is None:
-            moved = _link_in(claim_path, rejected, name)
+            moved = link_in(claim_path, rejected, name)
     note = (
         f"reason: {reason}\nfile: {label}\npath: {source}\n"
         f"rejected at: {dt.datetime.fromtimestamp(now).isoformat(timespec='seconds')}\n"
     )
     Path(str(moved) + ".reason").write_text(note, encoding="ascii")
-    set_archived_as(m, key, _relative(home, moved))
-    _drop_stages(home, claim_path.name)
+    set_archived_as(m, key, home_relative(home, moved))
+    drop_stages(home, claim_path.name)
     try:
         os.unlink(claim_path)
     except FileNotFoundError:
         pass  # moved by a rename where links fail
-    log.info("file %s rejected (%s), moved to %s", label, reason, _relative(home, moved))
-    return _result(label, source, "rejected", reason=reason, claimed=claim_path, archived=moved)
+    log.info("file %s rejected (%s), moved to %s", label, reason, home_relative(home, moved))
+    return FileResult(label, source, "rejected", reason=reason, claimed=claim_path, archived=moved)
 
 
-def _vanished(claim_path: Path, resumer: str, source: str, label: str, receiver: Receiver):
+def vanished(claim: Claim, receiver: Receiver) -> FileResult:
     """The claimed file is gone: finished by another worker (its row says so), or removed by someone."""
+    claim_path, label, source, resumer = claim.path, claim.label, claim.source, claim.resumer
     m = receiver.m
-    key = _claim_key(m, claim_path.name)
+    key = claim_key(m, claim_path.name)
     row = progress(m, key)
     if row is not None and row["state"] != "claimed":
         log.info("claim lost by %s: %s was finished by another worker", resumer, label)
-        return _result(label, source, "lost", reason="gone", claimed=claim_path)
+        return FileResult(label, source, "lost", reason="gone", claimed=claim_path)
     if row is None:  # nothing of it was ever committed, so nothing to end
         log.info("claim lost by %s: %s was gone before any of it was read (removed by someone else)", resumer, label)
-        return _result(label, source, "lost", reason="gone", claimed=claim_path)
+        return FileResult(label, source, "lost", reason="gone", claimed=claim_path)
     line = row["line"]
     why = f"removed from inbox/.claimed/ by something other than the receiver after line {line}"
     now = time.time()
     ended = finish_progress(m, key, "vanished", None, why, now)
     if not ended:  # another worker ended it meanwhile: its word stands
         log.info("claim lost by %s: %s was finished by another worker", resumer, label)
-        return _result(label, source, "lost", reason="gone", claimed=claim_path)
+        return FileResult(label, source, "lost", reason="gone", claimed=claim_path)
     log.warning("file %s vanished: %s; nothing after that line was read", label, why)
-    return _result(label, source, "vanished", reason=why, claimed=claim_path, line=line)
+    return FileResult(label, source, "vanished", reason=why, claimed=claim_path, line=line)
 
 
 def end_vanished_claims(receiver: Receiver, home: Home) -> int:

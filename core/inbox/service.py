@@ -1,4 +1,4 @@
-"""The inbox service: the push and pull paths on their threads, faults and health.
+"""The inbox service: the push and pull paths on their threads, and its health.
 
 ``InboxService`` runs the two paths: the observer's handler only queues paths
 (an exception in a handler kills the observer thread), a worker thread drains
@@ -8,6 +8,12 @@ that never came. A fault (the store full, read-only or locked, a file that
 cannot be read, a dead thread) is logged once in one line and shown by
 ``health()`` until the thing works again; the file it concerns stays in the
 inbox and every sweep tries it again.
+
+The service owns its parts: ``observer`` (the watchdog observer, kept
+alive), ``faults`` (the faults in force), ``alerts`` (fault events to the
+outbox, and the alert deliverer), ``connections`` (when a thread reopens its
+store connection), ``settling`` (when a file has settled) and ``heartbeat``;
+it keeps the state of the two paths.
 """
 
 from __future__ import annotations
@@ -24,15 +30,21 @@ from typing import Callable
 
 from core.config import InboxConfig, load_inbox_config
 from core.home import Home
+from core.ops.heartbeat import Heartbeat
+from core.rules.privacy import mask_phones
 from core.rules.text import escape_text, one_line
+from core.store.database import is_database_error
 from core.store.receiver import Receiver
 
-from .delivery import FileResult, deliver
-from .events import _Handler
-from .extras import ServiceExtras
-from .files import _inside, _label, claimed_dir, kind_skip, prepare_home, quiet_skip
-from .health import FaultsAndHealth, _os_error
+from .connections import StoreConnections
+from .delivery import deliver
+from .fault_alerts import FaultAlerts
+from .faults import Faults, delivery_fault, os_error
+from .files import claimed_dir, count_files, inside_home, kind_skip, masked_name, prepare_home, quiet_skip, split_claim
+from .observer import InboxObserver
 from .rejecting import end_vanished_claims
+from .result import FileResult
+from .settling import Settling
 
 log = logging.getLogger("ussd.inbox")
 
@@ -41,7 +53,7 @@ OWN_GRACE = 30.0
 MONITOR_EVERY = 0.5  # seconds between the monitor's looks at the threads
 
 
-class InboxService(FaultsAndHealth):
+class InboxService:
     """The inbox's two delivery paths and their health; see the module docstring."""
 
     def __init__(self, home: Home, db_path: str | None = None, config: InboxConfig | None = None,
@@ -56,7 +68,14 @@ class InboxService(FaultsAndHealth):
             # Each thread has its own connection, and each would get its own empty store.
             raise ValueError("the inbox service needs a store file, not ':memory:'")
         self.on_verdicts = on_verdicts
+        self.role = role
         self.receiver: Receiver | None = None
+        self.alerts = FaultAlerts(home, self.db_path, alerts)
+        self.faults = Faults(on_event=self.alerts.event)
+        self.observer = InboxObserver(self.offer, self.faults)
+        self.connections = StoreConnections()
+        self.heartbeat: Heartbeat | None = None
+        self.settling = Settling(self.config.settle_time)
         self._queue: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._sweep_wake = threading.Event()
@@ -64,45 +83,35 @@ class InboxService(FaultsAndHealth):
         self._sweep_lock = threading.Lock()
         self._owned: dict[str, float] = {}  # paths the watch worker has queued, waits for or holds
         self._waiting: dict[str, tuple[float, bool]] = {}  # worker only: path -> (due, is_claimed)
-        self._stable: dict[str, tuple[tuple, float]] = {}  # path -> (stat key, first seen unchanged)
         self._logged_skips: dict[str, str] = {}
         self._logged_errors: dict[str, str] = {}
         self._claims_won: Counter = Counter()
         self._claims_lost = 0
         self._last_sweep: float | None = None
         self._vanish_checked = 0.0
-        self._store_epoch = 1  # bumped on a store fault and its end (FaultsAndHealth._fresh_connection)
-        self._thread_epoch = threading.local()
-        # Faults in force: what -> (message, since, last seen). Each clears itself when the thing
-        # it names works again; the newest one is kept after that for the console to show.
-        self._faults: dict[str, tuple[str, float, float]] = {}
-        self._last_fault: tuple[str, float] | None = None
-        self._recovered_at: float | None = None
-        self._observer_restarts = 0
-        self._hooked: tuple[Callable, Callable] | None = None
-        self._observer = None
-        self._observer_state = "off"
         self._threads: dict[str, threading.Thread] = {}
         self._started = False
         self._inbox = str(home.inbox)
         self._claimed = str(claimed_dir(home))
-        self._extras = ServiceExtras(self, role, alerts)  # heartbeat, fault alerts, alert delivery
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> "InboxService":
         prepare_home(self.home)
-        self._inbox = str(_inside(self.home, self.home.inbox))
-        self._claimed = str(_inside(self.home, claimed_dir(self.home)))
+        self._inbox = str(inside_home(self.home, self.home.inbox))
+        self._claimed = str(inside_home(self.home, claimed_dir(self.home)))
         self.receiver = Receiver(self.db_path)
         self._stop.clear()
         self._started = True
-        self._hook_thread_deaths()
         if self.config.observer:
-            self._start_observer()
+            self.observer.open(self._inbox)
         self._spawn("worker", self._worker_loop)
         self._spawn("sweep", self._sweep_loop)
         self._spawn("monitor", self._monitor_loop)
-        self._extras.start()
+        # After the threads; ticked by the monitor from now on.
+        self.heartbeat = Heartbeat(self.home, self.role).start()
+        self.alerts.start(self.receiver, self.faults)
+        self.alerts.write()
+        self._beat(force=True)
         log.info("inbox %s: observer %s, sweep %s every %gs, settle %gs", escape_text(self._inbox, 200),
                  "on" if self.config.observer else "off", "on" if self.config.sweep else "off",
                  self.config.sweep_interval, self.config.settle_time)
@@ -114,16 +123,17 @@ class InboxService(FaultsAndHealth):
         self._stop.set()
         self._sweep_wake.set()
         self._queue.put((None, "stop", 0.0))  # wakes the worker at once
-        self._stop_observer(timeout)
+        self.observer.close(timeout)
         stopped = True
         for thread in list(self._threads.values()):
             thread.join(max(0.0, deadline - time.monotonic()))
             stopped = stopped and not thread.is_alive()
-        self._extras.stop()  # after the joins: no worker holds the write lock while the last alerts are written
+        self.alerts.stop()  # after the joins: no worker holds the write lock while the last alerts are written
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+            self.heartbeat = None
         self._threads.clear()
         self._started = False
-        self._observer_state = "off"
-        self._unhook_thread_deaths()
         if self.receiver is not None and stopped:
             self.receiver.close()
         return stopped
@@ -139,7 +149,7 @@ class InboxService(FaultsAndHealth):
             try:
                 target()
             except Exception as exc:  # noqa: BLE001 - recorded for health(); the monitor restarts the thread
-                self._fault(name, f"the inbox {name} thread stopped: {one_line(exc)}; restarting it", exc_info=True)
+                self.faults.report(name, f"the inbox {name} thread stopped: {one_line(exc)}; restarting it", exc_info=True)
             finally:
                 try:
                     if self.receiver is not None:
@@ -151,102 +161,25 @@ class InboxService(FaultsAndHealth):
         self._threads[name] = thread
         thread.start()
 
-    # -- the observer ----------------------------------------------------------------
-    def _start_observer(self) -> None:
-        from watchdog.events import FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent
+    def thread_alive(self, name: str) -> bool:
+        """Whether the ``worker``, ``sweep`` or ``monitor`` thread runs (for a supervisor)."""
+        thread = self._threads.get(name)
+        return thread is not None and thread.is_alive()
 
-        try:
-            from watchdog.observers.inotify import InotifyObserver
-
-            # Full events: a file renamed in from outside the inbox is a move, not a creation,
-            # so it is known to be whole and taken at once.
-            observer = InotifyObserver(generate_full_events=True)
-        except (ImportError, OSError):
-            from watchdog.observers import Observer
-
-            observer = Observer()
-        # Recursive, so the claim's rename into .claimed/ is a paired move and
-        # watchdog does not hold the queue back waiting for its other half.
-        observer.schedule(
-            _Handler(self), self._inbox, recursive=True,
-            event_filter=[FileCreatedEvent, FileMovedEvent, FileModifiedEvent, FileClosedEvent],
-        )
-        observer.daemon = True
-        observer.start()
-        self._observer = observer
-        self._observer_state = "running"
-
-    def _stop_observer(self, timeout: float = 5.0) -> None:
-        observer, self._observer = self._observer, None
-        if observer is None:
-            return
-        try:
-            observer.stop()
-            observer.join(timeout)
-        except Exception:  # noqa: BLE001 - a dead observer may fail to stop; it is replaced anyway
-            log.debug("stopping the observer failed", exc_info=True)
-
-    def _observer_alive(self) -> bool:
-        observer = self._observer
-        if observer is None or not observer.is_alive():
-            return False
-        try:
-            return all(e.is_alive() for e in observer.emitters)
-        except Exception:  # noqa: BLE001
-            return False
-
-    def _hook_thread_deaths(self) -> None:
-        """Turn the death of a watchdog thread into a fault line instead of a traceback on stderr."""
-        previous = threading.excepthook
-
-        def hook(args) -> None:
-            thread = args.thread
-            if (self._started and thread is not None and type(thread).__module__.startswith("watchdog")
-                    and args.exc_type is not SystemExit):
-                self._fault("observer", f"the inbox observer died: {one_line(args.exc_value)}; restarting it",
-                            exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
-                return
-            previous(args)
-
-        threading.excepthook = hook
-        self._hooked = (hook, previous)
-
-    def _unhook_thread_deaths(self) -> None:
-        if self._hooked is not None:
-            hook, previous = self._hooked
-            if threading.excepthook is hook:
-                threading.excepthook = previous
-            self._hooked = None
-
+    # -- the monitor ---------------------------------------------------------------------
     def _monitor_loop(self) -> None:
         while not self._stop.wait(MONITOR_EVERY):
             try:
                 self._check_threads()
-                self._extras.tick()
-                self._clear("monitor")
+                self.alerts.write()
+                self._beat()
+                self.faults.clear("monitor")
             except Exception as exc:  # noqa: BLE001 - the monitor itself must outlive what it watches
-                self._fault("monitor", f"the inbox monitor failed: {one_line(exc)}", exc_info=True)
+                self.faults.report("monitor", f"the inbox monitor failed: {one_line(exc)}", exc_info=True)
 
     def _check_threads(self) -> None:
         """Restart a dead observer, worker or sweep thread; each death is a fault until then."""
-        if self.config.observer and not self._observer_alive() and not self._stop.is_set():
-            self._observer_state = "restarting"
-            with self._lock:
-                known = "observer" in self._faults
-            if not known:
-                self._fault("observer", "the inbox observer stopped; restarting it (the sweep covers the gap)")
-            self._stop_observer(1.0)
-            try:
-                self._start_observer()
-            except Exception as exc:  # noqa: BLE001 - e.g. inotify limits; retried on the next tick
-                self._observer_state = "dead"
-                self._fault("observer", f"the inbox observer cannot be restarted: {one_line(exc)} "
-                                        "(the sweep still delivers)")
-            else:
-                with self._lock:
-                    self._observer_restarts += 1
-                log.info("inbox observer restarted")
-                self._clear("observer")
+        if self.config.observer and not self._stop.is_set() and self.observer.keep_alive():
             self._sweep_wake.set()
         for name, loop in (("worker", self._worker_loop), ("sweep", self._sweep_loop)):
             thread = self._threads.get(name)
@@ -256,10 +189,24 @@ class InboxService(FaultsAndHealth):
                 continue  # with the sweep off, its thread ends after resuming claimed files at start
             self._spawn(name, loop)
             log.info("inbox %s thread restarted", name)
-            self._clear(name)
+            self.faults.clear(name)
+
+    def _beat(self, force: bool = False) -> None:
+        """Rewrite the heartbeat when it is due: what ``status`` tells of this process."""
+        if self.heartbeat is not None and (force or self.heartbeat.due()):
+            h = self.health()
+            self.heartbeat.beat({
+                "observer": h["observer"], "sweep": h["sweep"], "last_sweep_at": h["last_sweep"],
+                "files_waiting": h["files_waiting"], "state": h["state"], "faults": h["faults"],
+                "claims_won": h["claims_won"], "alerts": self.alerts.targets,
+            })
 
     # -- the push path: handler -> queue -> worker -------------------------------------
-    def _offer(self, path: str, moved: bool) -> None:
+    def offer(self, path: str, moved: bool) -> None:
+        """A path the observer saw arrive (``moved``: renamed in, so whole); queued for the worker.
+
+        Called on the observer's thread: it only queues, and a path outside the inbox
+        or a name never read is passed over."""
         if os.path.dirname(path) != self._inbox or quiet_skip(os.path.basename(path)):
             return
         with self._lock:
@@ -299,7 +246,7 @@ class InboxService(FaultsAndHealth):
                 self._run_due()
                 self._end_vanished()
             except Exception as exc:  # noqa: BLE001 - the sweep takes over what this item was
-                self._fault("worker", f"the inbox worker failed: {one_line(exc)}", exc_info=True)
+                self.faults.report("worker", f"the inbox worker failed: {one_line(exc)}", exc_info=True)
 
     def _end_vanished(self) -> None:
         """Now and then, end the rows of claimed files someone removed (``end_vanished_claims``).
@@ -313,7 +260,7 @@ class InboxService(FaultsAndHealth):
             return
         self._vanish_checked = now
         try:
-            self._fresh_connection()
+            self.connections.refresh(self.receiver)
             end_vanished_claims(self.receiver, self.home)
         except Exception as exc:  # noqa: BLE001 - a store fault is told by the deliveries; retried next time
             log.debug("checking for vanished claims failed: %s", one_line(exc))
@@ -335,7 +282,7 @@ class InboxService(FaultsAndHealth):
             self._log_skip(path, why)
             self._release(path)
             return
-        if moved or self._settled(path, st):
+        if moved or self.settling.settled(path, st):
             self._release_after(path, self._deliver(path, "watch"))
         else:
             self._waiting[path] = (max(st.st_mtime + self.config.settle_time, time.time() + 0.05), False)
@@ -372,7 +319,7 @@ class InboxService(FaultsAndHealth):
             try:
                 self._sweep_once()
             except Exception as exc:  # noqa: BLE001 - the next sweep tries again
-                self._fault("sweep", f"inbox sweep failed: {one_line(exc)}", exc_info=True)
+                self.faults.report("sweep", f"inbox sweep failed: {one_line(exc)}", exc_info=True)
 
     def sweep_now(self) -> int:
         """One sweep in the caller's thread: resume claimed files, take settled ones. Files handled."""
@@ -404,7 +351,7 @@ class InboxService(FaultsAndHealth):
         with self._sweep_lock:
             try:
                 for path, st in self._sweepable(self._claimed):
-                    if stat.S_ISREG(st.st_mode) and not self._settled(path, st):
+                    if stat.S_ISREG(st.st_mode) and not self.settling.settled(path, st):
                         # Held (its writer may still be at it): the worker finishes it once settled.
                         self._hand_over_held(path, st.st_mtime + self.config.settle_time)
                         continue
@@ -414,24 +361,25 @@ class InboxService(FaultsAndHealth):
                     if why:
                         self._log_skip(path, why)
                         continue
-                    if not self._settled(path, st):
+                    if not self.settling.settled(path, st):
                         continue
                     handled += self._deliver(path, "sweep").won
             except OSError as exc:
-                self._fault("sweep", f"inbox sweep failed: {_os_error(exc)}")
+                self.faults.report("sweep", f"inbox sweep failed: {os_error(exc)}")
             else:
-                self._clear("sweep")
+                self.faults.clear("sweep")
             self._forget_missing(set(self._listing(self._claimed)) | set(self._listing(self._inbox)))
             self._last_sweep = time.time()
         return handled
 
     def _forget_missing(self, present: set[str]) -> None:
+        self.settling.keep_only(present)
         with self._lock:
-            for memo in (self._stable, self._logged_skips, self._logged_errors):
+            for memo in (self._logged_skips, self._logged_errors):
                 for path in [p for p in memo if p not in present]:
                     memo.pop(path, None)
-            gone = [key for key in self._faults if key.startswith("file:") and key[5:] not in present]
-        self._clear(*gone)  # a file that failed and then went away (taken, removed) is no fault now
+        gone = [key for key in self.faults.keys() if key.startswith("file:") and key[5:] not in present]
+        self.faults.clear(*gone)  # a file that failed and then went away (taken, removed) is no fault now
 
     def _listing(self, folder: str) -> list[str]:
         try:
@@ -442,47 +390,31 @@ class InboxService(FaultsAndHealth):
         return [os.path.join(folder, n) for n in names]
 
     # -- shared by both paths ------------------------------------------------------------
-    def _settled(self, path: str, st: os.stat_result) -> bool:
-        """Unchanged for ``settle_time``: by its mtime, or as we watched it (for clocks that disagree)."""
-        now = time.time()
-        key = (st.st_size, st.st_mtime_ns, st.st_ino)
-        with self._lock:
-            if now - st.st_mtime >= self.config.settle_time:
-                self._stable.pop(path, None)
-                return True
-            seen = self._stable.get(path)
-            if seen is None or seen[0] != key:
-                self._stable[path] = (key, now)
-                return self.config.settle_time == 0
-            if now - seen[1] >= self.config.settle_time:
-                del self._stable[path]
-                return True
-        return False
-
     def _log_skip(self, path: str, why: str) -> None:
         with self._lock:
             if self._logged_skips.get(path) == why:
                 return
             self._logged_skips[path] = why
-        log.warning("inbox: skipping %s: %s (never read)", _label(os.path.basename(path)), why)
+        log.warning("inbox: skipping %s: %s (never read)", masked_name(os.path.basename(path)), why)
 
     def _deliver(self, path: str, source: str) -> FileResult:
         try:
-            self._fresh_connection()
+            self.connections.refresh(self.receiver)
             result = deliver(path, source, self.receiver, self.home, self.config, stop=self._stop)
         except Exception as exc:  # noqa: BLE001 - one bad file or a store outage must not stop either path
             return self._delivery_failed(path, source, exc)
         with self._lock:
             self._logged_errors.pop(path, None)
-            self._stable.pop(path, None)
             if result.claimed_now:
                 self._claims_won[source] += 1
             elif result.status == "lost":
                 self._claims_lost += 1
+        self.settling.forget(path)
         if result.won:
-            self._clear("store", "disk", f"file:{path}")
+            if "store" in self.faults.clear("store", "disk", f"file:{path}"):
+                self.connections.changed()  # a connection opened while the store was read-only stays so
         elif result.status in ("lost", "skipped"):
-            self._clear(f"file:{path}")
+            self.faults.clear(f"file:{path}")
         if result.status == "skipped" and result.reason not in ("hidden name", "temporary name", "being read"):
             self._log_skip(path, result.reason or "skipped")
         if result.won and self.on_verdicts is not None:
@@ -491,3 +423,44 @@ class InboxService(FaultsAndHealth):
             except Exception:  # noqa: BLE001 - a UI callback must never break delivery
                 log.exception("on_verdicts callback failed for %s", result.name)
         return result
+
+    def _delivery_failed(self, path: str, source: str, exc: Exception) -> FileResult:
+        """Record why a file could not be delivered; it stays in the inbox and every sweep retries it."""
+        name = mask_phones(escape_text(split_claim(os.path.basename(path))[1], 120))
+        where = "claimed in the inbox" if os.path.dirname(path) == self._claimed else "in the inbox"
+        key, message = delivery_fault(exc, path, name, where)
+        if key == "store":
+            self.connections.changed()
+        with self._lock:
+            first_time = self._logged_errors.get(path) != message
+            self._logged_errors[path] = message
+        unexpected = not (is_database_error(exc) or isinstance(exc, OSError))
+        self.faults.report(key, message, exc_info=unexpected)
+        if first_time:
+            log.info("delivery by %s of %s failed; it waits %s", source, name, where)
+        return FileResult(name, source, "error", reason=message)
+
+    # -- health ---------------------------------------------------------------------------
+    def health(self) -> dict:
+        """What the console's header shows: both paths, what waits, and any fault in force.
+
+        ``state`` is ``ok`` or ``fault``; ``last_error`` is the newest fault in
+        force (``None`` once everything works again), ``faults`` all of them,
+        oldest first; ``last_fault`` and ``recovered_at`` keep the newest fault
+        and when the last one cleared, so a console can say "recovered".
+        """
+        sweeping = self._started and self.config.sweep and self.thread_alive("sweep")
+        with self._lock:
+            won = dict(self._claims_won)
+            lost = self._claims_lost
+        return {
+            "observer": self.observer.status(),
+            "sweep": "running" if sweeping else "off",
+            "last_sweep": self._last_sweep,
+            "files_waiting": count_files(self._inbox) + count_files(self._claimed),
+            "claims_won": won,
+            "claims_lost": lost,
+            **self.faults.health(),
+            "observer_restarts": self.observer.restarts,
+            "inbox": self._inbox,
+        }

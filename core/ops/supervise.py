@@ -36,8 +36,7 @@ class Supervision:
         self._metrics_failing: str | None = None
 
     def _alive(self, name: str) -> bool:
-        thread = self.service._threads.get(name)
-        return thread is not None and thread.is_alive()
+        return self.service.thread_alive(name)
 
     def _running(self, h: dict) -> bool:
         config = self.service.config

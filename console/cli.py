@@ -17,35 +17,15 @@ import sys
 import peewee
 
 from core import RetentionError, StoreError
-from core.home import DEFAULT_HOME, ENV_HOME, Home
+from core.home import Home
 from core.rules.text import escape_text, one_line
 
-from .commands import MODULES
+from .commands import MODULES, default_command
+from .commands.options import common_parser
 from .context import Context
 from .errors import CommandError
 
 EXIT_ERROR = 2
-
-
-def common_parser(json: bool = True) -> argparse.ArgumentParser:
-    """--home and --db for every command; --json for those that print results (not the console or demo)."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--home",
-        metavar="DIR",
-        default=argparse.SUPPRESS,
-        help=f"home folder (default ${ENV_HOME} or ./{DEFAULT_HOME})",
-    )
-    common.add_argument(
-        "--db",
-        metavar="URL",
-        default=argparse.SUPPRESS,
-        help="store: a SQLite path or postgresql://... (default <home>/receiver.db)",
-    )
-    if json:
-        common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                            help="machine-readable output: one JSON object per line, with the exact codes")
-    return common
 
 
 EXAMPLES = """examples:
@@ -96,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
     handler = getattr(args, "handler", None)
     try:
         if handler is None:
-            from .commands import default_command
-
             return default_command(args, ctx, parser)
         return handler(args, ctx)
     except (CommandError, StoreError, RetentionError, ValueError) as exc:

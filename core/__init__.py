@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
+    "Offer": "core.rules.batch",
     "Outcome": "core.rules.decide",
     "Verdict": "core.store.receiver",
     "RetentionError": "core.rules.retention",

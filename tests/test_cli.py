@@ -119,11 +119,11 @@ def test_ingest_of_anything_but_a_regular_file_is_one_line_and_exit_2(home, tmp_
 
 def test_an_os_error_naming_a_descriptor_is_still_one_line(home, capsys, monkeypatch):
     """Some calls (fdopen) put a descriptor number where the file name goes; the handler copes."""
-    from console.commands import ledger
+    from console.commands import ingest
 
     def fails(args, ctx):
         raise IsADirectoryError(21, "Is a directory", 3)
 
-    monkeypatch.setattr(ledger, "cmd_ingest", fails)
+    monkeypatch.setattr(ingest, "cmd_ingest", fails)
     code, out, err = run(capsys, "--home", str(home.root), "ingest", "x.txt")
     assert (code, out) == (2, "") and err == "ussd-console: error: Is a directory: 3\n"

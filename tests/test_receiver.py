@@ -193,3 +193,33 @@ def test_read_queries_page_and_sort(receiver):
 def test_bad_source_label_is_refused(receiver):
     with pytest.raises(ValueError):
         receiver.ingest("k1-1", MED, source="no spaces please")
+
+
+def test_offers_and_the_old_tuples_are_one_batch(new_store):
+    """``Offer`` is the item type; the 2- and 4-tuples callers pass are converted to it."""
+    from core import Offer
+
+    tuples = [("k1-1", MED, "feed.txt", 1), ("k2-2", SHE), ("bad", "H1|x", "feed.txt", 3)]
+    with Receiver(new_store()) as a, Receiver(new_store()) as b:
+        plain = a.ingest_many(tuples, now=T0, source="cli")
+        named = b.ingest_many([Offer(*t) for t in tuples], now=T0, source="cli")
+        assert plain == named
+        assert [(v.file, v.line) for v in named] == [("feed.txt", 1), (None, None), ("feed.txt", 3)]
+        assert a.totals() == b.totals()
+
+
+def test_each_row_type_is_its_tables_insert_columns(receiver):
+    """A row type names columns of its table, and every column without a default is one of them,
+    so the writer, which takes its column list from the row type, cannot drop a column."""
+    from peewee import AutoField
+
+    from core.rules.batch import ActivityRow, CaseRow, QuarantineRow, RejectRow, SeenRow
+
+    m = receiver.m
+    for model, row in [(m.SeenFrame, SeenRow), (m.Case, CaseRow), (m.Quarantine, QuarantineRow),
+                       (m.Reject, RejectRow), (m.Activity, ActivityRow)]:
+        fields = model._meta.fields
+        assert set(row._fields) <= set(fields), (row.__name__, set(row._fields) - set(fields))
+        required = {name for name, f in fields.items()
+                    if not f.null and f.default is None and not isinstance(f, AutoField)}
+        assert required <= set(row._fields), (row.__name__, required - set(row._fields))

@@ -1,15 +1,16 @@
 """The rules R1-R13 as tables over the pure decision, with no store at all.
 
 Like h11 testing its state machine directly: each row names the rule, what the
-store would know, and the outcome. ``decide`` judges one frame; ``decide_batch``
-judges a chunk in order, which is where R6, R8, R9 and R10 show.
+store would know, and the outcome. ``decide`` judges one frame; ``BatchState``
+(and ``decide_batch`` over it) judges a chunk in order, which is where R6, R8, R9
+and R10 show.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from core.rules.batch import Facts, decide_batch
+from core.rules.batch import BatchState, Facts, Offer, QuarantineRow, decide_batch
 from core.rules.decide import CaseRef, Outcome, decide, payload_from_key, payload_key, reject
 from core.rules.frame import Frame, Rejected, parse
 from core.rules.retention import DAY, RetentionError, check_retention
@@ -87,15 +88,15 @@ def test_r1_format_rejects_come_in_parse_order(what, frame_id, text, reason):
 
 
 def test_r1_a_bad_trailer_is_rejected_and_leaves_no_state_so_a_good_copy_applies():
-    verdicts, writes = decide_batch([("A-1", bad_trailer(A1)), ("A-1", A1)],
+    verdicts, writes = decide_batch([Offer("A-1", bad_trailer(A1)), Offer("A-1", A1)],
                                     [parse("A-1", bad_trailer(A1)), parse("A-1", A1)], no_facts(), 0.0, "api")
     assert [(v.outcome, v.reason) for v in verdicts] == [(Outcome.REJECT_BAD_CRC, "bad_trailer"), (Outcome.APPLIED, "new")]
     assert len(writes.reject_rows) == 1 and len(writes.seen_rows) == 1
 
 
 def run(items, facts=None):
-    items = list(items)
-    return decide_batch(items, [parse(fid, text) for fid, text in items], facts or no_facts(), 100.0, "api")
+    offers = [Offer(fid, text) for fid, text in items]
+    return decide_batch(offers, [parse(o.frame_id, o.text) for o in offers], facts or no_facts(), 100.0, "api")
 
 
 def test_r6_any_order_and_any_subset():
@@ -107,7 +108,7 @@ def test_r6_any_order_and_any_subset():
 
 def test_r8_every_applied_case_comes_with_its_witness_in_the_same_writes():
     verdicts, writes = run([("A-1", A1), ("C-1", frame(1, "Ifo", "FOO", 4, 10))])
-    assert [row[0] for row in writes.seen_rows] == [row[1] for row in writes.case_rows] == ["A-1", "C-1"]
+    assert [row.frame_id for row in writes.seen_rows] == [row.frame_id for row in writes.case_rows] == ["A-1", "C-1"]
 
 
 def test_r9_a_resent_session_is_counted_once():
@@ -124,7 +125,36 @@ def test_r10_a_conflict_is_queued_never_dropped():
     assert [v.reason for v in verdicts] == ["new", "same_frame_id_different_payload", "already_quarantined"]
     assert verdicts[1].alert and not verdicts[2].alert
     (queued,) = writes.new_quarantine
-    assert queued[:5] == ["A-1", "rec:A", A1_MORE, "A-1", A1] and queued[8] == 2  # seen twice, queued once
+    assert (queued.frame_id, queued.case_key, queued.frame_text, queued.first_frame_id, queued.first_text) == (
+        "A-1", "rec:A", A1_MORE, "A-1", A1)
+    assert queued.seen_count == 2  # seen twice, queued once
+    assert queued == QuarantineRow("A-1", "rec:A", A1_MORE, "A-1", A1, "same_frame_id_different_payload",
+                                   100.0, 100.0, 2, "api", "open")
+
+
+def test_the_batch_state_takes_its_frames_in_without_changing_the_store_facts():
+    facts = Facts({"A-1": A1}, set(), {"rec:A": CASE_A}, {}, {})
+    before = (dict(facts.seen), set(facts.quarantined), dict(facts.cases))
+    state = BatchState(facts, now=100.0, source="api")
+    verdicts = [state.decide(Offer(fid, text)) for fid, text in
+                [("C-1", frame(1, "Ifo", "FOO", 4, 10)), ("C-1", frame(1, "Ifo", "FOO", 4, 10)), ("A-1", A1_MORE)]]
+    assert [v.reason for v in verdicts] == ["new", "retransmit", "same_frame_id_different_payload"]
+    assert (facts.seen, facts.quarantined, facts.cases) == before
+    assert state.seen["C-1"] and ("A-1", A1_MORE) in state.quarantined and "rec:C" in state.cases
+    # the same facts decide a second batch as if the first had never been offered
+    assert BatchState(facts).decide(Offer("C-1", frame(1, "Ifo", "FOO", 4, 10))).reason == "new"
+
+
+def test_an_offer_keeps_its_file_and_line_and_a_hostile_label_is_escaped():
+    state = BatchState(no_facts(), now=5.0, source="cli")
+    ok = state.decide(Offer("A-1", A1, "feed.txt", 3))
+    bad = state.decide(Offer("B-1", "junk", "a\x1b[2Jb.txt", 4))
+    assert (ok.file, ok.line, bad.file, bad.line) == ("feed.txt", 3, "a\\x1b[2Jb.txt", 4)
+    assert [(r.frame_id, r.file, r.line) for r in state.writes.activity_rows] == [("A-1", "feed.txt", 3),
+                                                                                   ("B-1", bad.file, 4)]
+    (rejected,) = state.writes.reject_rows
+    assert (rejected.outcome, rejected.file, rejected.line, rejected.ts, rejected.source) == (
+        "REJECT_BAD_FORMAT", bad.file, 4, 5.0, "cli")
 
 
 def test_r7_retention_floor_and_signed_exception():

@@ -1,12 +1,19 @@
-"""Sub-commands of ``ussd-console``, one module per group.
+"""Sub-commands of ``ussd-console``: one module per command, or per few closely related ones.
 
-Each module has ``register(subparsers, common)``; ``common`` is the parent
-parser carrying ``--home`` and ``--json``. A handler takes ``(args, ctx)`` and
-returns an exit code.
+Each module in ``MODULES`` has ``register(subparsers, common)``; ``common`` is
+the parent parser carrying ``--home``, ``--db`` and ``--json``
+(``options.common_parser``). A handler takes ``(args, ctx)`` and returns an
+exit code. Helpers several commands use are in ``common``. A new command is a
+new module added here; the order is the order of ``ussd-console --help``.
 """
 
 MODULES = [
+    "console.commands.ingest",
+    "console.commands.status",
     "console.commands.ledger",
+    "console.commands.quarantine",
+    "console.commands.rejects",
+    "console.commands.eviction",
     "console.commands.files",
     "console.commands.demo",
     "console.commands.operators",

@@ -23,12 +23,12 @@ from core.config import InboxConfig
 from core.home import Home
 from core.inbox import InboxService
 
+from .options import common_parser
 from .ui import logs_to_file
 
 
 def register(sub, common) -> None:
-    from console.cli import common_parser  # the console and the demo print no results: no --json
-
+    # The console and the demo print no results: no --json.
     p = sub.add_parser("demo", parents=[common_parser(json=False)],
                        help="the console on a throwaway home fed by a simulated gateway (about a minute)")
     p.add_argument("--print", dest="printed", action="store_true",

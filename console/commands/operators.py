@@ -35,7 +35,7 @@ from core.signing.operators import (
 )
 
 from .audit import print_retention_fault
-from .ledger import examples, minute, retention_words
+from .common import examples, minute, retention_words
 
 
 def register(sub, common) -> None:

@@ -14,10 +14,11 @@ from core.config import load_console_config, load_inbox_config, load_log_config
 from core.home import LOG_FORMAT, Home
 from core.ops.logfile import RotatingLog
 
+from .options import common_parser
+
 
 def register(sub, common) -> None:
-    from console.cli import common_parser  # the console and the demo print no results: no --json
-
+    # The console and the demo print no results: no --json.
     p = sub.add_parser("console", parents=[common_parser(json=False)], help="open the operator console (the default)")
     p.add_argument("--no-inbox", action="store_true",
                    help="show the store without taking files from the inbox (another process does)")

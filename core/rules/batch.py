@@ -1,27 +1,67 @@
 """The batch decision: a chunk of offered frames plus what the store knows -> verdicts and rows.
 
-Pure: ``decide_batch`` takes the parsed chunk and the ``Facts`` the store
-gathered about its ids and case keys in a few set-based queries, and returns
-a ``Verdict`` per frame plus ``Writes``, the rows the store then inserts in
-the same transaction (R8). The store does no deciding of its own, so the rules
-are tested here without a database (tests/test_rules_decide.py).
+Pure: ``BatchState`` starts from the ``Facts`` the store gathered about a
+chunk's ids and case keys in a few set-based queries (a copy: the store's
+``Facts`` are never changed), ``decide`` gives a ``Verdict`` per offered frame,
+and ``writes`` holds the rows the store then inserts in the same transaction
+(R8). The store does no deciding of its own, so the rules are tested here
+without a database (tests/test_rules_decide.py).
 
-Frames are decided in order and ``facts`` is updated as the batch goes, so a
-frame sees every frame before it in its own batch exactly as if they had been
-committed (two copies of one new frame in a batch: the second is a retransmit).
+Frames are decided in order and the state takes in each one, so a frame sees
+every frame before it in its own batch exactly as if they had been committed
+(two copies of one new frame in a batch: the second is a retransmit).
+
+Each table the batch writes has one row type below; its fields are the
+table's insert columns, in order, and the store's writer takes them from
+``_fields``, so a column list is written once.
 """
 
 from __future__ import annotations
 
 from collections import Counter as Tally
-from typing import NamedTuple, Sequence
+from functools import partial
+from typing import Iterable, NamedTuple, Sequence
 
 from .decide import CaseRef, Outcome, decide, reject
-from .frame import Frame
+from .frame import Frame, Rejected, parse
 from .privacy import mask_phones
 from .text import escape_text
 
 ACTIVITY_KEEP = 5000  # rows of the live feed kept
+
+
+_new_tuple = tuple.__new__
+
+
+def _builder(row_type):
+    """A constructor for ``row_type`` that takes the row as one tuple and runs no Python code:
+    a NamedTuple's own ``__new__`` is a Python function, and these are built for every frame."""
+    return partial(_new_tuple, row_type)
+
+
+class Offer(NamedTuple):
+    """One item offered to the receiver: a frame id and text as they came (anything: they are
+    outside input), and for a frame read from a file, the file's label and the line."""
+
+    frame_id: object
+    text: object
+    file: str | None = None
+    line: int | None = None
+
+
+def as_offers(items: Iterable[Sequence]) -> list[Offer]:
+    """Items as ``Offer``s; a plain ``(frame_id, text)`` or ``(frame_id, text, file, line)``
+    tuple is taken too and converted here, once, at the API boundary."""
+    offers = []
+    append = offers.append
+    for item in items:
+        if item.__class__ is Offer:
+            append(item)
+        elif len(item) == 4:  # an inbox file's items: the hot case, built without Python code
+            append(_new_tuple(Offer, item))
+        else:
+            append(Offer(*item))  # a wrong shape raises TypeError here, before anything is written
+    return offers
 
 
 class Verdict(NamedTuple):
@@ -50,6 +90,80 @@ class Verdict(NamedTuple):
         }
 
 
+class SeenRow(NamedTuple):
+    """A new dedup witness (table ``seen_frames``, R2)."""
+
+    frame_id: str
+    frame_text: str
+    crc8: str
+    first_seen: float
+    last_seen: float
+    seen_count: int
+    last_source: str
+
+
+class CaseRow(NamedTuple):
+    """A newly applied case (table ``cases``)."""
+
+    case_key: str
+    frame_id: str
+    frame_text: str
+    seq: int
+    site: str
+    need: str
+    headcount: int
+    pri: int
+    first_seen: float
+    updated_at: float
+    source: str
+    version: int
+
+
+class QuarantineRow(NamedTuple):
+    """A new conflict held for an operator (table ``quarantine``, R5, R10)."""
+
+    frame_id: str
+    case_key: str
+    frame_text: str
+    first_frame_id: str
+    first_text: str
+    reason: str
+    first_seen: float
+    last_seen: float
+    seen_count: int
+    source: str
+    status: str
+
+
+class RejectRow(NamedTuple):
+    """An offered item that was not a frame, escaped and masked (table ``rejects``)."""
+
+    ts: float
+    source: str
+    outcome: str
+    reason: str
+    frame_id: str
+    frame_text: str
+    file: str | None
+    line: int | None
+
+
+class ActivityRow(NamedTuple):
+    """One verdict in the console's live feed (table ``activity``)."""
+
+    ts: float
+    source: str
+    frame_id: str
+    outcome: str
+    reason: str
+    file: str | None
+    line: int | None
+
+
+# Built once or twice per frame on the hot path, so without Python code (see ``_builder``).
+_verdict, _seen_row, _case_row = _builder(Verdict), _builder(SeenRow), _builder(CaseRow)
+
+
 class Facts(NamedTuple):
     """What the store holds about a batch's frame ids and case keys (only those)."""
 
@@ -61,15 +175,15 @@ class Facts(NamedTuple):
 
 
 class Writes(NamedTuple):
-    """The rows one batch adds or changes; column order is the store's insert order."""
+    """The rows one batch adds or changes."""
 
-    seen_rows: list  # new dedup witnesses
-    case_rows: list  # newly applied cases
-    reject_rows: list
-    activity_rows: list  # the newest verdicts, for the live feed
-    seen_bumps: dict  # frame_id -> retransmits counted against its witness
-    new_quarantine: list  # new conflicts
-    quarantine_bumps: dict  # (frame_id, text) -> repeats of a queued conflict
+    seen_rows: list[SeenRow]
+    case_rows: list[CaseRow]
+    reject_rows: list[RejectRow]
+    activity_rows: list[ActivityRow]  # the newest verdicts only: older ones would be pruned at once
+    seen_bumps: dict[str, int]  # frame_id -> retransmits counted against its witness
+    new_quarantine: list[QuarantineRow]
+    quarantine_bumps: dict[tuple[str, str], int]  # (frame_id, text) -> repeats of a queued conflict
     outcomes: Tally  # outcome name -> frames
     added_cases: int
     added_headcount: int
@@ -88,96 +202,124 @@ def needs_facts(results: Sequence) -> list[Frame]:
     return [f for f in results if f.__class__ is Frame and f.trailer_ok]
 
 
-def decide_batch(chunk: Sequence[Sequence], results: Sequence, facts: Facts, now: float,
-                 source: str) -> tuple[list[Verdict], Writes]:
-    """Decide every item of ``chunk`` (``(frame_id, text[, file, line])``, parsed into ``results``).
+# Enum member lookups and ``.value`` are slow descriptors on the hot path: looked up once here.
+_APPLIED, _DUPLICATE, _CONFLICT = Outcome.APPLIED, Outcome.DUPLICATE, Outcome.CONFLICT_QUARANTINED
+_VALUE_OF = {o: o.value for o in Outcome}
+_EMPTY: frozenset = frozenset()
 
-    The loop is the receiver's hot path: lookups and enum members are hoisted
-    into locals, and rows are plain tuples in insert order.
+
+class BatchState:
+    """What one batch knows and has decided so far: the store's facts as the batch's own frames
+    change them, and the rows they add (``writes``).
+
+    Like a protocol state machine, it holds the state and ``decide`` is the one
+    transition: an offer in, a verdict out, the state updated. ``decide`` is the
+    receiver's hot path, so the state lives in plain attributes, not records.
     """
-    verdicts: list[Verdict] = []
-    append = verdicts.append
-    seen_rows, case_rows, reject_rows = [], [], []
-    seen_bumps: dict[str, int] = {}
-    new_quarantine: dict[tuple[str, str], list] = {}
-    quarantine_bumps: dict[tuple[str, str], int] = {}
-    added_cases = added_headcount = 0
-    empty_set: frozenset = frozenset()
-    seen, quarantined, cases = facts.seen, facts.quarantined, facts.cases
-    settled_texts, settled_payloads = facts.settled_texts, facts.settled_payloads
-    # A file label comes from outside (a path given to `ingest`): stored escaped unless it is
-    # printable ASCII already (the inbox's labels are). Every item of one file carries the
-    # same string, so it is checked once per file.
-    raw_file = shown_file = None
-    # Enum member lookups and ``.value`` are slow descriptors; hoist them out of the loop.
-    APPLIED, DUPLICATE, CONFLICT = Outcome.APPLIED, Outcome.DUPLICATE, Outcome.CONFLICT_QUARANTINED
-    value_of = {o: o.value for o in Outcome}
-    seen_get, cases_get = seen.get, cases.get
-    for result, item in zip(results, chunk):
-        file, line = (item[2], item[3]) if len(item) > 2 else (None, None)
-        if file is not None:
-            if file is not raw_file:
-                safe = isinstance(file, str) and file.isascii() and file.isprintable()
-                raw_file, shown_file = file, mask_phones(file if safe else escape_text(file, 200))
-            file = shown_file
-        if result.__class__ is not Frame or not result.trailer_ok:
-            fid, text = item[0], item[1]
-            bad = reject(result)
-            # Not a frame, so it may carry anything, a phone number included: escaped and masked.
-            shown_id = _masked(fid, 80)
-            reject_rows.append(
-                (now, source, value_of[bad.outcome], bad.reason, shown_id,
-                 _masked(text, 200), file, line)
-            )
-            # A rejected id may carry anything; only its escaped form travels on.
-            append(Verdict(shown_id, bad.outcome, bad.reason, source, file, line))
-            continue
-        frame: Frame = result
-        frame_id, ftext, key = frame.frame_id, frame.text, frame.case_key
-        seen_text = seen_get(frame_id)
-        case = cases_get(key)
-        outcome, reason, record_seen = decide(
-            frame,
-            seen_text,
-            case,
-            settled_texts.get(key, empty_set),
-            settled_payloads.get(key, empty_set),
-            (frame_id, ftext) in quarantined,
-        )
-        if record_seen:
-            seen_rows.append((frame_id, ftext, ftext[-2:], now, now, 1, source))
-            seen[frame_id] = ftext
-        elif outcome is DUPLICATE and seen_text == ftext:
-            seen_bumps[frame_id] = seen_bumps.get(frame_id, 0) + 1
-        if outcome is APPLIED:
-            case_rows.append(
-                (key, frame_id, ftext, frame.seq, frame.site, frame.need,
-                 frame.headcount, frame.pri, now, now, source, 1)
-            )
-            cases[key] = CaseRef(frame_id, ftext, frame.payload)
-            added_cases += 1
-            added_headcount += frame.headcount
-        elif outcome is CONFLICT:
-            qkey = (frame_id, ftext)
-            if qkey in new_quarantine:
-                new_quarantine[qkey][8] += 1
-            elif qkey in quarantined:
-                quarantine_bumps[qkey] = quarantine_bumps.get(qkey, 0) + 1
-            else:
-                if seen_text is not None:
-                    first_id, first_text = frame_id, seen_text
-                else:
-                    first_id, first_text = case.frame_id, case.text
-                new_quarantine[qkey] = [
-                    frame_id, key, ftext, first_id, first_text,
-                    reason, now, now, 1, source, "open",
-                ]
-                quarantined.add(qkey)
-        append(Verdict(frame_id, outcome, reason, source, file, line))
-    outcomes = Tally(value_of[v[1]] for v in verdicts)
-    # Only the newest rows of the feed are kept, so older ones are never written.
-    activity_rows = [(now, source, v[0], value_of[v[1]], v[2], v[4], v[5]) for v in verdicts[-ACTIVITY_KEEP:]]
-    writes = Writes(seen_rows, case_rows, reject_rows, activity_rows, seen_bumps, list(new_quarantine.values()),
-                    quarantine_bumps, outcomes, added_cases, added_headcount)
-    return verdicts, writes
 
+    def __init__(self, facts: Facts, now: float = 0.0, source: str = "api") -> None:
+        self.now, self.source = now, source
+        # Copies: the batch's frames are taken in here, never into the caller's facts.
+        self.seen: dict[str, str] = dict(facts.seen)
+        self.quarantined: set[tuple[str, str]] = set(facts.quarantined)
+        self.cases: dict[str, CaseRef] = dict(facts.cases)
+        self.settled_texts, self.settled_payloads = facts.settled_texts, facts.settled_payloads  # read only
+        self.seen_rows: list[SeenRow] = []
+        self.case_rows: list[CaseRow] = []
+        self.reject_rows: list[RejectRow] = []
+        self.seen_bumps: dict[str, int] = {}
+        self.new_quarantine: dict[tuple[str, str], QuarantineRow] = {}
+        self.quarantine_bumps: dict[tuple[str, str], int] = {}
+        self.added_cases = self.added_headcount = 0
+        self.verdicts: list[Verdict] = []  # in offer order
+        # A file label comes from outside (a path given to `ingest`): stored escaped unless it is
+        # printable ASCII already (the inbox's labels are). Every offer of one file carries the
+        # same string, so it is checked once per file.
+        self._raw_file = self._shown_file = None
+
+    def decide(self, offer: Offer, parsed: Frame | Rejected | None = None) -> Verdict:
+        """The verdict on one offer (``parsed`` is ``parse(offer.frame_id, offer.text)`` when
+        the caller has it already), taken into the state and its rows.
+
+        One method on purpose: it runs once per frame, and a call per step costs
+        more than the step.
+        """
+        if parsed is None:
+            parsed = parse(offer.frame_id, offer.text)
+        source = self.source
+        file, line = offer.file, offer.line
+        if file is not None:
+            if file is not self._raw_file:
+                safe = isinstance(file, str) and file.isascii() and file.isprintable()
+                self._raw_file, self._shown_file = file, mask_phones(file if safe else escape_text(file, 200))
+            file = self._shown_file
+        if parsed.__class__ is not Frame or not parsed.trailer_ok:
+            bad = reject(parsed)
+            # Not a frame, so it may carry anything, a phone number included: escaped and masked.
+            shown_id = _masked(offer.frame_id, 80)
+            self.reject_rows.append(RejectRow(self.now, source, _VALUE_OF[bad.outcome], bad.reason, shown_id,
+                                              _masked(offer.text, 200), file, line))
+            # A rejected id may carry anything; only its escaped form travels on.
+            verdict = Verdict(shown_id, bad.outcome, bad.reason, source, file, line)
+            self.verdicts.append(verdict)
+            return verdict
+        frame: Frame = parsed
+        frame_id, ftext, key = frame.frame_id, frame.text, frame.case_key
+        seen_text = self.seen.get(frame_id)
+        case = self.cases.get(key)
+        settled = self.settled_texts
+        qkey = (frame_id, ftext)
+        outcome, reason, record_seen = decide(
+            frame, seen_text, case,
+            settled.get(key, _EMPTY) if settled else _EMPTY,
+            self.settled_payloads.get(key, _EMPTY) if settled else _EMPTY,
+            qkey in self.quarantined,
+        )
+        now = self.now
+        if record_seen:
+            self.seen_rows.append(_seen_row((frame_id, ftext, ftext[-2:], now, now, 1, source)))
+            self.seen[frame_id] = ftext
+        elif outcome is _DUPLICATE and seen_text == ftext:
+            bumps = self.seen_bumps
+            bumps[frame_id] = bumps.get(frame_id, 0) + 1
+        if outcome is _APPLIED:
+            self.case_rows.append(_case_row((key, frame_id, ftext, frame.seq, frame.site, frame.need,
+                                             frame.headcount, frame.pri, now, now, source, 1)))
+            self.cases[key] = CaseRef(frame_id, ftext, frame.payload)
+            self.added_cases += 1
+            self.added_headcount += frame.headcount
+        elif outcome is _CONFLICT:
+            queued = self.new_quarantine.get(qkey)
+            if queued is not None:  # queued by this batch: one row, seen once more
+                self.new_quarantine[qkey] = queued._replace(seen_count=queued.seen_count + 1)
+            elif qkey in self.quarantined:  # queued by an earlier batch
+                self.quarantine_bumps[qkey] = self.quarantine_bumps.get(qkey, 0) + 1
+            else:
+                first_id, first_text = (frame_id, seen_text) if seen_text is not None else (case.frame_id, case.text)
+                self.new_quarantine[qkey] = QuarantineRow(frame_id, key, ftext, first_id, first_text, reason,
+                                                          now, now, 1, source, "open")
+                self.quarantined.add(qkey)
+        verdict = _verdict((frame_id, outcome, reason, source, file, line))
+        self.verdicts.append(verdict)
+        return verdict
+
+    @property
+    def writes(self) -> Writes:
+        """The rows the batch decided so far, for the store to write in one transaction."""
+        now, source, verdicts = self.now, self.source, self.verdicts
+        # Only the newest rows of the feed are kept, so older ones are never written.
+        activity = [ActivityRow(now, source, v.frame_id, _VALUE_OF[v.outcome], v.reason, v.file, v.line)
+                    for v in verdicts[-ACTIVITY_KEEP:]]
+        return Writes(self.seen_rows, self.case_rows, self.reject_rows, activity, self.seen_bumps,
+                      list(self.new_quarantine.values()), self.quarantine_bumps,
+                      Tally(_VALUE_OF[v.outcome] for v in verdicts), self.added_cases, self.added_headcount)
+
+
+def decide_batch(offers: Sequence[Offer], results: Sequence, facts: Facts, now: float,
+                 source: str) -> tuple[list[Verdict], Writes]:
+    """Decide every offer in order (``results``: each one parsed); ``facts`` is left as it was."""
+    state = BatchState(facts, now, source)
+    decide_one = state.decide
+    for offer, parsed in zip(offers, results):
+        decide_one(offer, parsed)
+    return state.verdicts, state.writes

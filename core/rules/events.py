@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .batch import QuarantineRow
 from .text import escape_text
 
 CONFLICT = "conflict"
@@ -36,18 +37,16 @@ def _line(text: str) -> str:
     return escape_text(text, SUMMARY_MAX)
 
 
-def conflict(row) -> Event:
-    """A new conflict, from a quarantine row as the batch writes it (``Writes.new_quarantine``):
-    ``(frame_id, case_key, frame_text, first_frame_id, first_text, reason, first_seen, last_seen,
-    seen_count, source, status)``."""
-    frame_id, case_key, text, first_id, first_text, reason, _first, _last, _n, source, _status = row
+def conflict(row: QuarantineRow) -> Event:
+    """A new conflict, from the quarantine row the batch writes for it (``Writes.new_quarantine``)."""
+    frame_id, reason = escape_text(row.frame_id, 64), row.reason
     details = {
-        "frame_id": escape_text(frame_id, 64),
-        "case_key": escape_text(case_key, 64),
+        "frame_id": frame_id,
+        "case_key": escape_text(row.case_key, 64),
         "reason": reason,
-        "source": source,
-        "first": {"frame_id": escape_text(first_id, 64), "frame": escape_text(first_text, 200)},
-        "newcomer": {"frame_id": escape_text(frame_id, 64), "frame": escape_text(text, 200)},
+        "source": row.source,
+        "first": {"frame_id": escape_text(row.first_frame_id, 64), "frame": escape_text(row.first_text, 200)},
+        "newcomer": {"frame_id": frame_id, "frame": escape_text(row.frame_text, 200)},
     }
     summary = (f"Conflict on {details['frame_id']}: {details['newcomer']['frame']} differs from "
                f"{details['first']['frame']} ({reason}); held for an operator")

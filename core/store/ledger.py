@@ -3,8 +3,8 @@
 ``ingest_many`` is the only code that writes the ledger. It parses a batch
 with the pure ``core.rules.frame.parse``, gathers what the store knows about
 the batch's ids in a few set-based queries (``_gather``), lets the pure
-``core.rules.batch.decide_batch`` decide every frame, and writes the rows it
-returns with ``executemany`` (COPY on PostgreSQL) in one transaction (R8: a
+``core.rules.batch.BatchState`` decide every frame, and writes the rows it
+holds with ``executemany`` (COPY on PostgreSQL) in one transaction (R8: a
 frame's dedup row and its applied case commit together or not at all).
 """
 
@@ -14,14 +14,17 @@ import logging
 import time
 from typing import Callable, Iterable, Sequence
 
-from core.rules.batch import ACTIVITY_KEEP, Facts, Verdict, Writes, decide_batch, needs_facts
+from core.rules.batch import (
+    ACTIVITY_KEEP, ActivityRow, CaseRow, Facts, Offer, QuarantineRow, RejectRow, SeenRow, Verdict, Writes,
+    as_offers, decide_batch, needs_facts,
+)
 from core.rules import events
 from core.rules.decide import CaseRef, payload_from_key
 from core.rules.frame import Frame, parse
 from core.rules.retention import RetentionError, check_retention
 
 from .database import write_transaction
-from .outbox import record as record_event
+from .outbox import record_many as record_events
 
 log = logging.getLogger("ussd.receiver")
 
@@ -59,7 +62,7 @@ class LedgerWrites:
 
     # -- ingest: the merge point ----------------------------------------------
     def ingest(self, frame_id, frame_text, now: float | None = None, source: str = "api") -> Verdict:
-        return self.ingest_many([(frame_id, frame_text)], now=now, source=source)[0]
+        return self.ingest_many([Offer(frame_id, frame_text)], now=now, source=source)[0]
 
     def ingest_many(
         self,
@@ -68,14 +71,15 @@ class LedgerWrites:
         source: str = "api",
         within: Callable[[], None] | None = None,
     ) -> list[Verdict]:
-        """Decide and record a batch; items are ``(frame_id, text)`` or ``(frame_id, text, file, line)``.
+        """Decide and record a batch of ``Offer``s (plain ``(frame_id, text[, file, line])`` tuples
+        are converted once, here).
 
         ``within`` runs inside the last chunk's transaction, so a caller can
         commit its own progress (an inbox file's offset) with the frames.
         """
         if not isinstance(source, str) or not source.isidentifier() or len(source) > SOURCE_MAX:
             raise ValueError(f"bad source label {source!r}")
-        items = list(items)
+        items = as_offers(items)
         verdicts: list[Verdict] = []
         if not items:
             if within is not None:
@@ -138,46 +142,29 @@ class LedgerWrites:
             settled_payloads.setdefault(key, set()).add(payload_from_key(payload))
         return Facts(seen, quarantined, cases, settled_texts, settled_payloads)
 
-    def _ingest_chunk(self, chunk, now: float, source: str, within) -> list[Verdict]:
-        results = [parse(item[0], item[1]) for item in chunk]
+    def _ingest_chunk(self, chunk: list[Offer], now: float, source: str, within) -> list[Verdict]:
+        results = [parse(offer.frame_id, offer.text) for offer in chunk]
         with write_transaction(self.db):
-            facts = self._gather(needs_facts(results))
-            verdicts, writes = decide_batch(chunk, results, facts, now, source)
+            verdicts, writes = decide_batch(chunk, results, self._gather(needs_facts(results)), now, source)
             self._write(now, source, writes)
             if within is not None:
                 within()
         # Told once, after the commit: a transaction that fails and is retried logged nothing.
         for row in writes.new_quarantine:
-            log.info("conflict quarantined: %s %s (%s; first was %s %s)", row[0], row[2], row[5], row[3], row[4])
+            log.info("conflict quarantined: %s %s (%s; first was %s %s)", row.frame_id, row.frame_text,
+                     row.reason, row.first_frame_id, row.first_text)
         return verdicts
 
     def _write(self, now: float, source: str, w: Writes) -> None:
         m = self.m
-        for row in w.new_quarantine:
-            record_event(self.db, events.conflict(row), at=now)  # the alert commits with the conflict
-        self._insert(
-            m.SeenFrame,
-            ["frame_id", "frame_text", "crc8", "first_seen", "last_seen", "seen_count", "last_source"],
-            w.seen_rows,
-        )
-        self._insert(
-            m.Case,
-            ["case_key", "frame_id", "frame_text", "seq", "site", "need", "headcount", "pri",
-             "first_seen", "updated_at", "source", "version"],
-            w.case_rows,
-        )
-        self._insert(
-            m.Quarantine,
-            ["frame_id", "case_key", "frame_text", "first_frame_id", "first_text", "reason",
-             "first_seen", "last_seen", "seen_count", "source", "status"],
-            w.new_quarantine,
-        )
-        self._insert(
-            m.Reject,
-            ["ts", "source", "outcome", "reason", "frame_id", "frame_text", "file", "line"],
-            w.reject_rows,
-        )
-        self._insert(m.Activity, ["ts", "source", "frame_id", "outcome", "reason", "file", "line"], w.activity_rows)
+        # The alerts commit with their conflicts.
+        record_events(self.db, [events.conflict(row) for row in w.new_quarantine], at=now)
+        # Each row type's fields are its table's insert columns (core.rules.batch).
+        self._insert(m.SeenFrame, SeenRow._fields, w.seen_rows)
+        self._insert(m.Case, CaseRow._fields, w.case_rows)
+        self._insert(m.Quarantine, QuarantineRow._fields, w.new_quarantine)
+        self._insert(m.Reject, RejectRow._fields, w.reject_rows)
+        self._insert(m.Activity, ActivityRow._fields, w.activity_rows)
         self._execute_many(
             "UPDATE seen_frames SET seen_count = seen_count + ?, last_seen = ?, last_source = ? "
             "WHERE frame_id = ?",

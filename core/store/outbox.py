@@ -96,6 +96,17 @@ def record(db: Database, event: Event, at: float | None = None) -> str:
     return event_id
 
 
+def record_many(db: Database, events: list[Event], at: float) -> None:
+    """``record`` for a batch's events at once (the ingest's conflicts): one multi-row insert, since
+    building a query per event cost more than deciding the frames that caused them."""
+    if events:
+        E = outbox_models(db).AlertEvent
+        columns = ("event_id", "kind", "at", "summary", "details", "fanned")
+        db.insert_rows(E._meta.table_name, [E._meta.fields[c].column_name for c in columns],
+                       [(uuid.uuid4().hex, e.kind, float(at), e.summary, json.dumps(e.details, sort_keys=True), False)
+                        for e in events])
+
+
 def record_now(db: Database, events: list[Event]) -> None:
     """Events with no transaction of their own to join (faults): one transaction of their own."""
     with write_transaction(db):

@@ -1,0 +1,66 @@
+"""Helpers the sub-commands share: example epilogs, paging, dates, and plain words for
+counts, times, needs and the retention."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+
+from console.render import when
+from core.rules.frame import NEED_NAMES
+from core.rules.retention import describe
+
+
+def examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def add_paging(p, offset: bool = True) -> None:
+    p.add_argument("--limit", type=int, default=50, metavar="N", help="show at most N rows (default 50)")
+    if offset:
+        p.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N rows (the next page)")
+
+
+DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")
+
+
+def _date(text: str) -> tuple[dt.datetime, bool]:
+    for fmt in DATE_FORMATS:
+        try:
+            return dt.datetime.strptime(text.strip(), fmt), fmt == "%Y-%m-%d"
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"{text!r} is not a date like 2025-05-08 or 2025-05-08 14:30")
+
+
+def date_arg(text: str) -> float:
+    """A local date or time as a timestamp (the start of the day for a bare date)."""
+    return _date(text)[0].timestamp()
+
+
+def date_arg_end(text: str) -> float:
+    """The end of the period ``text`` names: a bare date includes that whole day."""
+    when_, whole_day = _date(text)
+    return (when_ + (dt.timedelta(days=1) if whole_day else dt.timedelta(seconds=1))).timestamp()
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def minute(ts: float | None) -> str:
+    """A table's time to the minute: the seconds are in --json, the columns are for the rest."""
+    return when(ts)[:16]
+
+
+def need_words(code: str) -> str:
+    name = NEED_NAMES.get(code)
+    return f"{code} {name}" if name else code
+
+
+def retention_words(policy: dict) -> str:
+    """"30 days (the default)", "10 days (signed exception by alice)", "45 days (set by alice)"."""
+    if policy["set_by"] == "default":
+        return f"{describe(policy['retention_seconds'])} (the default)"
+    kind = "signed exception" if policy["is_exception"] else "set"
+    return f"{describe(policy['retention_seconds'])} ({kind} by {policy['set_by']})"

@@ -1,0 +1,55 @@
+"""Eviction of old frame ids: ``evict`` now, and ``evictions``, the log of every run."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from console.render import make_console, print_json, table
+from core.rules.retention import describe
+
+from .audit import print_retention_fault
+from .common import add_paging, minute, plural
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("evictions", parents=[common], help="the eviction log")
+    add_paging(p, offset=False)
+    p.set_defaults(handler=cmd_evictions)
+
+    p = sub.add_parser("evict", parents=[common],
+                       help="forget frame ids older than the retention now (cases stay; logged)")
+    p.set_defaults(handler=cmd_evict, writes=True)
+
+
+def _eviction_rows(rows):
+    return [(minute(e["ran_at"]), describe(e["retention_seconds"]), e["removed"],
+             f"{minute(e['oldest'])}\n{minute(e['newest'])}" if e["removed"] else "-", e["started_by"])
+            for e in rows]
+
+
+# The cutoff is "ran at" minus the policy; --json has it and every time to the second.
+EVICTION_COLUMNS = ["ran at", "policy", "removed", "first seen of those removed", "started by"]
+
+
+def cmd_evictions(args, ctx) -> int:
+    rows = ctx.receiver.evictions(limit=args.limit)
+    if ctx.json:
+        for row in rows:
+            print_json(row)
+        return 0
+    make_console().print(table("Eviction log", EVICTION_COLUMNS, _eviction_rows(rows),
+                               codes=("ran at", "policy", "removed", "started by")))
+    return 0
+
+
+def cmd_evict(args, ctx) -> int:
+    removed = ctx.receiver.evict(started_by="cli")
+    policy = ctx.receiver.retention()
+    if ctx.json:
+        print_json({"removed": removed, "retention_seconds": policy["retention_seconds"],
+                    "retention_fault": policy["fault"]})
+    else:
+        make_console().print(Text(f"forgot {plural(removed, 'frame id')} first seen more than "
+                                  f"{describe(policy['retention_seconds'])} ago; the cases stay"))
+        print_retention_fault(policy)
+    return 0

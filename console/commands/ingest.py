@@ -1,0 +1,196 @@
+"""``ingest``: take in frame files by hand (arrival path ``cli``), with a verdict per frame."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+from collections import Counter
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
+
+from console.errors import CommandError
+from console.render import make_console, print_json, safe, table
+from core.config import load_inbox_config
+from core.inbox import claimed_dir, deliver_until_done, hold_after_commit, quiet_skip
+from core.inbox.spreadsheets import sheet_rows
+from core.rules.explain import outcome_words, reason_words
+from core.rules.formats import FormatError, read_items, spreadsheet_kind, table_items
+
+from .common import examples, plural
+
+PRINT_LIMIT = 1000  # per-frame rows printed for people; --json prints every one
+PROGRESS_FROM = 5000  # frames; smaller files finish before a bar is worth drawing
+BATCH = 20_000
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser(
+        "ingest", parents=[common], help="take in frame files by hand (arrival path 'cli')",
+        description="Take in frame files by hand. Every frame gets one outcome; re-running a file is safe "
+                    "(what is already in comes back as duplicates, nothing is applied twice).",
+        epilog=examples("ussd-console ingest kakuma-0800.txt",
+                        "ussd-console ingest --summary big-export.csv",
+                        "ussd-console ingest --json day.txt > verdicts.jsonl"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="frame files: 'frame_id frame' lines, gateway CSV exports or JSON lines")
+    p.add_argument("--summary", action="store_true",
+                   help="no line per frame: only the counts by outcome and reason "
+                        f"(the default for {PROGRESS_FROM:,} frames or more)")
+    p.set_defaults(handler=cmd_ingest, writes=True)
+
+
+def _read_items(path: Path, max_bytes: int):
+    """A regular file's items. A FIFO or a device would block or never end, so they are refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+    # Checked on the descriptor before wrapping it: fdopen itself refuses a directory with a
+    # bare errno that names no file.
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise CommandError(f"{path} is not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        if st.st_size > max_bytes:
+            raise CommandError(f"{path} is over the size limit ({st.st_size} > {max_bytes} bytes)")
+        try:
+            data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+    if len(data) > max_bytes:
+        raise CommandError(f"{path} is over the size limit (more than {max_bytes} bytes)")
+    try:
+        if spreadsheet_kind(path.name):
+            items = table_items(sheet_rows(data, max_bytes))
+        else:
+            items, _fmt = read_items(path.name, data)
+    except FormatError as exc:
+        raise CommandError(f"{path}: {exc}") from exc
+    return [(fid, frame, str(path), line) for fid, frame, line in items]
+
+
+def _in_inbox(home, path: Path) -> bool:
+    """A file in the inbox goes through the inbox's own delivery (claimed, archived), never around it."""
+    parent = Path(os.path.abspath(path)).parent.resolve()
+    return parent in (home.inbox.resolve(), claimed_dir(home).resolve())
+
+
+def _check_inbox_file(path: Path) -> None:
+    reason = quiet_skip(path.name) if path.parent.name != ".claimed" else None
+    if reason:
+        raise CommandError(f"{path}: a {reason} in the inbox is never read")
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise CommandError(f"{path} is not a regular file")
+
+
+def cmd_ingest(args, ctx) -> int:
+    # Read every file first: a bad path stops the command before anything is applied.
+    # Files in the inbox are only checked here; `deliver` claims and reads them.
+    files = []
+    config = load_inbox_config(ctx.home.config)
+    for f in args.files:
+        path = Path(f)
+        if _in_inbox(ctx.home, path):
+            _check_inbox_file(path)
+            files.append((path, None))
+        else:
+            files.append((path, _read_items(path, config.max_file_bytes)))
+    receiver = ctx.receiver
+    total = sum(len(items) for _, items in files if items is not None)
+    # Big files (or --summary): a bar while it runs, then counts; a line per frame would scroll
+    # the counts away. --json always prints every verdict.
+    big = total >= PROGRESS_FROM
+    per_frame = not ctx.json and not args.summary and not big
+    tally: Counter = Counter()
+    committed = 0
+    shown = 0
+    out = make_console()
+    rows = []
+    progress = None
+    if big and not ctx.json:
+        progress = Progress(
+            TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            console=make_console(stderr=True), transient=True,
+        )
+        progress.start()
+        task = progress.add_task("ingest", total=total)
+    notes = []
+
+    def batches(path, items):
+        if items is not None:
+            for start in range(0, len(items), BATCH):
+                verdicts = receiver.ingest_many(items[start : start + BATCH], source="cli")
+                yield verdicts
+                hold_after_commit(path.name, start + len(verdicts))
+            return
+        result = deliver_until_done(path, "cli", receiver, ctx.home, config)
+        if result.status == "rejected":
+            notes.append(f"{result.name}: rejected ({result.reason}), moved to {result.archived}")
+        elif result.status == "done":
+            notes.append(f"{result.name}: moved to {result.archived}")
+        else:
+            notes.append(f"{result.name}: {result.status} ({result.reason})")
+        yield result.verdicts
+
+    try:
+        for path, items in files:
+            for verdicts in batches(path, items):
+                committed += len(verdicts)
+                for v in verdicts:
+                    tally[(v.outcome.value, v.reason)] += 1
+                    if ctx.json:
+                        print_json(v.as_dict())
+                    elif per_frame and shown < PRINT_LIMIT:
+                        rows.append((os.path.basename(v.file or ""), v.line, v.frame_id,
+                                     outcome_words(v.outcome.value), reason_words(v.reason)))
+                        shown += 1
+                if progress is not None:
+                    progress.advance(task, len(verdicts))
+    except KeyboardInterrupt:
+        if progress is not None:
+            progress.stop()
+            progress = None
+        print(f"ussd-console: interrupted; {plural(committed, 'frame')} committed before the stop"
+              + (f" (of {total:,})" if total else "")
+              + "; re-running the same command is safe: what is in comes back as duplicates, "
+                "nothing is applied twice", file=sys.stderr)
+        return 130
+    finally:
+        if progress is not None:
+            progress.stop()
+    if not ctx.json:
+        if rows:
+            out.print(table("Verdicts", ["file", "line", "frame_id", "outcome", "reason"], rows,
+                            codes=("file", "line", "frame_id")))
+        if sum(tally.values()) > shown and per_frame:
+            out.print(f"... and {sum(tally.values()) - shown:,} more (--json prints every verdict)")
+        t = receiver.totals()
+        for note in notes:
+            out.print(safe(note, 400))
+        out.print(summary_table(tally))
+        out.print(Text(f"ledger: {plural(t['cases'], 'case')}, {plural(t['headcount_total'], 'person', 'people')}; "
+                       f"{plural(t['conflicts_open'], 'conflict')} open"))
+    return 0
+
+
+OUTCOME_ORDER = ["APPLIED", "DUPLICATE", "CONFLICT_QUARANTINED", "REJECT_BAD_FORMAT", "REJECT_BAD_CRC"]
+
+
+def summary_table(tally: Counter):
+    """Frames by outcome and reason, in plain words (the codes are in --json)."""
+    total = sum(tally.values())
+    rows = [(outcome_words(o), reason_words(r), f"{n:,}") for (o, r), n in
+            sorted(tally.items(), key=lambda kv: (OUTCOME_ORDER.index(kv[0][0])
+                                                  if kv[0][0] in OUTCOME_ORDER else 99, -kv[1]))]
+    return table(f"{plural(total, 'frame')}" if total else "no frames", ["outcome", "reason", "frames"], rows,
+                 codes=("frames",))

@@ -1,0 +1,32 @@
+"""The options every sub-command shares (``--home``, ``--db``, ``--json``), as an argparse parent.
+
+A module of its own so that the command line and each command module import it
+without importing each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from core.home import DEFAULT_HOME, ENV_HOME
+
+
+def common_parser(json: bool = True) -> argparse.ArgumentParser:
+    """--home and --db for every command; --json for those that print results (not the console or demo)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--home",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help=f"home folder (default ${ENV_HOME} or ./{DEFAULT_HOME})",
+    )
+    common.add_argument(
+        "--db",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="store: a SQLite path or postgresql://... (default <home>/receiver.db)",
+    )
+    if json:
+        common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                            help="machine-readable output: one JSON object per line, with the exact codes")
+    return common

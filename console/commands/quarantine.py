@@ -1,0 +1,38 @@
+"""``quarantine``: the conflicts waiting for an operator (and, with --all, the resolved ones)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from console.render import make_console, print_json, safe, table
+from core.rules.explain import reason_words
+
+from .common import add_paging
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("quarantine", parents=[common], help="conflicts waiting for an operator")
+    p.add_argument("--all", action="store_true", help="resolved ones too")
+    add_paging(p, offset=False)
+    p.set_defaults(handler=cmd_quarantine)
+
+
+def cmd_quarantine(args, ctx) -> int:
+    rows = ctx.receiver.quarantine(status=None if args.all else "open", limit=args.limit)
+    if ctx.json:
+        for row in rows:
+            print_json(row)
+        return 0
+    columns = ["id", "frame_id", "first / new version", "what differs", "seen"]
+    if args.all:
+        columns.append("status")
+    make_console().print(table(
+        "Quarantine" + ("" if args.all else " (open)"), columns,
+        [(q["id"], q["frame_id"], safe("first: " + q["first_text"]) + Text("\n") + safe("new:   " + q["frame_text"]),
+          reason_words(q["reason"]), q["seen_count"], *((q["status"],) if args.all else ())) for q in rows],
+        codes=("id", "frame_id", "first / new version", "seen", "status"),
+    ))
+    if rows and not args.all:
+        make_console().print(Text("resolve with: ussd-console resolve ID --keep-first (or --accept-correction) "
+                                  "--operator NAME --reason TEXT"))
+    return 0

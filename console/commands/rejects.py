@@ -1,0 +1,43 @@
+"""``rejects``: the lines that were not valid frames, with what was wrong in words."""
+
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+
+from console.render import make_console, print_json, safe, table, when
+from core.rules.explain import explain_reject
+
+from .common import add_paging
+
+
+def register(sub, common) -> None:
+    p = sub.add_parser("rejects", parents=[common],
+                       help="lines that were not valid frames, newest first, with what was wrong")
+    add_paging(p, offset=False)
+    p.set_defaults(handler=cmd_rejects)
+
+
+def cmd_rejects(args, ctx) -> int:
+    rows = ctx.receiver.rejects(limit=args.limit)
+    if ctx.json:
+        for row in rows:
+            print_json(row)
+        return 0
+    make_console().print(table(
+        "Rejects (newest first)", ["file:line, when", "frame_id", "the line, and what was wrong"],
+        [(reject_where(x) + Text("\n" + when(x["ts"]), style="dim"), x["frame_id"],
+          safe(x["frame_text"], 200) + Text("\n") + Text(explain_reject(x["frame_id"], x["frame_text"], x["reason"]),
+                                                          style="bold"))
+         for x in rows],
+        codes=("file:line, when", "frame_id"),
+    ))
+    return 0
+
+
+def reject_where(x: dict) -> Text:
+    name = os.path.basename(x["file"] or "")
+    if not name:
+        return safe(f"({x['source']})")
+    return safe(name, 60) + Text(f":{x['line']}" if x["line"] is not None else "")

@@ -25,7 +25,7 @@ from typing import Callable
 from core.config import InboxConfig, load_inbox_config
 from core.home import Home
 from core.rules.text import escape_text, one_line
-from core.store.receiver import Receiver
+from core.receiver import Receiver
 
 from .delivery import FileResult, deliver
 from .events import _Handler

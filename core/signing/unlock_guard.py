@@ -33,7 +33,7 @@ def wait_after(failures: int) -> float:
     """Seconds the next attempt waits after ``failures`` failed unlocks in a row."""
     if failures < FREE_FAILURES:
         return 0.0
-    return min(WAIT_MAX, 2.0 ** (failures - FREE_FAILURES))
+    return min(WAIT_MAX, 2.0 ** min(failures - FREE_FAILURES, 16))  # capped before it can overflow
 
 
 def _state_path(home) -> Path:

@@ -223,6 +223,11 @@ def load_signer(home, receiver, name: str, passphrase: str, *, where: str = "cli
         raise ActionError(f"the key file for operator {name} does not match the key registered in the store")
     unlock_guard.succeeded(home, name)
     if not is_current_format(data):
-        rewrap_key_file(path, key, passphrase)
-        unlock_guard.home_log(home, logging.INFO, f"key file of operator {name} re-wrapped with the bcrypt KDF")
+        try:
+            rewrap_key_file(path, key, passphrase)
+        except OSError as exc:  # the old file is intact and still unlocks: sign now, re-wrap next time
+            unlock_guard.home_log(home, logging.WARNING,
+                                  f"cannot re-wrap the key file of operator {name}: {exc.strerror or exc}")
+        else:
+            unlock_guard.home_log(home, logging.INFO, f"key file of operator {name} re-wrapped with the bcrypt KDF")
     return Signer(name, row.fingerprint, key)

@@ -14,7 +14,7 @@ _LAZY = {
     "Outcome": "core.rules.decide",
     "Verdict": "core.store.receiver",
     "RetentionError": "core.rules.retention",
-    "Receiver": "core.store.receiver",
+    "Receiver": "core.receiver",
     "StoreError": "core.store.database",
 }
 

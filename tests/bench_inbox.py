@@ -138,7 +138,7 @@ def measure_spreadsheet(rows: int = 100_000) -> dict:
     read through python-calamine, ingested, archived as a CSV without the phone column."""
     from core.config import InboxConfig
     from core.inbox import deliver, prepare_home
-    from core.store.receiver import Receiver
+    from core.receiver import Receiver
     from tests.spreadsheets import xlsx_bytes
 
     table = [["Message ID", "Sender Number", "Message Content", "Received"]]

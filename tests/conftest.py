@@ -16,6 +16,11 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+# Key files are wrapped with a slow KDF (a quarter of a second a guess); the suite adds and unlocks
+# operators hundreds of times, so it wraps with one round. Set here, before any test, so the CLI and
+# console processes the tests start inherit it; one test checks the real default on its own.
+os.environ.setdefault("USSD_CONSOLE_KDF_ROUNDS", "1")
+
 BACKENDS = ["sqlite", "postgres"]
 
 

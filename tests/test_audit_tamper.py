@@ -16,7 +16,8 @@ from core import Receiver
 from core.signing.audit_models import APPEND_ONLY, audit_models
 from core.store.backend import append_only_sqlite
 from core.home import Home
-from core.signing.operators import ActionError, load_signer, retire_operator
+from core.signing.keys import ActionError
+from core.signing.operators import load_signer, retire_operator
 
 from .signing import A1_FIX, B1_FIX, PASSPHRASES, add_operators, cli, ingest, quarantine_id
 from .signing import A1, B2, C1

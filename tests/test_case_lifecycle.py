@@ -12,7 +12,8 @@ from core import Outcome, Receiver
 from core.home import Home
 from core.signing import actions, audit, marks
 from core.signing.case_story import case_story
-from core.signing.operators import ActionError, add_operator, load_signer
+from core.signing.keys import ActionError
+from core.signing.operators import add_operator, load_signer
 from core.signing.session import SigningSession
 from core.store import migrations
 from tests.helpers import frame, is_seen

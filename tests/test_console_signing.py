@@ -103,6 +103,8 @@ async def test_wrong_passphrase_changes_nothing_and_says_so(sample_home):
         assert app.screen is dialog  # still open, for another try
         assert dialog.query_one("#passphrase", Input).value == ""  # never left on screen
     assert state(sample_home) == before
+    log = sample_home.log_file.read_text(encoding="utf-8")
+    assert "failed unlock for operator alice (console)" in log and "not the passphrase" not in log
 
 
 @run_async

@@ -11,14 +11,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from core import Receiver
-from core.signing.operators import (
-    ActionError,
-    add_operator,
-    key_path,
-    list_operators,
-    load_signer,
-    retire_operator,
-)
+from core.signing.keys import ActionError, key_path
+from core.signing.operators import add_operator, list_operators, load_signer, retire_operator
 
 from .signing import PASSPHRASES, add_operators, cli, json_lines, passfile, sign
 
@@ -36,7 +30,7 @@ def test_key_file_is_0600_encrypted_and_holds_no_raw_key(home, receiver_at):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     data = path.read_bytes()
-    assert data.startswith(b"-----BEGIN ENCRYPTED PRIVATE KEY-----")
+    assert data.startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----")
     signer = load_signer(home, receiver_at, "alice", PASSPHRASES["alice"])
     raw = signer._key.private_bytes(
         serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
@@ -44,13 +38,14 @@ def test_key_file_is_0600_encrypted_and_holds_no_raw_key(home, receiver_at):
     assert len(raw) == 32
     body = b"".join(line for line in data.splitlines() if not line.startswith(b"-----"))
     der = base64.b64decode(body)
+    assert der.startswith(b"openssh-key-v1\0") and b"aes256-ctr" in der and b"bcrypt" in der  # a slow KDF
     for haystack in (data, der):
         assert raw not in haystack
         assert raw.hex().encode() not in haystack.lower()
         assert base64.b64encode(raw).rstrip(b"=") not in haystack
     # and the file is useless without the passphrase
     with pytest.raises(TypeError):
-        serialization.load_pem_private_key(data, password=None)
+        serialization.load_ssh_private_key(data, password=None)
 
 
 def test_wrong_passphrase_is_one_line_and_signs_nothing(home, receiver_at):

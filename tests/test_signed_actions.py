@@ -11,7 +11,7 @@ import pytest
 from core.signing import actions
 from core.signing import audit
 from core import Receiver
-from core.signing.operators import ActionError
+from core.signing.keys import ActionError
 from core.rules.retention import DAY
 
 from .helpers import frame

@@ -15,7 +15,8 @@ from console.cli import main
 from core import Receiver
 from core.signing import audit
 from core.signing.audit_models import APPEND_ONLY
-from core.signing.operators import Signer, add_payload, fingerprint, key_path
+from core.signing.keys import Signer, fingerprint, key_path, unwrap
+from core.signing.operators import add_payload
 from core.store.backend import PostgresStore
 
 from .helpers import frame
@@ -162,7 +163,5 @@ def _raw(key: Ed25519PrivateKey) -> bytes:
 
 def unlock(home, name: str) -> Signer:
     """An operator's key as its holder has it, retired or not (the key file and the passphrase)."""
-    from cryptography.hazmat.primitives import serialization
-
-    key = serialization.load_pem_private_key(key_path(home, name).read_bytes(), PASSPHRASES[name].encode())
+    key = unwrap(key_path(home, name).read_bytes(), name, PASSPHRASES[name])
     return Signer(name, fingerprint(_raw(key)), key)

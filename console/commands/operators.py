@@ -20,19 +20,17 @@ from console.errors import CommandError
 from console.render import make_console, print_json, safe, table, when
 from core.rules.retention import describe
 from core.signing import actions, audit
+from core.signing.keys import check_name, key_path, short_fingerprint
 from core.signing.operators import (
     ADD_REASON,
-    PASSPHRASE_MIN,
     add_operator,
     adopt_operators,
     adoption_list,
-    check_name,
-    key_path,
     list_operators,
     load_signer,
     retire_operator,
-    short_fingerprint,
 )
+from core.signing.passphrases import ADVICE, PASSPHRASE_MIN, weakness
 
 from .audit import print_retention_fault
 from .common import examples, minute, retention_words
@@ -151,9 +149,12 @@ def _passphrase(args, name: str, twice: bool = False) -> str:
         return _ask(f"passphrase for {name}: ")
     for attempt in range(1, ASK_TIMES + 1):
         first = _ask(f"new passphrase for {name} (at least {PASSPHRASE_MIN} characters): ")
+        why = weakness(first, name)
         if len(first) < PASSPHRASE_MIN:
             print(f"too short: {len(first)} characters, at least {PASSPHRASE_MIN} needed; a short sentence is best",
                   file=sys.stderr)
+        elif why is not None:
+            print(f"{why}; {ADVICE}", file=sys.stderr)
         elif _ask(f"passphrase for {name} (again): ") != first:
             print("the two passphrases differ", file=sys.stderr)
         else:

@@ -21,7 +21,7 @@ from textual.widgets import Static
 from console.render import safe
 from console.ui_text import need, reason, stamp, status
 from core.signing.case_story import case_story
-from core.signing.operators import ActionError
+from core.signing.keys import ActionError
 
 
 def _table(title: str, columns: list[str]) -> Table:

@@ -12,6 +12,8 @@ still previewed and signed on its own, until the session locks.
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 
 from rich.text import Text
@@ -24,8 +26,14 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from core.rules.retention import RetentionError
 from core.rules.text import escape_text
-from core.signing import audit
-from core.signing.operators import ActionError, list_operators, load_signer
+from core.signing import audit, unlock_guard
+from core.signing.keys import ActionError
+from core.signing.operators import list_operators, load_signer
+
+
+def unlock_place() -> str:
+    """Where a failed unlock happened, for the home's log: the browser (``serve``) or a terminal."""
+    return "browser" if os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver") else "console"
 
 
 def last_signer(receiver) -> str | None:
@@ -205,11 +213,16 @@ class SignForm(ModalScreen[bool]):
     async def _do_sign(self, operator: str, passphrase: str, reason: str, preview, values: dict) -> None:
         self.show_result("signing...")
         session = self._session()
+        where = unlock_place()
+        if session is None or session.signer_for(operator) is None:
+            # After repeated failures the wait is served here, off the store's one thread.
+            await asyncio.to_thread(unlock_guard.before_attempt, self.home, operator, where,
+                                    lambda words: self.app.call_from_thread(self.show_result, words))
 
         def run(receiver):
             signer = session.signer_for(operator) if session is not None else None
             if signer is None:
-                signer = load_signer(self.home, receiver, operator, passphrase)
+                signer = load_signer(self.home, receiver, operator, passphrase, where=where)
             return signer, self.sign(receiver, operator, signer, reason, preview, values)
 
         try:

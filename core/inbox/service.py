@@ -33,8 +33,8 @@ from core.home import Home
 from core.ops.heartbeat import Heartbeat
 from core.rules.privacy import mask_phones
 from core.rules.text import escape_text, one_line
+from core.receiver import Receiver
 from core.store.database import is_database_error
-from core.store.receiver import Receiver
 
 from .connections import StoreConnections
 from .delivery import deliver

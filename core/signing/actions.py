@@ -20,8 +20,10 @@ from core.rules.frame import Frame, is_rerankable, parse
 from core.rules.retention import DAY, RetentionError, check_retention, describe
 from core.signing import audit
 from core.store.database import write_transaction
+from core.store.signed_writes import apply_resolve
 
-from .operators import ActionError, active_operator, check_name, load_signer, short_fingerprint
+from .keys import ActionError, check_name, short_fingerprint
+from .operators import active_operator, load_signer
 
 KEEP_FIRST = "keep_first"
 ACCEPT_CORRECTION = "accept_correction"
@@ -249,35 +251,12 @@ def resolve(home, receiver, quarantine_id, decision, *, operator: str, passphras
 
 
 def _apply_resolve(receiver, payload: dict, entry: dict, at: float) -> dict:
-    m = receiver.m
-    qid, decision, key = payload["quarantine_id"], payload["decision"], payload["case_key"]
-    led, new = payload["ledger"], payload["newcomer"]
-    if decision == ACCEPT_CORRECTION:
-        m.CaseHistory.create(
-            case=payload["case_id"], frame_id=led["frame_id"], frame_text=led["frame_text"], site=led["site"],
-            need=led["need"], headcount=led["headcount"], pri=led["pri"], replaced_at=at, quarantine_id=qid,
-        )
-        C = m.Case
-        C.update(
-            frame_text=new["frame_text"], seq=new["seq"], site=new["site"], need=new["need"],
-            headcount=new["headcount"], pri=new["pri"], updated_at=at, version=C.version + 1,
-        ).where(C.id == payload["case_id"]).execute()
-        delta = new["headcount"] - led["headcount"]
-        if delta:
-            T = m.Total
-            T.insert(name="headcount", value=delta).on_conflict(
-                conflict_target=[T.name], update={T.value: T.value + delta}
-            ).execute()
-    for settled in payload["settles"]:
-        m.Settlement.create(case_key=key, frame_text=settled["frame_text"], payload=settled["payload"],
-                            quarantine_id=qid)
-    Q = m.Quarantine
-    Q.update(status=STATUS[decision], resolved_at=at, resolved_by=entry["operator"]).where(Q.id == qid).execute()
-    if payload["also_resolves"]:
-        Q.update(status=SETTLED, resolved_at=at, resolved_by=entry["operator"]).where(
-            Q.id.in_(payload["also_resolves"])
-        ).execute()
-    return {"quarantine_id": qid, "status": STATUS[decision], "also_resolved": payload["also_resolves"]}
+    """Ask the store to write what the signed entry says; signing itself writes no table."""
+    decision = payload["decision"]
+    apply_resolve(receiver, payload, status=STATUS[decision], settled_status=SETTLED,
+                  accept=decision == ACCEPT_CORRECTION, operator=entry["operator"], at=at)
+    return {"quarantine_id": payload["quarantine_id"], "status": STATUS[decision],
+            "also_resolved": payload["also_resolves"]}
 
 
 def set_retention(home, receiver, days, *, operator: str, passphrase: str | None = None, reason: str,

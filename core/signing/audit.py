@@ -22,7 +22,7 @@ from core.store.database import write_transaction
 
 from . import registry as registry_
 from .audit_models import audit_models
-from .operators import ActionError, Signer, verify_signature
+from .keys import ActionError, Signer, verify_signature
 
 GENESIS = "0" * 64
 DOMAIN = b"ussd-console audit v1\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .audit_models import audit_models
 from .marks import find_case
-from .operators import ActionError
+from .keys import ActionError
 
 VALUE_FIELDS = ("frame_text", "site", "need", "headcount", "pri")
 

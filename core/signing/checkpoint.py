@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import NamedTuple
 
-from .operators import NAME_RE, ActionError
+from .keys import NAME_RE, ActionError
 
 MAGIC = "ussd-checkpoint"
 VERSION = "v1"

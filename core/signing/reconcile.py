@@ -20,7 +20,8 @@ from typing import Callable, Iterable, NamedTuple
 
 from core.rules.frame import Frame, parse
 from core.rules.text import escape_text
-from .operators import OPERATOR_ADD, OPERATOR_ADOPT, OPERATOR_RETIRE
+from .mark_check import MARK_ACTION, check_marks
+from .registry import OPERATOR_ADD, OPERATOR_ADOPT, OPERATOR_RETIRE
 
 RESOLVE_KEEP = "resolve.keep_first"
 RESOLVE_ACCEPT = "resolve.accept_correction"
@@ -269,10 +270,8 @@ register("operators", (OPERATOR_ADD, OPERATOR_RETIRE, OPERATOR_ADOPT), check_ope
 
 def check_case_marks(receiver, entries) -> list[str]:
     """Case status marks: each mark row has its signed entry and each case its last mark's status."""
-    from .marks import check_marks  # marks imports the store's signing path; loaded only to verify
-
     problem = check_marks(receiver)
     return [] if problem is None else [problem.why]
 
 
-register("case status", ("case.mark",), check_case_marks)
+register("case status", (MARK_ACTION,), check_case_marks)

@@ -13,15 +13,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .operators import (
-    NAME_RE,
-    OPERATOR_ADD,
-    OPERATOR_ADOPT,
-    OPERATOR_RETIRE,
-    fingerprint,
-    proof_message,
-    verify_signature,
-)
+from .keys import NAME_RE, fingerprint, proof_message, verify_signature
+
+# Adding, retiring and adopting operators are entries of the audit chain (docs/rules.md#operators-and-signatures).
+OPERATOR_ADD = "operator.add"
+OPERATOR_RETIRE = "operator.retire"
+OPERATOR_ADOPT = "operator.adopt"
 
 HEX64 = frozenset("0123456789abcdef")
 

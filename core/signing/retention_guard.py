@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 
 from .audit_models import audit_models
+from .keys import verify_signature
 from core.rules.retention import DEFAULT_SECONDS, FLOOR_SECONDS, describe
 from core.rules.text import escape_text
 
@@ -33,7 +34,6 @@ def _entry(receiver, seq):
 def _problem(receiver, row: dict) -> str | None:
     """Why a policy row must not be applied, or None."""
     from .audit import _fields_of, entry_hash, message
-    from .operators import verify_signature
 
     seconds = row["retention_seconds"]
     if not isinstance(seconds, int) or seconds < FLOOR_SECONDS:

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable
 
-from .operators import Signer
+from .keys import Signer
 
 
 class SigningSession:

@@ -25,6 +25,7 @@ from core.rules.retention import RetentionError, check_retention
 
 from .database import write_transaction
 from .outbox import record_many as record_events
+from .totals import add_counts, bump_total
 
 log = logging.getLogger("ussd.receiver")
 
@@ -48,13 +49,7 @@ class LedgerWrites:
 
     def _add(self, model, key_fields: Sequence[str], value_field: str, rows: list) -> None:
         """Upsert-increment: ``value += n`` per key, inserting missing keys."""
-        if not rows:
-            return
-        q = self.db.quoted
-        table, value = q(model._meta.table_name), q(value_field)
-        keys = ", ".join(q(k) for k in key_fields)
-        conflict = f"ON CONFLICT ({keys}) DO UPDATE SET {value} = {table}.{value} + excluded.{value}"
-        self._insert(model, [*key_fields, value_field], rows, conflict)
+        add_counts(self.db, model, key_fields, value_field, rows)
 
     def _execute_many(self, sql: str, rows: list) -> None:
         if rows:
@@ -178,7 +173,7 @@ class LedgerWrites:
         self._add(m.Counter, ["source", "outcome"], "count", [(source, o, n) for o, n in w.outcomes.items()])
         self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, sum(w.outcomes.values()))])
         totals = [("cases", w.added_cases), ("headcount", w.added_headcount), ("seen_frames", len(w.seen_rows))]
-        self._add(m.Total, ["name"], "value", [t for t in totals if t[1]])
+        bump_total(self.db, m, totals)
         self.db.execute_sql(
             "DELETE FROM activity WHERE id <= (SELECT MAX(id) FROM activity) - ?".replace("?", self.db.param),
             (ACTIVITY_KEEP,),
@@ -231,7 +226,7 @@ class LedgerWrites:
                     break
                 for part in _slices([r[0] for r in rows], _IN_BATCH):
                     S.delete().where(S.frame_id.in_(part)).execute()
-                self._add(m.Total, ["name"], "value", [("seen_frames", -len(rows))])
+                bump_total(self.db, m, [("seen_frames", -len(rows))])
             if oldest is None:
                 oldest = rows[0][1]
             newest = rows[-1][1]

@@ -26,13 +26,12 @@ class LedgerReads:
         return self.retention()["retention_seconds"]
 
     def retention(self) -> dict:
-        """The policy in force, as plain data: only a signed one above the floor
-        (``core.signing.retention_guard``). ``fault`` says why a newer policy row is not
-        applied, or is ``None``.
+        """The policy in force, as plain data, from the ``policy`` the receiver was handed
+        (``core.receiver`` hands it the signed one, ``core.signing.retention_guard``):
+        the store reads policy rows but does not judge their signatures. ``fault`` says
+        why a newer policy row is not applied, or is ``None``.
         """
-        from core.signing.retention_guard import policy_in_force
-
-        return policy_in_force(self)
+        return self.policy(self)
 
     def _total(self, name: str) -> int:
         T = self.m.Total

@@ -2,10 +2,15 @@
 
 ``Receiver`` joins the ledger writes (``ledger.LedgerWrites``: the ingest,
 retention, eviction) and the read queries (``queries.LedgerReads``) on one
-database connection opened and migrated by ``migrations.connect``.
+database connection opened and migrated by ``migrations.connect``. It is
+handed the function that says which retention policy is in force, since
+that means checking signatures, which is signing's work, not the store's:
+``core.receiver.Receiver`` is the one every caller opens.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 from core.rules.batch import Verdict
 
@@ -19,8 +24,9 @@ __all__ = ["Receiver", "Verdict"]
 class Receiver(LedgerWrites, LedgerReads):
     """Takes frames in exactly once on a durable store, and answers what the store holds."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, policy: Callable[["Receiver"], dict]):
         self.path = path
+        self.policy = policy
         self.db, self.m = connect(path)
 
     def close(self) -> None:

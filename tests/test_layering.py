@@ -62,15 +62,6 @@ def test_the_probe_sees_what_a_module_loads():
     assert "peewee" in loaded_by("core.store.receiver")
 
 
-# -- no import cycles ------------------------------------------------------------------
-# Being removed on other branches at the same time (FileResult and common_parser get modules of
-# their own); this set is emptied when those land.
-KNOWN_ELSEWHERE = frozenset({
-    ("console.cli", "console.commands", "console.commands.ui"),
-    ("core.inbox.delivery", "core.inbox.rejecting"),
-})
-
-
 def modules_under(root: Path, packages: list[str]) -> dict[str, tuple[Path, bool]]:
     """Dotted module name -> (source file, is a package) for every ``.py`` under ``packages``."""
     found = {}
@@ -156,7 +147,7 @@ def test_no_import_cycle_in_core_or_console():
     graph = import_graph(modules_under(ROOT, ["core", "console"]))
     assert {"core.signing.keys", "console.cli", "core.store.queries"} <= set(graph)
     assert "core.signing.audit" in graph["core.signing.operators"]  # imports inside functions are seen
-    found = [c for c in cycles(graph) if c not in KNOWN_ELSEWHERE]
+    found = cycles(graph)
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
 
 

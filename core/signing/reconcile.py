@@ -276,3 +276,13 @@ def check_case_marks(receiver, entries) -> list[str]:
 
 
 register("case status", ("case.mark",), check_case_marks)
+
+
+def check_gateway_accounts(receiver, entries) -> list[str]:
+    """Gateway accounts (who may post frames over HTTP): each row the effect of its signed entries."""
+    from core.gateways.accounts import check_gateways  # the gateways' module owns its tables and checks
+
+    return check_gateways(receiver, entries)
+
+
+register("gateways", ("gateway.add", "gateway.retire"), check_gateway_accounts)

@@ -161,6 +161,7 @@ class Committer:
                         post.done.set_result(Outcome("failed"))
         for post in self._drain():
             post.done.set_result(Outcome("failed"))
+        self._flush_refused()  # the last counts, before the connection closes
 
     def _drain(self) -> list:
         out = []
@@ -315,7 +316,8 @@ def spool(home: Home, posts: list[Post]) -> str | None:
     if not lines:
         return None
     inbox = home.inbox
-    name = f"gateway-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(4)}.jsonl"
+    # Letters only: a run of digits in a name would be masked as a phone number in the logs.
+    name = "gateway-" + "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(16)) + ".jsonl"
     temporary = inbox / f".{name}.tmp"
     data = ("\n".join(lines) + "\n").encode("utf-8")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)

@@ -86,3 +86,37 @@ def test_retire_is_signed_and_audit_verify_reconciles_gateways(home, tmp_path, c
     text = out.out + out.err
     assert "gateway rogue: no signed entry added this gateway" in text
     assert "gateway phone: retired_at" in text
+
+
+def test_status_metrics_and_activity_show_each_gateway_as_a_path(home, tmp_path, capsys):
+    from rich.console import Console
+
+    from console.panels.activity import per_path_table
+    from core import Receiver
+    from core.gateways.accounts import counts, gateway_models
+    from core.ops.metrics import metrics_path, write_metrics
+
+    add_operators(home, tmp_path, "alice")
+    add(home, tmp_path, capsys, "office")
+    with Receiver(str(home.db)) as r:  # counts as the listener leaves them
+        C = gateway_models(r.db).GatewayCount
+        C.insert_many([("office", "posts", 5), ("office", "webhook_retries", 2), ("office", "refused_403", 1)],
+                      fields=[C.gateway, C.what, C.count]).execute()
+        r.ingest_many([("g1-1", "H1|1|Kakuma1|MED|3|86|#0a")], source="gw_office")
+        write_metrics(home, r, {"receiver": {"running": False}, "observer": "off", "sweep": "off",
+                                "last_sweep_at": None, "last_frame_at": None, "outbox_pending": 0,
+                                "faults_open": 0, "files_waiting": 0, "alerts_delivered": {}})
+        gateways = counts(r.db)
+        per_source = r.per_source()
+    capsys.readouterr()
+    assert cli(home, "--json", "status") == 0
+    status = json.loads(capsys.readouterr().out)["gateways"]["office"]
+    assert (status["accepted"], status["webhook_retries"], status["refused"], status["path"]) == (5, 2, 1, "gw_office")
+    assert status["refused_by_status"]["403"] == 1 and sum(status["frames"].values()) == 1
+    prom = metrics_path(home).read_text()
+    assert 'ussd_gateway_posts_total{gateway="office",what="webhook_retries"} 2.0' in prom
+    assert 'ussd_frames_total{outcome=' in prom and 'path="gw_office"' in prom
+    screen = Console(width=120, record=True)
+    screen.print(per_path_table(per_source, {}, None, gateways))
+    shown = screen.export_text()
+    assert "gw_office" in shown and "gateway office: 5 posts, 2 webhook retries, 1 refused" in shown

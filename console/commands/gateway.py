@@ -86,6 +86,30 @@ def _rows(ctx) -> list[dict]:
     return rows
 
 
+def gateway_status(receiver) -> dict[str, dict]:
+    """Each gateway's path counts for ``status --json``: posts and frames, retries apart from re-sends."""
+    per_source = receiver.per_source()
+    out = {}
+    for name, info in accounts.counts(receiver.db).items():
+        frames = per_source.get(info["source"], {})
+        out[name] = {"kind": info["kind"], "path": info["source"], "retired": info["retired_at"] is not None,
+                     "last_post": info["last_post"], "accepted": info["posts"], "messages": info["messages"],
+                     "webhook_retries": info["webhook_retries"], "field_resends": frames.get("DUPLICATE", 0),
+                     "ignored": info["ignored"], "spooled": info["spooled"], "refused": info["refused"],
+                     "refused_by_status": {k.split("_", 1)[1]: info[k] for k in accounts.COUNTS
+                                           if k.startswith("refused_")},
+                     "frames": frames}
+    return out
+
+
+def print_gateway_status(out, gateways: dict) -> None:
+    if not gateways:
+        return
+    out.print(table("Gateways (posts)", ["gateway", "accepted", "retries", "re-sends", "spooled", "refused"],
+                    [(name, g["accepted"], g["webhook_retries"], g["field_resends"], g["spooled"], g["refused"])
+                     for name, g in gateways.items()], codes=("gateway",)))
+
+
 def cmd_gateway_list(args, ctx) -> int:
     rows = _rows(ctx)
     if ctx.json:

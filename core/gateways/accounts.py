@@ -316,3 +316,30 @@ def register_reconciliation() -> None:
     reconcile.register("gateways", (GATEWAY_ADD, GATEWAY_RETIRE), check_gateways)
 
 
+
+
+def metric_families(db: Database):
+    """The per-gateway counts as Prometheus families (``ussd_gateway_posts{gateway, what}``), for the
+    ``.prom`` file beside the per-path frame counts (``ussd_frames{path="gw_<name>"}``)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    posts = CounterMetricFamily("ussd_gateway_posts", "gateway posts by gateway and what became of them "
+                                "(posts accepted, messages, webhook_retries, ignored, spooled, refused_<status>)",
+                                labels=["gateway", "what"])
+    last = GaugeMetricFamily("ussd_gateway_last_post_timestamp_seconds", "the gateway's last accepted post (0: none)",
+                             labels=["gateway"])
+    for name, info in counts(db).items():
+        for what in COUNTS:
+            posts.add_metric([name, what], float(info[what]))
+        last.add_metric([name], float(info["last_post"] or 0))
+    return [posts, last]
+
+
+class MetricsCollector:
+    """A one-shot prometheus collector over the gateways' counts."""
+
+    def __init__(self, db: Database):
+        self.families = metric_families(db)
+
+    def collect(self):
+        yield from self.families

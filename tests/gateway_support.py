@@ -38,7 +38,10 @@ class Listening(Watcher):
     """``ussd-console watch --listen 127.0.0.1:0`` and the port it bound."""
 
     def __init__(self, home, tmp_path, *flags: str, env=None):
-        super().__init__(home, tmp_path, "--listen", "127.0.0.1:0", *flags, env=env)
+        # No observer: the sweep alone takes the spooled files, and inotify instances (a per-user
+        # limit shared by every process on the machine) are not used up by the tests.
+        super().__init__(home, tmp_path, "--listen", "127.0.0.1:0", "--no-observer", "--sweep-interval", "0.5",
+                         *flags, env=env)
         text = (home.logs / "receiver.log").read_text()
         self.port = int(re.findall(r"listening on http://127\.0\.0\.1:(\d+)/in/", text)[-1])
         self.base = f"http://127.0.0.1:{self.port}"

@@ -46,6 +46,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from core.home import Home, sync_folder
+from core.inbox.delivery import hold_after_commit
 from core.rules import events
 from core.rules.frame import Unreadable
 from core.rules.text import one_line
@@ -186,15 +187,16 @@ class Committer:
             self._spool_or_fail(group)
             return
         listener.accounts_seen(self._accounts)
-        from core.inbox.delivery import hold_after_commit
-
         hold_after_commit(HOLD_LABEL, len(group), self.stop)
         for post, outcome in zip(group, outcomes):
             post.done.set_result(outcome)
 
     def _decide_and_write(self, r: Receiver, group: list[Post], refused: Counter, alerts: list) -> list[Outcome]:
-        g = accounts.gateway_models(r.db)
+        """Within the commit's transaction. Raw SQL with few statements: the committer shares the
+        GIL with the server thread, and every statement hands it over and waits to get it back."""
+        db = r.db
         now = time.time()
+        g = accounts.gateway_models(db)
         self._accounts = {row.name: row for row in g.Gateway.select()}
         live = []
         outcomes: list[Outcome | None] = [None] * len(group)
@@ -205,22 +207,22 @@ class Committer:
             else:
                 live.append(i)
         # Gateway message ids already taken: a webhook retry, whose frames are not offered again.
-        wanted: dict[str, set[str]] = {}
-        for i in live:
-            for msg in group[i].messages:
-                if msg.gateway_id is not None:
-                    wanted.setdefault(group[i].name, set()).add(_message_key(msg.gateway_id))
+        wanted = sorted({(group[i].name, _message_key(m.gateway_id)) for i in live for m in group[i].messages
+                         if m.gateway_id is not None})
         known: set[tuple[str, str]] = set()
-        M = g.GatewayMessage
-        for name, keys in wanted.items():
-            keys = sorted(keys)
-            for k in range(0, len(keys), 500):
-                part = keys[k:k + 500]
-                known.update(M.select(M.gateway, M.key).where((M.gateway == name) & M.key.in_(part)).tuples())
-        counts: Counter = Counter()
+        per_gateway: dict[str, list[str]] = {}
+        for name, key in wanted:
+            per_gateway.setdefault(name, []).append(key)
+        for name, keys in per_gateway.items():  # the primary key's index: gateway first, then key
+            for k in range(0, len(keys), 400):
+                part = keys[k:k + 400]
+                marks = ", ".join([db.param] * len(part))
+                cursor = db.execute_sql(f"SELECT gateway, key FROM gateway_messages WHERE gateway = {db.param} "
+                                        f"AND key IN ({marks})", [name, *part])
+                known.update(cursor.fetchall())
+        counts: Counter = Counter(refused)
         new_keys: list[tuple[str, str, float]] = []
         by_source: dict[str, list] = {}
-        slots: dict[int, list] = {}
         for i in live:
             post = group[i]
             counts[(post.name, "ignored" if post.ignored else "posts")] += 1
@@ -235,33 +237,36 @@ class Committer:
                     known.add(key)
                     new_keys.append((key[0], key[1], now))
                 counts[(post.name, "messages")] += 1
-                items = by_source.setdefault(accounts.source_label(post.name), [])
-                slots.setdefault(i, []).append((accounts.source_label(post.name), len(items), len(msg.items)))
-                items.extend(msg.items)
+                by_source.setdefault(accounts.source_label(post.name), []).extend(msg.items)
             outcomes[i] = Outcome("taken", ids)
         for source, items in by_source.items():
             if items:
                 r.ingest_many(items, now=now, source=source)
-        if new_keys:
-            for k in range(0, len(new_keys), 300):
-                M.insert_many(new_keys[k:k + 300], fields=[M.gateway, M.key, M.at]).on_conflict_ignore().execute()
-        for (name, what), n in refused.items():
-            counts[(name, what)] += n
-        self._bump(r, g, counts)
-        L = g.GatewayLast
-        for name in {group[i].name for i in live}:
-            L.insert(gateway=name, at=now).on_conflict(conflict_target=[L.gateway], update={L.at: now}).execute()
+        for k in range(0, len(new_keys), 300):
+            part = new_keys[k:k + 300]
+            values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(part))
+            db.execute_sql(f"INSERT INTO gateway_messages (gateway, key, at) VALUES {values} "
+                           "ON CONFLICT (gateway, key) DO NOTHING", [v for row in part for v in row])
+        self._bump(db, counts)
+        names = sorted({group[i].name for i in live})
+        if names:
+            values = ", ".join([f"({db.param}, {db.param})"] * len(names))
+            db.execute_sql(f"INSERT INTO gateway_last_post (gateway, at) VALUES {values} "
+                           "ON CONFLICT (gateway) DO UPDATE SET at = excluded.at",
+                           [v for name in names for v in (name, now)])
         for event in alerts:
-            record_event(r.db, event, at=now)
+            record_event(db, event, at=now)
         return outcomes
 
     @staticmethod
-    def _bump(r: Receiver, g, counts: Counter) -> None:
-        C = g.GatewayCount
-        for (name, what), n in counts.items():
-            if n:
-                C.insert(gateway=name, what=what, count=n).on_conflict(
-                    conflict_target=[C.gateway, C.what], update={C.count: C.count + n}).execute()
+    def _bump(db, counts: Counter) -> None:
+        rows = [(name, what, n) for (name, what), n in sorted(counts.items()) if n]
+        if not rows:
+            return
+        values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(rows))
+        db.execute_sql(f"INSERT INTO gateway_counts (gateway, what, count) VALUES {values} ON CONFLICT "
+                       "(gateway, what) DO UPDATE SET count = gateway_counts.count + excluded.count",
+                       [v for row in rows for v in row])
 
     def _flush_refused(self) -> None:
         refused, alerts = self.listener.take_refused()
@@ -270,8 +275,7 @@ class Committer:
         r = self.receiver
         try:
             with write_transaction(r.db):
-                g = accounts.gateway_models(r.db)
-                self._bump(r, g, refused)
+                self._bump(r.db, refused)
                 for event in alerts:
                     record_event(r.db, event)
         except Exception as exc:  # noqa: BLE001 - kept for the next commit

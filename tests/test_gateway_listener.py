@@ -199,3 +199,24 @@ def test_with_the_store_locked_posts_are_spooled_into_the_inbox_and_nothing_answ
         assert w.signal(signal.SIGTERM) == 0
     assert gateway_counts(home)["at"]["spooled"] == 3
     assert PHONE_DIGITS.encode() not in every_byte_under(home.root)
+
+
+def test_an_address_in_use_or_a_bad_listen_value_is_one_line_and_the_watch_ends(home, tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        for value in (f"127.0.0.1:{taken.getsockname()[1]}", "nonsense"):
+            run = subprocess.run([sys.executable, "-m", "console.cli", "watch", "--home", str(home.root),
+                                  "--no-observer", "--listen", value], cwd=ROOT, capture_output=True, text=True,
+                                 timeout=120)
+            assert run.returncode == 2 and "Traceback" not in run.stderr and "Warning" not in run.stderr
+            assert run.stderr.strip().splitlines()[-1].startswith("ussd-console: error: "), run.stderr
+    finally:
+        taken.close()

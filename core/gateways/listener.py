@@ -383,7 +383,7 @@ class Listener:
 
     def stop(self, timeout: float = 10.0) -> None:
         loop = self._loop
-        if loop is not None and self._thread is not None and self._thread.is_alive():
+        if loop is not None and not loop.is_closed() and self._thread is not None and self._thread.is_alive():
             asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout)
             loop.call_soon_threadsafe(loop.stop)
             self._thread.join(timeout)
@@ -436,9 +436,9 @@ class Listener:
             sockets = [s for s in (site._server.sockets if site._server else [])]
             self.address = sockets[0].getsockname()[:2] if sockets else (host, port)
         except BaseException as exc:  # noqa: BLE001 - told to start(), which raises it
-            ready.set_exception(exc)
-            loop.close()
             self._loop = None
+            loop.close()
+            ready.set_exception(exc)
             return
         ready.set_result(True)
         try:

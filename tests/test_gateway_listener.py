@@ -220,3 +220,47 @@ def test_an_address_in_use_or_a_bad_listen_value_is_one_line_and_the_watch_ends(
             assert run.stderr.strip().splitlines()[-1].startswith("ussd-console: error: "), run.stderr
     finally:
         taken.close()
+
+
+def _self_signed(folder):
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                       serialization.NoEncryption()))
+
+
+def test_https_with_tls_cert_and_key_from_the_config(home, tmp_path, capsys):
+    import re
+    import ssl
+    import urllib.request
+
+    add_operators(home, tmp_path, "alice")
+    at = add_gateway(home, tmp_path, capsys, "at", "africastalking")
+    _self_signed(home.root)
+    home.config.write_text('[gateways]\nlisten = "127.0.0.1:0"\ntls_cert = "cert.pem"\ntls_key = "key.pem"\n')
+    (fid, text), = frames(1)
+    from tests.test_inbox_watch_cli import Watcher
+
+    w = Watcher(home, tmp_path, "--no-observer")
+    try:
+        port = int(re.findall(r"listening on https://127\.0\.0\.1:(\d+)/in/", (home.logs / "receiver.log").read_text())[-1])
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        request = urllib.request.Request(f"https://127.0.0.1:{port}{at}", data=at_sms(fid, text, "1"), headers=FORM)
+        with urllib.request.urlopen(request, context=context, timeout=60) as answer:
+            assert answer.status == 200
+    finally:
+        assert w.signal(signal.SIGTERM) == 0
+    assert ledger(home) == {fid: "gw_at"}

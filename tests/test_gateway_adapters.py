@@ -158,3 +158,25 @@ def test_unreadable_bodies_are_one_reject_not_an_error():
         parsed = parse(kind, Request({}, b"\xff\xfe"))
         assert reasons(parsed.messages[0].items) == ["bad_encoding"], kind
     assert reasons(parse("smsgate", Request({}, b"[1,2")).messages[0].items) == ["not_json"]
+
+
+def test_the_spool_is_one_whole_json_lines_file_without_phone_numbers_or_nothing(tmp_path):
+    from core.gateways.listener import Post, spool
+    from core.home import Home
+    from core.rules.formats import read_items
+
+    home = Home(tmp_path / "home").ensure()
+    home.inbox.mkdir(parents=True, exist_ok=True)
+    posts = [Post("office", "africastalking", "h", parse("africastalking", Request({}, form(
+        **{"from": PHONE, "text": f"rec42-1 {F1}\ncall {PHONE}", "id": "1"}))).messages, False)]
+    name = spool(home, posts)
+    files = [p.name for p in home.inbox.iterdir() if p.is_file()]
+    assert files == [name] and name.endswith(".jsonl")
+    data = (home.inbox / name).read_bytes()
+    assert b"711222333" not in data
+    items, fmt = read_items(name, data)
+    assert fmt == "jsonl" and items[0][:2] == ("rec42-1", F1) and len(items) == 2
+    home.inbox.rename(tmp_path / "elsewhere")  # the inbox gone: an error, and nothing half-written anywhere
+    with pytest.raises(OSError):
+        spool(home, posts)
+    assert not home.inbox.exists()

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from core.home import Home, sync_folder
 from core.inbox.delivery import hold_after_commit
 from core.rules import events
-from core.rules.frame import Unreadable
+from core.rules.frame import Frame, Unreadable, parse as parse_frame
 from core.rules.text import one_line
 from core.store.database import write_transaction
 from core.store.outbox import record as record_event
@@ -57,6 +57,7 @@ from core.store.receiver import Receiver
 from . import accounts
 from .adapters import Request, parse, reply, verify
 from .config import GatewaysConfig
+from .text import unreadable
 
 log = logging.getLogger("ussd.gateways")
 
@@ -306,17 +307,18 @@ class Committer:
 def spool(home: Home, posts: list[Post]) -> str | None:
     """The posts' frames as one JSON-lines file in the inbox: temporary name, fsync, rename, fsync.
 
-    Only frame ids and frame texts (rejects as their masked text): no phone
-    number, no token, no gateway message id.
+    Only frames (each with its frame id) and, for what is not a frame, its
+    masked text: no phone number, no token, no gateway message id.
     """
     lines = []
     for post in posts:
         for msg in post.messages:
             for fid, text in msg.items:
-                if isinstance(text, Unreadable) or not isinstance(fid, str):
-                    lines.append(json.dumps({"text": str(text)}))
-                else:
+                if isinstance(parse_frame(fid, text), Frame):
                     lines.append(json.dumps({"frame_id": fid, "frame": text}))
+                else:  # a reject to be: the inbox records it, from its masked text only
+                    shown = text if isinstance(text, Unreadable) else unreadable(f"{fid} {text}", "")
+                    lines.append(json.dumps({"text": str(shown)}))
     if not lines:
         return None
     inbox = home.inbox

@@ -230,6 +230,9 @@ def extras(tmp: Path, args) -> None:
     print(f"inbox burst of {share['files']} files, both paths on: observer carried {share['watch']} "
           f"({share['watch'] / share['files']:.0%}), sweep {share['sweep']} "
           f"(sweep every {share['sweep_interval']:g} s)")
+    from tests.bench_gateways import measure_gateway_intake, report
+
+    report(measure_gateway_intake(1000 if args.quick else 4000))
     from tools.perf_probe import measure
 
     for frames in (0, args.stored):

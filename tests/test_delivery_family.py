@@ -1,8 +1,8 @@
 """The one end-to-end test of the whole delivery family (docs/rules.md, delivery) on one home, every path at once.
 
-Four deliverers share a home: a real ``ussd-console watch`` process (its observer and its
-sweep), ``ussd-console ingest`` from the command line, and the console's own inbox service
-(the Textual app builds and runs it, observer and sweep). Files overlap (cases re-sent across
+Five deliverers share a home: a real ``ussd-console watch --listen`` process (its observer, its
+sweep and a gateway posting over HTTP), ``ussd-console ingest`` from the command line, and the
+console's own inbox service (the Textual app builds and runs it, observer and sweep). Files overlap (cases re-sent across
 files), some are re-sent whole, one under a name already archived, and a few lines are bad.
 
 Nothing here depends on who is faster. Each deliverer first gets files only it can take
@@ -16,7 +16,9 @@ whose claims it won, by both the per-path counters and the per-file claim record
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
+import re
 import json
 import logging
 import signal
@@ -34,6 +36,8 @@ from core.inbox import file_counts
 from tests.console_support import HOME_LABEL, run_async, until
 from tests.helpers import ROOT, bad_trailer
 from tests.inbox_helpers import drop, frame_lines, text_of, wait_for
+from tests.gateway_support import add_gateway, post
+from tests.signing import add_operators
 
 WATCH_CONFIG = "[inbox]\nsweep_interval = 0.05\nsettle_time = 0.1\n"
 CONSOLE_CONFIG = InboxConfig(sweep_interval=0.05, settle_time=0.1)
@@ -87,8 +91,10 @@ def store_rows(db: Path) -> list[tuple[str, str, str, int]]:
 
 @run_async
 async def test_watch_sweep_cli_and_console_together_deliver_every_frame_once_to_the_path_that_won_it(
-        home, tmp_path, caplog):
+        home, tmp_path, caplog, capsys):
     caplog.set_level(logging.INFO, logger="ussd.inbox")
+    add_operators(home, tmp_path, "alice")
+    gate = add_gateway(home, tmp_path, capsys, "gate", "generic")  # the HTTP path: gw_gate
     home.config.write_text(WATCH_CONFIG)
     home.inbox.mkdir(parents=True, exist_ok=True)
     dropped: list[tuple[str, str]] = []  # every file put in the inbox, in order
@@ -116,7 +122,8 @@ async def test_watch_sweep_cli_and_console_together_deliver_every_frame_once_to_
     # 1. The watch process alone: whatever it takes is its own.
     watch_err = tmp_path / "watch-stderr.txt"
     with open(watch_err, "w") as err:
-        watch = subprocess.Popen([sys.executable, "-m", "console.cli", "watch", "--home", str(home.root)], cwd=ROOT,
+        watch = subprocess.Popen([sys.executable, "-m", "console.cli", "watch", "--home", str(home.root),
+                                  "--listen", "127.0.0.1:0"], cwd=ROOT,
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     log = home.logs / "receiver.log"
     try:
@@ -124,6 +131,7 @@ async def test_watch_sweep_cli_and_console_together_deliver_every_frame_once_to_
         wait_for(lambda: watch.poll() is not None or (log.exists() and "scheduled eviction run" in log.read_text()),
                  what="watch to start")
         assert watch.poll() is None, watch_err.read_text()
+        port = int(re.findall(r"listening on http://127\.0\.0\.1:(\d+)/in/", log.read_text())[-1])
         by_watch_process = [overlapping("w0.txt", 0, 12), overlapping("w1.txt", 8, 12, bad=1),
                             overlapping("w2.txt", 0, 12)]  # w2 is w0 re-sent whole
         put(by_watch_process)
@@ -161,7 +169,14 @@ async def test_watch_sweep_cli_and_console_together_deliver_every_frame_once_to_
             outside.append(overlapping("export2.txt", 10, 40)[1])
             beside2.write_text(outside[-1])
             cli = ingest(beside2)
+            # The gateway posts overlapping frames (and a bad one) one per post, four at a time.
+            posted = frame_lines("e", 30, start=26) + [f"e3 {bad_trailer(frame_lines('e', 1, start=3)[0].split()[1])}"]
+            pool = concurrent.futures.ThreadPoolExecutor(4)
+            answers = [pool.submit(post, f"http://127.0.0.1:{port}", gate, json.dumps({"text": line}).encode(),
+                                   {"Content-Type": "application/json"}) for line in posted]
             put(raced, age=OLD)
+            assert [a.result(timeout=120)[0] for a in answers] == [200] * len(posted)  # each after its commit
+            pool.shutdown()
             await asyncio.to_thread(ingested, cli)
             await asyncio.to_thread(wait_for, all_archived, what="every raced file archived")
             console_won = dict(app.service.health()["claims_won"])
@@ -178,7 +193,7 @@ async def test_watch_sweep_cli_and_console_together_deliver_every_frame_once_to_
 
     # Exactly once: the store holds what one clean pass over every file would.
     reference = Receiver(":memory:")
-    for name, text in dropped + [("outside", t) for t in outside]:
+    for name, text in dropped + [("outside", t) for t in outside] + [("posted.txt", text_of(posted))]:
         items, _fmt = read_items(name, text.encode())
         reference.ingest_many([(fid, t, name, line) for fid, t, line in items])
     with Receiver(str(home.db)) as r:
@@ -207,7 +222,8 @@ async def test_watch_sweep_cli_and_console_together_deliver_every_frame_once_to_
     for path in ("watch", "sweep", "cli"):
         won_frames = sum(frames for _n, source, _s, frames in rows if source == path)
         assert sum(per_path.get(path, {}).values()) == won_frames + (outside_frames if path == "cli" else 0), path
-    assert set(per_path) <= {"watch", "sweep", "cli"}
+    assert sum(per_path["gw_gate"].values()) == len(posted)  # the gateway: exactly what it posted
+    assert set(per_path) <= {"watch", "sweep", "cli", "gw_gate"}
 
     # Who took what where the race was arranged, not guessed.
     def winners(files, records) -> set:
@@ -224,3 +240,4 @@ async def test_watch_sweep_cli_and_console_together_deliver_every_frame_once_to_
     status = json.loads(subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "status",
                                         "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120).stdout)
     assert status["per_source"] == per_path and status["files_per_path"] == files_per_path
+    assert status["gateways"]["gate"]["accepted"] == len(posted) and status["gateways"]["gate"]["refused"] == 0

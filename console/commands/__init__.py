@@ -24,6 +24,7 @@ MODULES = [
     "console.commands.alerts",
     "console.commands.serve",
     "console.commands.ui",
+    "console.commands.gateway",
 ]
 
 

@@ -17,7 +17,7 @@ import warnings
 from rich.text import Text
 
 from console.errors import CommandError
-from console.render import make_console, print_json, safe, table, when
+from console.render import make_console, print_json, safe, table
 from core.rules.retention import describe
 from core.signing import actions, audit
 from core.signing.keys import check_name, key_path, short_fingerprint

@@ -11,6 +11,7 @@ from core.ops.health import gather
 
 from .audit import print_retention_fault
 from .common import retention_words
+from .gateway import gateway_status, print_gateway_status
 
 
 def register(sub, common) -> None:
@@ -26,10 +27,11 @@ def cmd_status(args, ctx) -> int:
     states = files_by_state(r)
     policy = r.retention()
     health = gather(ctx.home, r, _alert_targets(ctx.home))
+    gateways = gateway_status(r)
     if ctx.json:
         print_json({**t, "per_source": per_source, "files_per_path": files, "retention": policy,
                     "files_rejected": states["rejected"], "files_by_state": states,
-                    "home": str(ctx.home.root), "health": health})
+                    "home": str(ctx.home.root), "health": health, "gateways": gateways})
         return 0
     out = make_console()
     out.print(Text.assemble("home ", safe(str(ctx.home.root), 1000)))  # a path may hold any byte
@@ -42,6 +44,7 @@ def cmd_status(args, ctx) -> int:
     ], codes=("path",)))
     out.print(table("Inbox files", ["arrival path", "files"],
                     [(PATH_NAMES.get(src, src), n) for src, n in sorted(files.items())], codes=("arrival path",)))
+    print_gateway_status(out, gateways)
     out.print(Text("files: " + ", ".join(f"{n} {state}" for state, n in states.items())
                    + ("  (ussd-console files --state rejected)" if states["rejected"] else "")))
     by_status = t["cases_by_status"]

@@ -24,6 +24,7 @@ from core.ops.logfile import RotatingLog
 from core.ops.sd_notify import Notifier
 from core.ops.supervise import Supervision
 from core.inbox.writers import ignore_lease_breaks
+from core.gateways.config import load_gateways_config
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import one_line
 
@@ -48,6 +49,8 @@ def register(sub, common) -> None:
                    help="no watchdog observer: the sweep alone delivers (e.g. on a network share)")
     p.add_argument("--no-sweep", dest="sweep", action="store_false", default=None,
                    help="no periodic sweep (claimed files are still resumed at start)")
+    p.add_argument("--listen", metavar="HOST:PORT",
+                   help="also take gateways' posts over HTTP on this address (see `gateway add`; [gateways] listen)")
     p.set_defaults(handler=cmd_watch, writes=True)
 
 
@@ -102,6 +105,7 @@ def cmd_watch(args, ctx) -> int:
     home = ctx.open_home()
     config = load_inbox_config(home.config, _overrides(args))  # a bad value stops here, before anything runs
     alerts = load_alerts_config(home.config)
+    gateways = load_gateways_config(home.config, getattr(args, "listen", None))  # None: no listener
     logs = load_log_config(home.config)
     prepare_home(home)
     handlers = _setup_logging(home, logs)
@@ -118,9 +122,14 @@ def cmd_watch(args, ctx) -> int:
     service = InboxService(home, db_path=ctx.store_target, config=config, on_verdicts=_alert_conflicts,
                            role="watch", alerts=alerts)
     started = False
+    listener = None
     try:
         service.start()
         started = True
+        if gateways is not None:  # the gateways' HTTP path (core.gateways.listener)
+            from core.gateways.listener import start_listener
+
+            listener = start_listener(home, service.db_path, gateways)
         log.info("watching %s; Ctrl-C or SIGTERM stops", home.inbox)
         schedule = EvictionSchedule(config.evict_every, time.monotonic())
         supervision = Supervision(home, service, notifier, sorted(alerts.targets))
@@ -136,6 +145,8 @@ def cmd_watch(args, ctx) -> int:
     finally:
         if not stop.is_set():
             notifier.stopping()  # stopping for another reason than a signal (a failed start)
+        if listener is not None:
+            listener.stop()  # before the inbox: every post waiting is answered first
         clean = service.stop(timeout=10.0)
         if started:  # a start that failed says why in the one error line, and nothing else
             log.info("stopped%s", "" if clean else " (a file was still being read; it resumes at the next start)")

@@ -14,6 +14,7 @@ from console.dialogs.reject_dialog import RejectDialog
 from console.render import safe
 from console.ui_text import basename, count, outcome, reason, stamp
 from console.widgets.keyed_table import KeyedTable
+from core.gateways.accounts import counts as gateway_counts
 from core.inbox import file_counts, inbox_files
 from core.rules.explain import explain_reject
 
@@ -62,7 +63,7 @@ def where(file: str | None, line: int | None) -> Text:
     return out
 
 
-def per_path_table(per_source: dict, files: dict, claims_lost: int | None) -> Table:
+def per_path_table(per_source: dict, files: dict, claims_lost: int | None, gateways: dict | None = None) -> Table:
     grid = Table.grid(padding=(0, 1))
     for _ in range(7):
         grid.add_column(justify="right")
@@ -80,6 +81,10 @@ def per_path_table(per_source: dict, files: dict, claims_lost: int | None) -> Ta
         )
     if not per_source and not files:
         grid.add_row(Text("nothing has arrived yet", style="dim"), *([""] * 6))
+    for name, g in (gateways or {}).items():  # each gateway is its path gw_<name>; its posts told apart
+        grid.add_row(Text(f"gateway {name}: {count(g['posts'])} posts, {count(g['webhook_retries'])} webhook "
+                          f"retries, {count(g['refused'])} refused, {count(g['spooled'])} spooled", style="dim"),
+                     *([""] * 6))
     if claims_lost:
         grid.add_row(Text(f"files both paths reached: {count(claims_lost)} (each was taken once)",
                           style="dim"), *([""] * 6))
@@ -123,6 +128,7 @@ class ActivityPanel(Panel):
             "rejects": receiver.rejects(limit=PAGE),
             "files": file_counts(receiver),
             "rejected_files": inbox_files(receiver, state="rejected", limit=PAGE),
+            "gateways": gateway_counts(receiver.db),
         }
 
     def show(self, data) -> None:
@@ -134,7 +140,7 @@ class ActivityPanel(Panel):
         self.query_one("#arrivals", Sparkline).data = arrivals
         health = self.app.health or {}
         self.query_one("#per-path", Static).update(
-            per_path_table(data["per_source"], data["files"], health.get("claims_lost"))
+            per_path_table(data["per_source"], data["files"], health.get("claims_lost"), data.get("gateways"))
         )
         self.query_one("#feed-table", KeyedTable).sync([
             (str(a["id"]), (

@@ -67,6 +67,9 @@ def write_metrics(home, receiver, health: dict) -> None:
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Snapshot(health, receiver.totals(), receiver.per_source(), file_counts(receiver)))
+    from core.gateways.accounts import MetricsCollector  # the gateways' own counts, per gateway
+
+    registry.register(MetricsCollector(receiver.db))
     path = metrics_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_to_textfile(str(path), registry)

@@ -212,7 +212,7 @@ def describe_retention(receiver, days, operator: str, reason: str) -> Preview:
     return _preview(receiver, *_plan_retention(receiver, days), operator, reason)
 
 
-def _sign(home, receiver, plan_fn, apply_fn, operator, passphrase, reason, now, expected, signer=None):
+def sign_action(home, receiver, plan_fn, apply_fn, operator, passphrase, reason, now, expected, signer=None):
     """The common path: check, unlock, then plan, sign and apply in one transaction.
 
     ``signer`` is a key the operator already unlocked (the console's signing
@@ -246,7 +246,7 @@ def resolve(home, receiver, quarantine_id, decision, *, operator: str, passphras
     def apply(payload, entry, at):
         return _apply_resolve(receiver, payload, entry, at)
 
-    return _sign(home, receiver, lambda: _plan_resolve(receiver, quarantine_id, decision), apply,
+    return sign_action(home, receiver, lambda: _plan_resolve(receiver, quarantine_id, decision), apply,
                  operator, passphrase, reason, now, expected, signer)
 
 
@@ -268,7 +268,7 @@ def set_retention(home, receiver, days, *, operator: str, passphrase: str | None
                                         signed=True, audit_id=entry["seq"], now=at)
         return {"retention": policy}
 
-    return _sign(home, receiver, lambda: _plan_retention(receiver, days), apply,
+    return sign_action(home, receiver, lambda: _plan_retention(receiver, days), apply,
                  operator, passphrase, reason, now, expected, signer)
 
 

@@ -14,7 +14,7 @@ from core.rules.frame import FRAME_ID_RE, case_key
 from core.rules.lifecycle import RANKED, SERVED, LifecycleError, check_move, check_status
 from core.store.signed_writes import StaleRow, apply_mark
 
-from .actions import Preview, _preview, _sign
+from .actions import Preview, _preview, sign_action
 from .keys import ActionError
 from .mark_check import MARK_ACTION
 
@@ -98,7 +98,7 @@ def mark_case(home, receiver, frame_id, status, *, operator: str, passphrase: st
     def apply(payload, entry, at):
         return _apply_mark(receiver, payload, entry, at)
 
-    return _sign(home, receiver, lambda: _plan_mark(receiver, frame_id, status), apply,
+    return sign_action(home, receiver, lambda: _plan_mark(receiver, frame_id, status), apply,
                  operator, passphrase, reason, now, expected, signer)
 
 

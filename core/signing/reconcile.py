@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, NamedTuple
 
+from core.gateways.accounts import GATEWAY_ADD, GATEWAY_RETIRE, check_gateways
 from core.rules.frame import Frame, parse
 from core.rules.text import escape_text
+
 from .mark_check import MARK_ACTION, check_marks
 from .registry import OPERATOR_ADD, OPERATOR_ADOPT, OPERATOR_RETIRE
 
@@ -275,3 +277,7 @@ def check_case_marks(receiver, entries) -> list[str]:
 
 
 register("case status", (MARK_ACTION,), check_case_marks)
+
+
+# Gateway accounts (who may post frames over HTTP): each row the effect of its signed entries.
+register("gateways", (GATEWAY_ADD, GATEWAY_RETIRE), check_gateways)

@@ -15,6 +15,7 @@ from .database import StoreError, describe_target, write_transaction
 from .inbox_progress import migrate_v2 as _v2_inbox_tables
 from .models import RANKED_SQL, bind_models
 from .outbox import migrate_v15 as _v15_alert_outbox
+from core.gateways.accounts import migrate_v21 as _v21_gateways  # gateways' own module owns its tables
 
 Migration = Callable[[Database, object], None]
 
@@ -72,6 +73,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "PostgreSQL: the audit tables refuse TRUNCATE", _v4_audit_truncate_guards),
     (14, "case lifecycle: a status per case and its signed marks", _v14_case_lifecycle),
     (15, "alert outbox: events and one delivery row per event and target", _v15_alert_outbox),
+    (21, "gateways: signed accounts (token hashes), per-gateway counts, gateway message ids", _v21_gateways),
 ]
 
 

@@ -1,0 +1,139 @@
+"""``ussd-console gateway add/list/retire``: the gateways that post frames to ``watch --listen``.
+
+Adding and retiring a gateway decides who may write the ledger, so both are
+signed operator actions (``--operator``, ``--passphrase-file``, ``--reason``),
+reconciled by ``audit verify``. ``add`` prints the path to paste into the
+gateway's dashboard once; only its hash is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.text import Text
+
+from console.render import make_console, print_json, table, when
+from core.gateways import accounts, signed
+from core.gateways.adapters import KINDS
+
+from .operators import _passphrase, _reason, _signer_name, _signing_parser
+
+
+def examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def minute(ts: float | None) -> str:
+    return when(ts)[:16]
+
+
+def register(sub, common) -> None:
+    signing = _signing_parser()
+    p = sub.add_parser("gateway", parents=[common],
+                       help="SMS/USSD gateways that post frames straight to `watch --listen` (add, list, retire)")
+    ops = p.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
+    q = ops.add_parser(
+        "add", parents=[common, signing],
+        help="add a gateway account (signed); prints the path to paste into the gateway, once",
+        epilog=examples("ussd-console gateway add office --kind africastalking --operator alice --reason 'short code'",
+                        "ussd-console gateway add phone --kind smsgate --secret-file ~/.smsgate-key "
+                        "--operator alice --reason 'field phone'"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.add_argument("name", metavar="NAME", help="1-13 lower-case letters, digits or '_'")
+    q.add_argument("--kind", required=True, choices=KINDS, metavar="KIND", help="one of: " + ", ".join(KINDS))
+    q.add_argument("--secret-file", metavar="PATH",
+                   help="file (mode 0600) whose first line is the gateway's signing key, auth token or webhook "
+                        "secret (smsgate, twilio, telerivet); it stays in that file")
+    q.add_argument("--public-url", metavar="BASE",
+                   help="the base URL the gateway posts to, such as https://receiver.example.org (twilio signs it)")
+    q.add_argument("--reply", choices=accounts.REPLIES, default="END",
+                   help="africastalking-ussd: end the session (END, default) or keep it open (CON) after a receipt")
+    q.set_defaults(handler=cmd_gateway_add, writes=True)
+    q = ops.add_parser("list", parents=[common], help="gateways, who added them, last post and their counts")
+    q.set_defaults(handler=cmd_gateway_list)
+    q = ops.add_parser("retire", parents=[common, signing], help="retire a gateway (signed): its path answers 404")
+    q.add_argument("name", metavar="NAME")
+    q.set_defaults(handler=cmd_gateway_retire, writes=True)
+
+
+def cmd_gateway_add(args, ctx) -> int:
+    name, reason = _signer_name(args), _reason(args)
+    gateway = accounts.check_name(args.name)
+    receiver = ctx.receiver
+    result = signed.add_gateway(ctx.home, receiver, gateway, args.kind, operator=name,
+                                  passphrase=_passphrase(args, name), reason=reason, secret_file=args.secret_file,
+                                  public_url=args.public_url, reply=args.reply)
+    entry = result.pop("entry")
+    if ctx.json:
+        print_json({**result, "audit_seq": entry["seq"], "operator": entry["operator"]})
+        return 0
+    out = make_console()
+    out.print(Text(f"gateway {gateway} ({args.kind}) added (signed audit entry #{entry['seq']} by {name})"))
+    out.print(Text("paste this into the gateway's callback URL; it is shown only now:", style="bold"))
+    out.print(Text(f"  {result.get('url') or result['path']}"), soft_wrap=True)
+    if "url" not in result:
+        out.print(Text("  (after your receiver's address, such as https://receiver.example.org)"))
+    return 0
+
+
+def _rows(ctx) -> list[dict]:
+    per_source = ctx.receiver.per_source()
+    rows = []
+    for name, info in accounts.counts(ctx.receiver.db).items():
+        frames = per_source.get(info["source"], {})
+        rejects = frames.get("REJECT_BAD_FORMAT", 0) + frames.get("REJECT_BAD_CRC", 0)
+        rows.append({"name": name, **info, "frames": frames, "rejects": rejects})
+    return rows
+
+
+def gateway_status(receiver) -> dict[str, dict]:
+    """Each gateway's path counts for ``status --json``: posts and frames, retries apart from re-sends."""
+    per_source = receiver.per_source()
+    out = {}
+    for name, info in accounts.counts(receiver.db).items():
+        frames = per_source.get(info["source"], {})
+        out[name] = {"kind": info["kind"], "path": info["source"], "retired": info["retired_at"] is not None,
+                     "last_post": info["last_post"], "accepted": info["posts"], "messages": info["messages"],
+                     "webhook_retries": info["webhook_retries"], "field_resends": frames.get("DUPLICATE", 0),
+                     "ignored": info["ignored"], "spooled": info["spooled"], "refused": info["refused"],
+                     "refused_by_status": {k.split("_", 1)[1]: info[k] for k in accounts.COUNTS
+                                           if k.startswith("refused_")},
+                     "frames": frames}
+    return out
+
+
+def print_gateway_status(out, gateways: dict) -> None:
+    if not gateways:
+        return
+    out.print(table("Gateways (posts)", ["gateway", "accepted", "retries", "re-sends", "spooled", "refused"],
+                    [(name, g["accepted"], g["webhook_retries"], g["field_resends"], g["spooled"], g["refused"])
+                     for name, g in gateways.items()], codes=("gateway",)))
+
+
+def cmd_gateway_list(args, ctx) -> int:
+    rows = _rows(ctx)
+    if ctx.json:
+        for row in rows:
+            print_json(row)
+        return 0
+    make_console().print(table(
+        "Gateways", ["name", "kind", "added by", "last post", "accepted", "webhook retries", "rejects", "refused",
+                     "status"],
+        [(r["name"], r["kind"], r["added_by"], minute(r["last_post"]) if r["last_post"] else "never", r["posts"],
+          r["webhook_retries"], r["rejects"], r["refused"],
+          f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active") for r in rows],
+        codes=("name", "kind", "last post", "status"),
+    ))
+    return 0
+
+
+def cmd_gateway_retire(args, ctx) -> int:
+    name, reason = _signer_name(args), _reason(args)
+    result = signed.retire_gateway(ctx.home, ctx.receiver, args.name, operator=name,
+                                     passphrase=_passphrase(args, name), reason=reason)
+    if ctx.json:
+        print_json({"name": result["name"], "retired_at": result["retired_at"], "audit_seq": result["entry"]["seq"]})
+    else:
+        make_console().print(Text(f"gateway {result['name']} retired (signed audit entry #{result['entry']['seq']} "
+                                  f"by {name}); its path answers 404 from now on"))
+    return 0

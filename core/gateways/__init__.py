@@ -1,0 +1,7 @@
+"""Gateways that push frames straight in over HTTP: a third delivery path beside the inbox's.
+
+``adapters`` turns one raw request of a gateway kind into ``(gateway_message_id,
+items)`` and checks its signature (pure); ``accounts`` keeps the signed gateway
+accounts (a token hash, never the token); ``listener`` answers the posts and
+hands their frames to ``Receiver.ingest_many``, the one merge point.
+"""

@@ -1,0 +1,75 @@
+"""``[gateways]`` in ``config.toml``: where ``watch`` listens for gateways' posts (default: it does not).
+
+``listen = "127.0.0.1:8580"`` (a bare port listens on loopback only),
+``tls_cert`` and ``tls_key`` for HTTPS (SMS Gateway for Android insists on it
+off loopback), ``rate`` and ``burst``: posts a second each gateway may make
+before it is answered 429 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from core.config import read_toml
+
+LOOPBACK = "127.0.0.1"
+KNOWN = ("listen", "tls_cert", "tls_key", "rate", "burst")
+
+
+@dataclass(frozen=True)
+class GatewaysConfig:
+    host: str = LOOPBACK
+    port: int = 0
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    rate: float = 5000.0
+    burst: float = 10000.0
+
+
+def parse_listen(value: object, where: str = "--listen") -> tuple[str, int]:
+    """``HOST:PORT``, ``[IPv6]:PORT``, ``:PORT`` or ``PORT`` (loopback)."""
+    text = str(value).strip()
+    host, port = LOOPBACK, text
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0 or text[end + 1:end + 2] != ":":
+            raise ValueError(f"{where}: {text!r} is not HOST:PORT")
+        host, port = text[1:end], text[end + 2:]
+    elif ":" in text:
+        host, port = text.rsplit(":", 1)
+        host = host or LOOPBACK
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{where}: {text!r} is not HOST:PORT (a port is 0-65535)")
+    return host, int(port)
+
+
+def load_gateways_config(config_path: Path, listen: str | None = None) -> GatewaysConfig | None:
+    """The listener's settings, or None when nothing asks to listen (``--listen`` beats the file)."""
+    table: Mapping[str, Any] = read_toml(config_path).get("gateways", {})
+    if not isinstance(table, dict):
+        raise ValueError("[gateways] must be a table")
+    for key in table:
+        if key not in KNOWN:
+            raise ValueError(f"[gateways]: unknown setting {key!r} (known: {', '.join(KNOWN)})")
+    given = listen if listen is not None else table.get("listen")
+    if given is None:
+        return None
+    host, port = parse_listen(given, "--listen" if listen is not None else "[gateways] listen")
+    cert, key = table.get("tls_cert"), table.get("tls_key")
+    if (cert is None) != (key is None):
+        raise ValueError("[gateways]: tls_cert and tls_key go together")
+    for name in ("tls_cert", "tls_key"):
+        value = table.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"[gateways] {name} is a file path")
+    rate = table.get("rate", GatewaysConfig.rate)
+    burst = table.get("burst", 2 * rate if isinstance(rate, (int, float)) else rate)
+    for name, value in (("rate", rate), ("burst", burst)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"[gateways] {name} must be a positive number of posts a second, not {value!r}")
+    base = config_path.parent
+    return GatewaysConfig(host, port, str(base / cert) if cert else None, str(base / key) if key else None,
+                          float(rate), float(burst))

@@ -1,0 +1,621 @@
+"""The gateways' HTTP listener: ``POST /in/NAME/TOKEN``, answered only after the frames are committed.
+
+One ``aiohttp.web`` server on its own thread and event loop takes the posts;
+one committer thread, with its own store connection, decides and commits the
+posts waiting at that moment in ONE transaction (group commit) through
+``Receiver.ingest_many``, the merge point every delivery path shares, and then
+releases their answers. So a 2xx means committed: a ``kill -9`` right after it
+loses nothing, and a gateway that never heard the 2xx re-sends harmlessly (the
+frame id in the text is the dedup key).
+
+Answers: 404 an unknown or retired path (re-checked inside the commit, so a
+gateway retired mid-post takes nothing in), 405 anything but POST, 413 a body
+over 64 KiB, 429 with ``Retry-After`` over the gateway's rate, 403 a bad or
+missing signature (and a fault alert through the outbox, at most one per
+gateway per ``ALERT_EVERY``), 200 otherwise, also for an authentic post that
+holds no frame (its reject is recorded: a 4xx would start a retry storm).
+With the store unavailable (locked past the busy timeout, read-only, full),
+a post's frames, without phone numbers, go into the inbox as a JSON-lines file
+(temporary name, fsync, rename, fsync of the folder) for the inbox to take in
+when the store is back, and the post gets 200; if that fails too, 503 with
+``Retry-After``.
+
+Counted per gateway (``gateway_counts``): posts accepted, messages, webhook
+retries (a gateway message id already taken: its frames are not offered
+again, so the ledger's per-path duplicates are the field's re-sends alone),
+ignored events, spooled posts and refused posts by status. Logged per post:
+the gateway's name, the status, the body's size and the latency; never the
+path's token, a query string, a body or a phone number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import queue
+import secrets
+import ssl
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from core.home import Home, sync_folder
+from core.inbox.delivery import hold_after_commit
+from core.rules import events
+from core.rules.frame import Frame, Unreadable, parse as parse_frame
+from core.rules.text import one_line
+from core.store.database import write_transaction
+from core.store.outbox import record as record_event
+from core.receiver import Receiver
+
+from . import accounts
+from .adapters import Request, parse, reply, verify
+from .config import GatewaysConfig
+from .text import unreadable
+
+log = logging.getLogger("ussd.gateways")
+
+MAX_BODY = 64 * 1024
+ALERT_EVERY = 300.0  # seconds between two bad-signature alerts of one gateway
+GROUP_FRAMES = 5000  # frames per group commit at most (well below the ingest's chunk)
+RETRY_AFTER_BUSY = 30  # seconds, when nothing could keep a post (store and inbox both failed)
+RELOAD_EVERY = 0.5  # seconds between two account reloads caused by an unknown name
+IDLE_FLUSH = 1.0  # seconds an idle committer waits before writing refused counts
+HOLD_LABEL = "gateway"  # the hold-after-commit hook's label (tests pause between commit and answer)
+
+
+class ListenerError(ValueError):
+    """The listener cannot start (address in use, bad TLS files, another listener on this home)."""
+
+
+@dataclass
+class Post:
+    """One accepted-for-decision post, waiting for the committer."""
+
+    name: str
+    kind: str
+    token_hash: str
+    messages: list
+    ignored: bool
+    done: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+
+
+@dataclass
+class Outcome:
+    status: str  # taken, spooled, gone, failed
+    frame_ids: list = field(default_factory=list)
+
+
+def _message_key(gateway_id: str) -> str:
+    return hashlib.sha256(gateway_id.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+class Bucket:
+    """A token bucket: ``rate`` posts a second, bursts of ``burst``."""
+
+    def __init__(self, rate: float, burst: float):
+        self.rate, self.burst = rate, burst
+        self.level, self.at = burst, time.monotonic()
+
+    def take(self) -> float:
+        """0 when a post may pass, else the seconds until one may."""
+        now = time.monotonic()
+        self.level = min(self.burst, self.level + (now - self.at) * self.rate)
+        self.at = now
+        if self.level >= 1:
+            self.level -= 1
+            return 0.0
+        return (1 - self.level) / self.rate
+
+
+class Committer:
+    """The group-commit thread: decides waiting posts together, commits once, then answers them."""
+
+    def __init__(self, listener: "Listener"):
+        self.listener = listener
+        self.queue: queue.Queue = queue.Queue()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="gateway-commit", daemon=True)
+        self.receiver: Receiver | None = None
+
+    def start(self) -> None:
+        self.receiver = Receiver(self.listener.db_path)
+        self.thread.start()
+
+    def close(self, timeout: float = 10.0) -> None:
+        self.stop.set()
+        self.queue.put(None)
+        self.thread.join(timeout)
+        if self.receiver is not None:
+            self.receiver.close()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                first = self.queue.get(timeout=IDLE_FLUSH)
+            except queue.Empty:
+                self._flush_refused()
+                continue
+            if first is None:
+                continue
+            group, frames = [first], sum(len(m.items) for m in first.messages)
+            while frames < GROUP_FRAMES:
+                try:
+                    more = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    continue
+                group.append(more)
+                frames += sum(len(m.items) for m in more.messages)
+            try:
+                self._commit(group)
+            except Exception as exc:  # noqa: BLE001 - every waiting post still gets an answer
+                log.error("gateway commit failed: %s", one_line(exc), exc_info=True)
+                for post in group:
+                    if not post.done.done():
+                        post.done.set_result(Outcome("failed"))
+        for post in self._drain():
+            post.done.set_result(Outcome("failed"))
+        self._flush_refused()  # the last counts, before the connection closes
+
+    def _drain(self) -> list:
+        out = []
+        while True:
+            try:
+                item = self.queue.get_nowait()
+            except queue.Empty:
+                return [p for p in out if p is not None]
+            out.append(item)
+
+    # -- the transaction ------------------------------------------------------------------
+    def _commit(self, group: list[Post]) -> None:
+        listener = self.listener
+        r = self.receiver
+        refused, alerts = listener.take_refused()
+        try:
+            with write_transaction(r.db):
+                outcomes = self._decide_and_write(r, group, refused, alerts)
+        except Exception as exc:  # noqa: BLE001 - the store is unavailable: the inbox keeps the frames
+            listener.give_back_refused(refused, alerts)
+            log.warning("gateway posts could not be committed (%s); spooling them into the inbox", one_line(exc))
+            self._spool_or_fail(group)
+            return
+        listener.accounts_seen(self._accounts)
+        hold_after_commit(HOLD_LABEL, len(group), self.stop)
+        for post, outcome in zip(group, outcomes):
+            post.done.set_result(outcome)
+
+    def _decide_and_write(self, r: Receiver, group: list[Post], refused: Counter, alerts: list) -> list[Outcome]:
+        """Within the commit's transaction. Raw SQL with few statements: the committer shares the
+        GIL with the server thread, and every statement hands it over and waits to get it back."""
+        db = r.db
+        now = time.time()
+        g = accounts.gateway_models(db)
+        self._accounts = {row.name: row for row in g.Gateway.select()}
+        live = []
+        outcomes: list[Outcome | None] = [None] * len(group)
+        for i, post in enumerate(group):
+            row = self._accounts.get(post.name)
+            if row is None or row.retired_at is not None or row.token_hash != post.token_hash:
+                outcomes[i] = Outcome("gone")  # retired while the post waited: nothing taken in
+            else:
+                live.append(i)
+        # Gateway message ids already taken: a webhook retry, whose frames are not offered again.
+        wanted = sorted({(group[i].name, _message_key(m.gateway_id)) for i in live for m in group[i].messages
+                         if m.gateway_id is not None})
+        known: set[tuple[str, str]] = set()
+        per_gateway: dict[str, list[str]] = {}
+        for name, key in wanted:
+            per_gateway.setdefault(name, []).append(key)
+        for name, keys in per_gateway.items():  # the primary key's index: gateway first, then key
+            for k in range(0, len(keys), 400):
+                part = keys[k:k + 400]
+                marks = ", ".join([db.param] * len(part))
+                cursor = db.execute_sql(f"SELECT gateway, key FROM gateway_messages WHERE gateway = {db.param} "
+                                        f"AND key IN ({marks})", [name, *part])
+                known.update(cursor.fetchall())
+        counts: Counter = Counter(refused)
+        new_keys: list[tuple[str, str, float]] = []
+        by_source: dict[str, list] = {}
+        for i in live:
+            post = group[i]
+            counts[(post.name, "ignored" if post.ignored else "posts")] += 1
+            ids: list[str] = []
+            for msg in post.messages:
+                key = None if msg.gateway_id is None else (post.name, _message_key(msg.gateway_id))
+                ids.extend(fid for fid, text in msg.items if isinstance(fid, str) and not isinstance(text, Unreadable))
+                if key is not None and key in known:
+                    counts[(post.name, "webhook_retries")] += 1
+                    continue
+                if key is not None:
+                    known.add(key)
+                    new_keys.append((key[0], key[1], now))
+                counts[(post.name, "messages")] += 1
+                by_source.setdefault(accounts.source_label(post.name), []).extend(msg.items)
+            outcomes[i] = Outcome("taken", ids)
+        for source, items in by_source.items():
+            if items:
+                r.ingest_many(items, now=now, source=source)
+        for k in range(0, len(new_keys), 300):
+            part = new_keys[k:k + 300]
+            values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(part))
+            db.execute_sql(f"INSERT INTO gateway_messages (gateway, key, at) VALUES {values} "
+                           "ON CONFLICT (gateway, key) DO NOTHING", [v for row in part for v in row])
+        self._bump(db, counts)
+        names = sorted({group[i].name for i in live})
+        if names:
+            values = ", ".join([f"({db.param}, {db.param})"] * len(names))
+            db.execute_sql(f"INSERT INTO gateway_last_post (gateway, at) VALUES {values} "
+                           "ON CONFLICT (gateway) DO UPDATE SET at = excluded.at",
+                           [v for name in names for v in (name, now)])
+        for event in alerts:
+            record_event(db, event, at=now)
+        return outcomes
+
+    @staticmethod
+    def _bump(db, counts: Counter) -> None:
+        rows = [(name, what, n) for (name, what), n in sorted(counts.items()) if n]
+        if not rows:
+            return
+        values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(rows))
+        db.execute_sql(f"INSERT INTO gateway_counts (gateway, what, count) VALUES {values} ON CONFLICT "
+                       "(gateway, what) DO UPDATE SET count = gateway_counts.count + excluded.count",
+                       [v for row in rows for v in row])
+
+    def _flush_refused(self) -> None:
+        refused, alerts = self.listener.take_refused()
+        if not refused and not alerts:
+            return
+        r = self.receiver
+        try:
+            with write_transaction(r.db):
+                self._bump(r.db, refused)
+                for event in alerts:
+                    record_event(r.db, event)
+        except Exception as exc:  # noqa: BLE001 - kept for the next commit
+            self.listener.give_back_refused(refused, alerts)
+            log.debug("refused-post counts not written yet: %s", one_line(exc))
+
+    # -- the store unavailable ------------------------------------------------------------
+    def _spool_or_fail(self, group: list[Post]) -> None:
+        live = [p for p in group if p.name in self.listener.active_names()]
+        try:
+            written = spool(self.listener.home, live)
+        except OSError as exc:
+            log.error("gateway posts could not be spooled into the inbox either: %s", one_line(exc))
+            for post in group:
+                post.done.set_result(Outcome("failed"))
+            return
+        log.info("%d gateway posts spooled into the inbox as %s", len(live), written or "nothing")
+        for post in group:
+            if post in live:
+                self.listener.count_refused(post.name, "spooled")
+                ids = [fid for m in post.messages for fid, t in m.items
+                       if isinstance(fid, str) and not isinstance(t, Unreadable)]
+                post.done.set_result(Outcome("spooled", ids))
+            else:
+                post.done.set_result(Outcome("gone"))
+
+
+def spool(home: Home, posts: list[Post]) -> str | None:
+    """The posts' frames as one JSON-lines file in the inbox: temporary name, fsync, rename, fsync.
+
+    Only frames (each with its frame id) and, for what is not a frame, its
+    masked text: no phone number, no token, no gateway message id.
+    """
+    lines = []
+    for post in posts:
+        for msg in post.messages:
+            for fid, text in msg.items:
+                if isinstance(parse_frame(fid, text), Frame):
+                    lines.append(json.dumps({"frame_id": fid, "frame": text}))
+                else:  # a reject to be: the inbox records it, from its masked text only
+                    shown = text if isinstance(text, Unreadable) else unreadable(f"{fid} {text}", "")
+                    lines.append(json.dumps({"text": str(shown)}))
+    if not lines:
+        return None
+    inbox = home.inbox
+    # Letters only: a run of digits in a name would be masked as a phone number in the logs.
+    name = "gateway-" + "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(16)) + ".jsonl"
+    temporary = inbox / f".{name}.tmp"
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(temporary, inbox / name)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    sync_folder(inbox)
+    return name
+
+
+class Listener:
+    """``watch --listen``: the server thread and the committer; ``start`` binds or raises ``ListenerError``."""
+
+    def __init__(self, home: Home, db_path: str, config: GatewaysConfig):
+        self.home = home
+        self.db_path = db_path
+        self.config = config
+        self.committer = Committer(self)
+        self._accounts: dict[str, tuple] = {}  # name -> (kind, token_hash, secret_file, public_url, reply)
+        self._loaded_at = 0.0
+        self._refused: Counter = Counter()
+        self._alerts: list = []
+        self._alerted: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._reloading = threading.Lock()
+        self._buckets: dict[str, Bucket] = {}
+        self._secrets: dict[str, tuple] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner = None
+        self._thread: threading.Thread | None = None
+        self._lock_fd: int | None = None
+        self.address: tuple[str, int] | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> "Listener":
+        self._take_home_lock()
+        try:
+            self.committer.start()
+            self._reload()
+            ready = concurrent.futures.Future()
+            self._thread = threading.Thread(target=self._serve, args=(ready,), name="gateway-listen", daemon=True)
+            self._thread.start()
+            ready.result(timeout=60)
+        except BaseException:
+            self.stop()
+            raise
+        scheme = "https" if self.config.tls_cert else "http"
+        log.info("gateways: listening on %s://%s:%d/in/", scheme, *self.address)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and self._thread is not None and self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout)
+            loop.call_soon_threadsafe(loop.stop)
+            self._thread.join(timeout)
+        self._loop = None
+        if self.committer.thread.is_alive() or self.committer.receiver is not None:
+            self.committer.close(timeout)
+            self.committer.receiver = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _take_home_lock(self) -> None:
+        path = self.home.root / ".gateways.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ListenerError("another process already listens for gateways on this home (one listener per home)")
+        self._lock_fd = fd
+
+    def _ssl(self):
+        if not self.config.tls_cert:
+            return None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            context.load_cert_chain(self.config.tls_cert, self.config.tls_key)
+        except (OSError, ssl.SSLError) as exc:
+            raise ListenerError(f"[gateways] tls_cert / tls_key cannot be loaded: {one_line(exc)}") from None
+        return context
+
+    def _serve(self, ready: concurrent.futures.Future) -> None:
+        from aiohttp import web
+
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self._loop = loop
+        try:
+            app = web.Application(client_max_size=MAX_BODY + 1)
+            app.router.add_route("*", "/{tail:.*}", self._handle)
+            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            loop.run_until_complete(runner.setup())
+            host, port = self.config.host, self.config.port
+            site = web.TCPSite(runner, host, port, ssl_context=self._ssl(), backlog=1024, reuse_address=True)
+            try:
+                loop.run_until_complete(site.start())
+            except OSError as exc:
+                raise ListenerError(f"cannot listen on {host}:{port}: {exc.strerror or one_line(exc)}") from None
+            self._runner = runner
+            sockets = [s for s in (site._server.sockets if site._server else [])]
+            self.address = sockets[0].getsockname()[:2] if sockets else (host, port)
+        except BaseException as exc:  # noqa: BLE001 - told to start(), which raises it
+            self._loop = None
+            loop.close()
+            ready.set_exception(exc)
+            return
+        ready.set_result(True)
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- accounts and secrets -----------------------------------------------------------
+    def _reload(self) -> None:
+        """The accounts from the store (in the caller's thread and its own connection)."""
+        r = self.committer.receiver
+        if r is None:
+            return
+        G = accounts.gateway_models(r.db).Gateway
+        rows = list(G.select())
+        self.accounts_seen({row.name: row for row in rows})
+
+    def accounts_seen(self, rows: dict) -> None:
+        fresh = {name: (row.kind, row.token_hash, row.secret_file, row.public_url, row.reply)
+                 for name, row in rows.items() if row.retired_at is None}
+        with self._lock:
+            self._accounts = fresh
+            self._loaded_at = time.monotonic()
+
+    def active_names(self) -> set[str]:
+        with self._lock:
+            return set(self._accounts)
+
+    async def _account(self, name: str, token: str):
+        with self._lock:
+            found = self._accounts.get(name)
+            stale = time.monotonic() - self._loaded_at > RELOAD_EVERY
+        if found is None and stale and accounts.NAME_RE.fullmatch(name):
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, self._reload_in_thread)
+            except Exception as exc:  # noqa: BLE001 - an unreadable store: the cached accounts stand
+                log.debug("gateway accounts not reloaded: %s", one_line(exc))
+            with self._lock:
+                found = self._accounts.get(name)
+        if found is None:
+            return None
+        if not secrets.compare_digest(found[1], accounts.token_hash(token)):
+            return None
+        return found
+
+    def _reload_in_thread(self) -> None:
+        if not self._reloading.acquire(blocking=False):
+            return  # one reload at a time: a flood of unknown names costs one read
+        try:
+            self._reload_with_own_connection()
+        finally:
+            self._reloading.release()
+
+    def _reload_with_own_connection(self) -> None:
+        with Receiver(self.db_path) as r:
+            G = accounts.gateway_models(r.db).Gateway
+            self.accounts_seen({row.name: row for row in G.select()})
+
+    def _secret(self, path: str | None) -> bytes | None:
+        if not path:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        cached = self._secrets.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            secret = accounts.read_secret(path)
+        except accounts.GatewayError as exc:
+            log.warning("%s", exc)
+            return None
+        self._secrets[path] = (key, secret)
+        return secret
+
+    # -- refused posts (counted in the next commit) --------------------------------------
+    def count_refused(self, name: str, what: str) -> None:
+        with self._lock:
+            self._refused[(name, what)] += 1
+
+    def _alert(self, name: str, why: str) -> None:
+        now = time.time()
+        with self._lock:
+            if now - self._alerted.get(name, 0.0) < ALERT_EVERY:
+                return
+            self._alerted[name] = now
+            self._alerts.append(events.fault(
+                f"gateway {name}", f"gateway {name}: a post was refused ({why}); nothing was taken in. "
+                                   "Check the gateway's secret, or who else knows its path", now))
+
+    def take_refused(self) -> tuple[Counter, list]:
+        with self._lock:
+            refused, alerts = self._refused, self._alerts
+            self._refused, self._alerts = Counter(), []
+        return refused, alerts
+
+    def give_back_refused(self, refused: Counter, alerts: list) -> None:
+        with self._lock:
+            self._refused.update(refused)
+            self._alerts[:0] = alerts
+
+    # -- one post -------------------------------------------------------------------------
+    async def _handle(self, request):
+        from aiohttp import web
+
+        started = time.monotonic()
+        name, size = "-", 0
+        try:
+            response, name, size = await self._answer(request)
+        except Exception as exc:  # noqa: BLE001 - one bad post must not take the listener down
+            log.error("gateway post failed: %s", one_line(exc), exc_info=True)
+            response = web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_BUSY)})
+        log.info("gateway %s: %d, %d bytes, %.1f ms", name, response.status, size,
+                 (time.monotonic() - started) * 1000)
+        return response
+
+    async def _answer(self, request):
+        from aiohttp import web
+
+        parts = request.path.split("/")
+        named = len(parts) == 4 and parts[0] == "" and parts[1] == "in"
+        account = await self._account(parts[2], parts[3]) if named else None
+        name = parts[2] if account is not None else "-"
+        if request.method != "POST":
+            if account is not None:
+                self.count_refused(name, "refused_405")
+            return web.Response(status=405, headers={"Allow": "POST"}), name, 0
+        if account is None:
+            return web.Response(status=404), name, 0
+        kind, token_digest, secret_file, public_url, ussd_reply = account
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            self.count_refused(name, "refused_413")
+            return web.Response(status=413), name, request.content_length
+        body = await request.content.read(MAX_BODY + 1)
+        if len(body) > MAX_BODY:
+            self.count_refused(name, "refused_413")
+            return web.Response(status=413), name, len(body)
+        bucket = self._buckets.get(name)
+        if bucket is None:
+            bucket = self._buckets[name] = Bucket(self.config.rate, self.config.burst)
+        wait = bucket.take()
+        if wait:
+            self.count_refused(name, "refused_429")
+            return web.Response(status=429, headers={"Retry-After": str(max(1, int(wait + 0.999)))}), name, len(body)
+        req = Request({k.lower(): v for k, v in request.headers.items()}, body, request.path)
+        url = (public_url + request.path) if public_url else None
+        check = verify(kind, req, self._secret(secret_file), url)
+        if not check.ok:
+            self.count_refused(name, "refused_403")
+            self._alert(name, check.why)
+            log.warning("gateway %s: post refused, %s", name, check.why)
+            return web.Response(status=403), name, len(body)
+        if check.skew is not None and abs(check.skew) > 300:
+            log.info("gateway %s: the sender's clock is %+.0f s off (taken anyway)", name, check.skew)
+        parsed = parse(kind, req)
+        post = Post(name, kind, token_digest, parsed.messages, parsed.ignored is not None and not parsed.messages)
+        self.committer.queue.put(post)
+        outcome = await asyncio.wrap_future(post.done)
+        if outcome.status == "gone":
+            return web.Response(status=404), name, len(body)
+        if outcome.status == "failed":
+            if kind == "africastalking-ussd":
+                content_type, text = reply(kind, None, ussd_reply)
+                return web.Response(status=200, body=text, content_type=content_type), name, len(body)
+            return web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_BUSY)}), name, len(body)
+        content_type, text = reply(kind, outcome.frame_ids, ussd_reply)
+        return web.Response(status=200, body=text, content_type=content_type), name, len(body)
+
+
+def start_listener(home: Home, db_path: str, config: GatewaysConfig) -> Listener:
+    return Listener(home, db_path, config).start()

@@ -54,6 +54,22 @@ async def test_header_shows_home_totals_badge_and_the_injected_clock(sample_home
 
 
 @run_async
+async def test_a_panel_focuses_the_same_table_whether_its_first_show_came_before_or_after(sample_home):
+    """Showing a tab asks for the focus and for a load at once; on a busy machine either may
+    land first. Retention hides its exceptions table when there are none: the focus must end
+    on the eviction log both ways, or the picture depends on the machine's load."""
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "4")
+        panel = app.panel("retention")
+        assert not app.query_one("#exceptions-table").display
+        assert app.focused is app.query_one("#evictions-table")  # focus asked before the first show
+        panel.focus_main()  # ... and after it
+        await pilot.pause()
+        assert app.focused is app.query_one("#evictions-table")
+
+
+@run_async
 async def test_a_refresh_keeps_the_cursor_on_the_operators_row(sample_home):
     add_cases(sample_home, 40)
     app = fixed_app(sample_home)

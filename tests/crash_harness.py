@@ -1,4 +1,4 @@
-"""Crash harness (issue 6, R8): SIGKILL a real ``ussd-console watch`` at random instants.
+"""Crash harness (R8): SIGKILL a real ``ussd-console watch`` at random instants.
 
 A large inbox (plain, CSV and JSON-lines files with re-sends, re-ranks, conflicts,
 bad trailers, garbage and a few unreadable files) is built twice from one seed.

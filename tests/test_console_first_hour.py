@@ -1,4 +1,4 @@
-"""The operator's first hour in the console at 80x24 (issue 16), through Pilot."""
+"""The operator's first hour in the console at 80x24, through Pilot."""
 
 from __future__ import annotations
 

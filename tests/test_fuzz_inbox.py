@@ -1,4 +1,4 @@
-"""Fuzzing the inbox readers and the whole delivery path (issue 6): no input raises, every
+"""Fuzzing the inbox readers and the whole delivery path: no input raises, every
 record (CSV) or line (JSON lines) gets exactly one item, and a delivered file gives exactly
 one outcome per item, or is rejected whole with a reason.
 

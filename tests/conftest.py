@@ -6,6 +6,9 @@ from hypothesis import HealthCheck, settings
 
 from core import Receiver
 
+# Fixtures shared by many test files, found by name (no test imports a fixture).
+pytest_plugins = ["tests.console_support"]
+
 # `make test` tries the same bounded examples on every run and every machine (derandomized, no
 # example database), so a red run means the change under test broke something, never that the
 # dice found an old flaw that day. Exploring is `make fuzz`'s job: random and far longer; what it

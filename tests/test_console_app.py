@@ -20,7 +20,7 @@ from console.panels.panel import PAGE
 from core import Receiver
 from core.signing import actions
 from core.signing.operators import add_operator
-from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
+from tests.console_support import fixed_app, press_and_settle, run_async, until
 from tests.helpers import frame
 
 

@@ -10,7 +10,6 @@ from console.demo.gateway_sim import SAMPLES, STORY, GatewaySim
 from core import Receiver
 from core.rules.formats import read_items
 from core.rules.frame import Frame, parse
-from tests.console_support import sample_home, utc  # noqa: F401  (fixtures)
 
 
 def test_every_sample_frame_is_well_formed_except_the_deliberate_rejects():

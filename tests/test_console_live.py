@@ -16,7 +16,7 @@ from console.demo.gateway_sim import SAMPLES, deliver
 from console.widgets.header_bar import HeaderBar
 from console.widgets.keyed_table import KeyedTable
 from core.config import InboxConfig
-from tests.console_support import HOME_LABEL, run_async, until, utc  # noqa: F401  (fixture)
+from tests.console_support import HOME_LABEL, run_async, until
 
 FAST = InboxConfig(sweep_interval=0.5, settle_time=0.2)
 

@@ -19,8 +19,7 @@ from core.signing import audit
 from core.signing.operators import add_operator
 from tests.console_support import fixed_app, press_and_settle, run_async, until
 from tools.sample_store import add_lifecycle
-
-PASS = "alice passphrase"
+from tests.signing import PASS
 
 
 def with_alice(home) -> None:

@@ -13,8 +13,7 @@ from core.signing.operators import add_operator
 from core.rules.retention import DAY
 from tests.helpers import quarantine_item
 from tests.console_support import fixed_app, press_and_settle, run_async, until
-
-PASS = "alice passphrase"
+from tests.signing import PASS
 
 
 def with_operator(home):

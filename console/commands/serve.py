@@ -3,7 +3,7 @@
 Each browser session runs its own ``ussd-console console`` process behind a
 web socket. The server listens on the loopback address unless ``--public``
 says otherwise, since the page has no login of its own: reach it through an
-SSH tunnel instead (README). The page is ``console/web/app_index.html``:
+SSH tunnel instead (docs/admin.md). The page is ``console/web/app_index.html``:
 textual-serve's own, with its web-font link replaced by the font files
 textual-serve ships, so it fetches nothing from outside the machine.
 """
@@ -58,7 +58,7 @@ def cmd_serve(args, ctx) -> int:
         raise CommandError(f"--port {args.port} is not a port (1 to 65535)")
     if not is_loopback(args.host) and not args.public:
         raise CommandError(f"--host {args.host} is not a loopback address; the page has no login, so serving it "
-                           "there needs --public (or use an SSH tunnel to 127.0.0.1, see the README)")
+                           "there needs --public (or use an SSH tunnel to 127.0.0.1, see docs/admin.md)")
     ctx.home.ensure()
     _ = ctx.receiver  # a store that cannot be opened is one line here, not a broken page per session
     ctx.close()

@@ -81,7 +81,7 @@ def outcome(code: str) -> Text:
     return Text(label, style=style)
 
 
-# The store's reason codes are exact (--json, README glossary); the screen says them in words,
+# The store's reason codes are exact (--json, docs/operator.md); the screen says them in words,
 # the long ones shorter than the command line does.
 REASONS = {
     "same_frame_id_different_payload": "same id, new values",

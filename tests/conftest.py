@@ -2,19 +2,12 @@ import itertools
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
 
 from core import Receiver
 
-# `make test` tries the same bounded examples on every run and every machine (derandomized, no
-# example database), so a red run means the change under test broke something, never that the
-# dice found an old flaw that day. Exploring is `make fuzz`'s job: random and far longer; what it
-# finds becomes an @example in the test.
-settings.register_profile("default", max_examples=200, deadline=None, derandomize=True, database=None)
-settings.register_profile(
-    "fuzz", max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# Fixtures shared by many test files, found by name (no test imports a fixture), and the
+# Hypothesis profiles, loaded before any test module is imported.
+pytest_plugins = ["tests.console_support", "tests.hypothesis_settings"]
 
 # Key files are wrapped with a slow KDF (a quarter of a second a guess); the suite adds and unlocks
 # operators hundreds of times, so it wraps with one round. Set here, before any test, so the CLI and

@@ -1,4 +1,9 @@
-"""Fixtures and helpers for the console tests: a fixed clock, a fixed zone, the sample store."""
+"""Fixtures and helpers for the console tests: a fixed clock, a fixed zone, the sample store.
+
+Loaded for every test as a plugin (``pytest_plugins`` in tests/conftest.py), so a test asks for
+``sample_home`` or ``utc`` by name without importing it; the console itself is imported only
+when a test builds an app.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,8 @@ import time
 
 import pytest
 
-from console.app import ConsoleApp
-from tools.sample_store import FIXED_NOW, build
 from core.home import Home
+from tests.waiting import until
 
 HOME_LABEL = "/srv/ussd"  # shown in the header instead of the test's temporary path
 
@@ -26,10 +30,15 @@ def utc(monkeypatch):
 
 @pytest.fixture
 def sample_home(tmp_path, utc):
+    from tools.sample_store import build
+
     return build(Home(tmp_path / "home"))
 
 
-def fixed_app(home: Home, **kwargs) -> ConsoleApp:
+def fixed_app(home: Home, **kwargs):
+    from console.app import ConsoleApp
+    from tools.sample_store import FIXED_NOW
+
     kwargs.setdefault("clock", lambda: FIXED_NOW)
     kwargs.setdefault("service_factory", None)
     kwargs.setdefault("evict_every", None)
@@ -38,18 +47,6 @@ def fixed_app(home: Home, **kwargs) -> ConsoleApp:
     # No animations: a tab's underline slides, and a busy machine would catch it half way.
     app.animation_level = "none"
     return app
-
-
-async def until(predicate, timeout: float = 60.0, pause: float = 0.05):
-    """Poll ``predicate`` until true; fail with a clear message after ``timeout`` seconds
-    (generous: it only turns a hang into a failure, never a slow machine into one)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        await asyncio.sleep(pause)
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 async def press_and_settle(pilot, *keys: str) -> None:

@@ -1,4 +1,4 @@
-"""Crash harness (issue 6, R8): SIGKILL a real ``ussd-console watch`` at random instants.
+"""Crash harness (R8): SIGKILL a real ``ussd-console watch`` at random instants.
 
 A large inbox (plain, CSV and JSON-lines files with re-sends, re-ranks, conflicts,
 bad trailers, garbage and a few unreadable files) is built twice from one seed.
@@ -39,6 +39,7 @@ from pathlib import Path
 
 from core.rules.cksum import trailer
 from tests.inbox_helpers import Holds
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = "[inbox]\nbatch_lines = 100\nsweep_interval = 0.5\nsettle_time = 0.2\n"
@@ -206,14 +207,13 @@ class Watch:
             return False
 
     def wait_watching(self, timeout: float = 60.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.watching():
-                return True
-            if self.proc.poll() is not None:
-                return False
-            time.sleep(0.01)
-        return False
+        """True once the watcher is up; False if it exited first or did not come up in time."""
+        try:
+            wait_for(lambda: self.watching() or self.proc.poll() is not None, timeout=timeout,
+                     what="the watcher to start")
+        except AssertionError:
+            return False
+        return self.watching()
 
     def kill(self) -> bool:
         """SIGKILL; True if it was still running (a kill survived), False if it had exited."""

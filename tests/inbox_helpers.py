@@ -11,6 +11,7 @@ from core.config import InboxConfig
 from core.home import Home
 from core.inbox import HOLD_ENV, InboxService
 from tests.helpers import frame
+from tests.waiting import wait_for
 
 NEEDS = ("MED", "SHE", "WAT", "FOO", "PRO")
 
@@ -40,21 +41,6 @@ def drop(home: Home, name: str, data: str | bytes, age: float = 0.0) -> Path:
     target = home.inbox / name
     os.rename(src, target)
     return target
-
-
-def wait_for(predicate, timeout: float = 60.0, interval: float = 0.01, what: str = "condition"):
-    """Poll until ``predicate()`` is truthy; its value, or an AssertionError naming ``what``.
-
-    The deadline only turns a hang into a failure: generous, so a loaded machine is never one.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
 
 
 def every_file_under(root: Path):

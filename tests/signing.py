@@ -13,6 +13,7 @@ from core.signing.operators import list_operators
 from .helpers import frame
 
 PASSPHRASES = {"alice": "alice passphrase", "bob": "bob passphrase", "carol": "carol passphrase"}
+PASS = PASSPHRASES["alice"]  # the operator most tests sign as
 
 # Case A: a same-id correction (headcount 3 -> 7). Case B: a re-ranked copy with
 # different values (WAT 12 -> 14, pri 70 -> 90).

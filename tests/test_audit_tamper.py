@@ -247,8 +247,25 @@ def test_a_changed_operator_registry_is_caught(pristine, tmp_path):
             assert row.startswith(f"operator bob: {column} is {value[:40]}") and "entry #2 signed" in row, row
 
 
-def test_triggers_are_what_the_migration_installs():
-    assert all("RAISE(ABORT" in sql for sql in append_only_sqlite("audit_log", APPEND_ONLY))
+def test_triggers_are_what_the_migration_installs(pristine, tmp_path):
+    """The store the migrations built holds exactly the triggers the code generates, and each
+    refuses what it names with the append-only message, leaving the log as it was."""
+    home, _ = pristine
+    copy = _copy(home, tmp_path / "copy")
+    con = sqlite3.connect(copy.db)
+    installed = dict(con.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit_log'"))
+    generated = {sql.split()[5]: sql for sql in append_only_sqlite("audit_log", APPEND_ONLY)}
+    assert set(installed) == set(generated) == {"audit_log_no_update", "audit_log_no_delete"}
+    before = _rows(con)
+    refused = {"audit_log_no_update": "UPDATE audit_log SET reason = 'x', hash = 'y'",
+               "audit_log_no_delete": "DELETE FROM audit_log"}
+    for name, sql in refused.items():
+        with pytest.raises(sqlite3.IntegrityError) as caught:
+            con.execute(sql)
+        assert str(caught.value) == APPEND_ONLY, name
+    assert _rows(con) == before and len(before) == 17
+    con.close()
 
 
 def test_hostile_values_in_a_tampered_log_are_reported_escaped(pristine, tmp_path, capsys, monkeypatch):

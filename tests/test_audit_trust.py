@@ -1,4 +1,4 @@
-"""Issue 13: the six ways past `audit verify` of someone who can write the store but holds no
+"""The six ways past `audit verify` of someone who can write the store but holds no
 operator's private key, each reproduced, on both backends where it applies, and caught."""
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ import pytest
 
 from console.demo.gateway_sim import SAMPLES
 from tests.helpers import ROOT
-
-PASS = "alice passphrase"
+from tests.signing import PASS
 
 
 def run(home, *argv: str, ok: bool = True) -> subprocess.CompletedProcess:

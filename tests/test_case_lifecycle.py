@@ -17,8 +17,8 @@ from core.signing.operators import add_operator, load_signer
 from core.signing.session import SigningSession
 from core.store import migrations
 from tests.helpers import frame, is_seen
+from tests.signing import PASS
 
-PASS = "alice passphrase"
 A1 = ("A-1", frame(1, "Kakuma1", "MED", 3, 86))
 A1_FIX = ("A-1", frame(1, "Kakuma1", "MED", 7, 86))
 B2 = ("B-2", frame(2, "Dadaab", "WAT", 12, 70))

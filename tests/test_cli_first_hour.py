@@ -1,4 +1,4 @@
-"""The operator's first hour on the command line (issue 16): mistakes that looked like data loss,
+"""The operator's first hour on the command line: mistakes that would look like data loss,
 tables at 80 columns, help, and wording. Each test runs the real command in a subprocess."""
 
 from __future__ import annotations

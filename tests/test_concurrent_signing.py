@@ -9,18 +9,20 @@ from core.signing.audit import verify
 from core.home import Home
 from core.signing.operators import add_operator, load_signer
 from tests.helpers import ROOT
+from tests.signing import PASSPHRASES
 
 SIGNER = """
 import sys
 from core import Receiver
 from core.signing.actions import set_retention
 from core.home import Home
+from tests.signing import PASSPHRASES
 home, target, name, n = Home.resolve(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 with Receiver(target) as r:
     sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdin.readline()
     for i in range(n):
         set_retention(home, r, 31 + i + (0 if name == "alice" else 30), operator=name,
-                      passphrase=name + " passphrase", reason=f"round {i}")
+                      passphrase=PASSPHRASES[name], reason=f"round {i}")
 """
 
 
@@ -28,8 +30,8 @@ def test_simultaneous_signers_keep_a_single_chain(new_store, tmp_path):
     home = Home(tmp_path / "home").ensure()
     target = new_store()
     with Receiver(target) as r:
-        add_operator(home, r, "alice", "alice passphrase")
-        add_operator(home, r, "bob", "bob passphrase", sponsor=load_signer(home, r, "alice", "alice passphrase"))
+        add_operator(home, r, "alice", PASSPHRASES["alice"])
+        add_operator(home, r, "bob", PASSPHRASES["bob"], sponsor=load_signer(home, r, "alice", PASSPHRASES["alice"]))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-c", SIGNER, str(home.root), target, name, "15"], env=env,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

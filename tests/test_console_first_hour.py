@@ -1,4 +1,4 @@
-"""The operator's first hour in the console at 80x24 (issue 16), through Pilot."""
+"""The operator's first hour in the console at 80x24, through Pilot."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from console.widgets.keyed_table import KeyedTable
 from console.widgets.palette import PlainPalette
 from core import Receiver
 from core.signing.operators import add_operator, load_signer
-from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
+from tests.console_support import fixed_app, press_and_settle, run_async, until
 from tests.test_console_signing import PASS, open_dialog
 
 SIZE = (80, 24)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from core import Receiver
-from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
+from tests.console_support import fixed_app, press_and_settle, run_async, until
 from tests.helpers import frame
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -17,10 +17,9 @@ from console.widgets.keyed_table import KeyedTable
 from core import Receiver
 from core.signing import audit
 from core.signing.operators import add_operator
-from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
+from tests.console_support import fixed_app, press_and_settle, run_async, until
 from tools.sample_store import add_lifecycle
-
-PASS = "alice passphrase"
+from tests.signing import PASS
 
 
 def with_alice(home) -> None:

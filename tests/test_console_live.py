@@ -16,7 +16,7 @@ from console.demo.gateway_sim import SAMPLES, drop_session
 from console.widgets.header_bar import HeaderBar
 from console.widgets.keyed_table import KeyedTable
 from core.config import InboxConfig
-from tests.console_support import HOME_LABEL, run_async, until, utc  # noqa: F401  (fixture)
+from tests.console_support import HOME_LABEL, run_async, until
 
 FAST = InboxConfig(sweep_interval=0.5, settle_time=0.2)
 
@@ -141,7 +141,8 @@ async def test_sweep_now_key_takes_a_file_the_observer_never_saw(home, utc):
 
 @run_async
 async def test_a_rejected_file_is_on_the_activity_screen_and_raises_a_notification(home, utc):
-    """Issue 12, finding 3: a file rejected whole used to be only a log line and a .reason file."""
+    """A file rejected whole is shown on the Activity screen and raised as a notification, not only
+    written to the log and a .reason file."""
     from tests.inbox_helpers import drop
 
     app = live_app(home)

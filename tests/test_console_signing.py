@@ -12,9 +12,8 @@ from core.signing.audit import verify
 from core.signing.operators import add_operator
 from core.rules.retention import DAY
 from tests.helpers import quarantine_item
-from tests.console_support import fixed_app, press_and_settle, run_async, sample_home, until, utc  # noqa: F401
-
-PASS = "alice passphrase"
+from tests.console_support import fixed_app, press_and_settle, run_async, until
+from tests.signing import PASS
 
 
 def with_operator(home):

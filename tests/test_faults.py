@@ -1,4 +1,4 @@
-"""Fault injection (issue 6): a full disk, a read-only store, a store locked too long, an
+"""Fault injection: a full disk, a read-only store, a store locked too long, an
 unreadable file, a file that vanishes, dying threads. Each time the receiver keeps what it
 committed, leaves what it could not take in the inbox, says what is wrong in one line (log and
 ``InboxService.health()``), and takes up the work by itself once the fault clears."""

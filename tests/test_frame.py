@@ -1,4 +1,4 @@
-"""Grammar, bounds, identity, canonical form, and the old sketch's defects (docs/rules.md)."""
+"""Grammar, bounds, identity, canonical form, and the prototype's faults, each kept out (docs/rules.md)."""
 
 import pytest
 
@@ -18,14 +18,14 @@ def test_good_frame_parses():
 
 @pytest.mark.parametrize("text", [GOOD + "\r\n", GOOD + "\n", "  " + GOOD + "\t", GOOD + "\r"])
 def test_line_endings_and_space_are_not_part_of_the_frame(text):
-    """The old sketch's defect: a CRLF line was rejected; a trailing newline was stored as part of the frame."""
+    """A CRLF line is a frame, and no line ending or surrounding space is stored as part of it."""
     f = parse("rec1", text)
     assert isinstance(f, Frame) and f.trailer_ok
     assert f.text == GOOD
 
 
 def test_upper_case_trailer_is_the_same_frame():
-    """The old sketch's defect: '#1A' versus '#1a' was raised as a conflict."""
+    """'#1A' and '#1a' are one trailer, so the same frame in either case is never a conflict."""
     f = parse("rec3", "H1|3|Kakuma1|WAT|12|69|#1A")
     assert f.trailer_ok and f.text == "H1|3|Kakuma1|WAT|12|69|#1a"
     assert canonical("H1|3|Kakuma1|WAT|12|69|#1A\r\n") == "H1|3|Kakuma1|WAT|12|69|#1a"
@@ -35,8 +35,8 @@ def test_upper_case_trailer_is_the_same_frame():
     "text,reason",
     [
         ("H1|9|Kakuma1|MED|3", "bad_grammar"),
-        ("H1|1|Kakuma1|MED|" + "9" * 25 + "|86|#00", "bad_grammar"),  # the old sketch: 25-digit headcount overflowed
-        ("H1|\u0661|Kakuma1|MED|3|86|#89", "not_ascii"),  # the old sketch: Arabic-Indic digit accepted as a number
+        ("H1|1|Kakuma1|MED|" + "9" * 25 + "|86|#00", "bad_grammar"),  # a 25-digit headcount is out of bounds, never an overflow
+        ("H1|\u0661|Kakuma1|MED|3|86|#89", "not_ascii"),  # an Arabic-Indic digit is not a number
         ("H1|\uff11|Kakuma1|MED|3|86|#89", "not_ascii"),  # full-width digit
         ("H1|1|Kakuma1|MED|3|86|#89\x00", "not_ascii"),
         ("H1|1|Kak\x1b[2Juma|MED|3|86|#89", "not_ascii"),

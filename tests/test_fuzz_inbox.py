@@ -1,4 +1,4 @@
-"""Fuzzing the inbox readers and the whole delivery path (issue 6): no input raises, every
+"""Fuzzing the inbox readers and the whole delivery path: no input raises, every
 record (CSV) or line (JSON lines) gets exactly one item, and a delivered file gives exactly
 one outcome per item, or is rejected whole with a reason.
 
@@ -16,7 +16,7 @@ import os
 import string
 
 import pytest
-from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import HealthCheck, event, example, given
 from hypothesis import strategies as st
 
 from core import Outcome, Receiver
@@ -27,8 +27,8 @@ from core.rules.text import escape_text
 from core.home import Home
 from core.inbox import claimed_dir, deliver, prepare_home
 from tests.helpers import bad_trailer, frame
+from tests.hypothesis_settings import examples
 
-FUZZ = os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"
 SPACE = " \t\r\n\x0b\x0c"
 CONTROL = "".join(chr(c) for c in range(1, 32)) + "\x7f\x9b"
 CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")  # what makes a line a control_byte reject
@@ -75,7 +75,7 @@ def _start_lines(records: list[str]) -> list[int]:
 written_cells = cells.map(lambda cell: cell.replace("\r", ""))
 
 
-@settings(max_examples=4000 if FUZZ else 150)
+@examples(150, fuzz=4000)
 @given(st.lists(st.lists(written_cells, min_size=1, max_size=6), max_size=25),
        st.sampled_from(["message", "frame", "text", "body"]), st.booleans())
 def test_csv_reader_gives_every_written_record_exactly_one_item(rows, text_column, crlf):
@@ -96,7 +96,7 @@ def test_csv_reader_gives_every_written_record_exactly_one_item(rows, text_colum
         assert text is None or isinstance(text, str)
 
 
-@settings(max_examples=4000 if FUZZ else 150)
+@examples(150, fuzz=4000)
 @given(st.text(alphabet=st.characters(codec="utf-8", blacklist_characters="\x00"), max_size=400), st.booleans())
 def test_csv_reader_never_raises_on_broken_csv(body, with_header):
     data = (("id,message\n" if with_header else "") + body).encode()
@@ -128,7 +128,7 @@ json_lines = st.one_of(
 )
 
 
-@settings(max_examples=4000 if FUZZ else 150)
+@examples(150, fuzz=4000)
 @given(st.lists(json_lines, max_size=25))
 def test_json_lines_reader_gives_every_line_exactly_one_item(lines):
     data = "\n".join(lines).encode()
@@ -169,7 +169,7 @@ names = st.tuples(st.text(alphabet=st.characters(codec="utf-8", blacklist_charac
                   st.sampled_from(["", ".txt", ".csv", ".jsonl", ".txt", ".csv", ".jsonl", ".json", ".TXT", ".part"]))
 
 
-@settings(max_examples=1500 if FUZZ else 60, suppress_health_check=[HealthCheck.too_slow])
+@examples(60, fuzz=1500, suppress_health_check=[HealthCheck.too_slow])
 @given(names, bodies)
 # A JSON header of many odd keys: its "no frame or text column" reason runs past 300 characters.
 @example(name=("", ".csv"), body=json.dumps({f"\u001f{k}\u0007": None for k in range(40)}).encode())

@@ -1,4 +1,4 @@
-"""Issue 12: nothing from a gateway is lost, hidden or leaked. One test per finding, each through a
+"""Nothing from a gateway is lost, hidden or leaked. One test per way it could be, each through a
 real ``ussd-console watch`` process or the real delivery function, plus the search of the whole
 home for every phone number the test files carry."""
 
@@ -76,7 +76,7 @@ def watcher(home, tmp_path):
             assert w.signal(15) == 0, w.stderr()
 
 
-# -- finding 1: one bad byte lost a whole file ------------------------------------------------------
+# -- 1: one bad byte is one rejected line, not a lost file ----------------------------------------
 
 
 def test_1_one_bad_byte_is_one_rejected_line_and_the_other_frames_are_taken_in(home, tmp_path, watcher):
@@ -94,7 +94,7 @@ def test_1_one_bad_byte_is_one_rejected_line_and_the_other_frames_are_taken_in(h
     assert not list(home.rejected.glob("*"))  # no file went to rejected/ whole
 
 
-# -- finding 2: a writer that pauses lost frames -----------------------------------------------------
+# -- 2: a writer that pauses loses no frame -----------------------------------------------------------
 
 
 def test_2_a_writer_that_keeps_the_file_open_and_pauses_loses_nothing(home, tmp_path, watcher):
@@ -143,7 +143,7 @@ def test_2_an_unterminated_last_line_waits_while_its_writer_holds_the_file(home)
         assert last.status == "done" and r.totals()["cases"] == 2 and r.rejects() == []
 
 
-# -- finding 3: rejected files were invisible --------------------------------------------------------
+# -- 3: a file rejected whole is listed, counted and shown ---------------------------------------------
 
 
 def test_3_rejected_files_are_listed_counted_and_explained(home, tmp_path, watcher):
@@ -166,7 +166,7 @@ def test_3_rejected_files_are_listed_counted_and_explained(home, tmp_path, watch
     assert "rejected" in table and "processed" in table
 
 
-# -- finding 4: phone numbers were stored ------------------------------------------------------------
+# -- 4: no phone number is stored ----------------------------------------------------------------------
 
 NUMBERS = ["254711000002", "254711000044", "0711000045", "254711000007", "254711000060", "254711000061",
            "254711000062", "254711000063", "254711000064", "254711000065", "254711000066"]
@@ -218,7 +218,7 @@ def test_4_no_phone_number_is_at_rest_anywhere_in_the_home(home, tmp_path, watch
     assert got == ["j1-1", "j2-1", "m3-1", "o1-1", "p1-1", "x1-1"]
 
 
-# -- finding 5: a normal-looking gateway CSV lost every frame under the wrong reason -------------------
+# -- 5: a normal-looking gateway CSV gives its frames, or the right reason --------------------------------
 
 
 def test_5_no_id_column_and_non_json_lines_say_what_is_wrong(home, tmp_path, watcher):
@@ -234,7 +234,7 @@ def test_5_no_id_column_and_non_json_lines_say_what_is_wrong(home, tmp_path, wat
     assert cases(home) == 2  # k2-1 (its id in the message) and j1-1
 
 
-# -- finding 6: a repeated log line, a row left claimed, raw control bytes ----------------------------
+# -- 6: one log line per fault, no row left claimed, no raw control byte ------------------------------
 
 
 def test_6_conflict_quarantined_is_logged_once_however_often_the_commit_is_retried(home, caplog):

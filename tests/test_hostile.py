@@ -1,4 +1,4 @@
-"""Hostile input (issue 6): whatever a gateway writes, every file gets an outcome (processed,
+"""Hostile input: whatever a gateway writes, every file gets an outcome (processed,
 rejected with a reason, or a logged skip) and nothing from it reaches a log line, the command
 line's output or the store unescaped: no ESC, BEL, NUL or other control character."""
 
@@ -87,8 +87,8 @@ def test_a_file_with_no_readable_line_is_rejected_with_the_offset(inbox):
     assert (result.status, result.reason) == ("rejected", "not UTF-8 text (no line can be read; bad byte at offset 8)")
 
 
-# Finding 1 of issue 12: one bad byte used to send the whole file to rejected/ ("not UTF-8 text"),
-# none of its good frames taken in and nothing in `rejects`. The line is the unit of rejection now.
+# The line is the unit of rejection: one bad byte is one reject with its file and line, and the
+# file's good frames are still taken in (it does not go to rejected/ whole as "not UTF-8 text").
 @pytest.mark.parametrize("name, bad, reason", [
     ("nul.txt", b"b1-1 H1|1|K\x00|MED|3|86|#00", "control_byte"),
     ("esc.txt", b"b1-1 H1|1|K\x1b[2J|MED|3|86|#00", "control_byte"),

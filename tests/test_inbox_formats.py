@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from core.rules.columns import is_phone_name, looks_like_phone
 from core.rules.formats import FormatError, complete_part, line_count, read_items
 from core.rules.scrub import scrub
 from tests.helpers import frame
+from tests.hypothesis_settings import examples
 
 F1 = frame(1, "Kakuma1", "MED", 3, 86)
 F2 = frame(2, "Kakuma2", "SHE", 8, 71)
@@ -141,7 +142,7 @@ lines_st = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@examples(150)
 @given(lines_st, st.sampled_from(["\n", "\r\n"]), st.booleans(), st.integers(0, 2000))
 def test_reading_a_growing_file_in_parts_gives_each_item_once(lines, eol, final_eol, cut):
     """What the inbox does with a file still being written: read the whole part, later the rest by line."""

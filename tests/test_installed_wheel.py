@@ -1,4 +1,4 @@
-"""Installed, not cloned (issue 16): the built wheel carries everything the demo needs.
+"""Installed, not cloned: the built wheel carries everything the demo needs.
 
 The wheel is built from a copy of the tracked files, installed into a fresh virtual
 environment with ``--no-index --no-deps`` (the dependencies this test runs with are made

@@ -165,7 +165,7 @@ def test_cli_asks_twice_without_echo_and_never_logs_the_passphrase(home, monkeyp
 
 
 def test_cli_asks_again_for_a_too_short_passphrase(home, monkeypatch, capsys):
-    """Issue 16: a short passphrase is said at once and asked again, not checked after typing it twice."""
+    """A short passphrase is said at once and asked again, not checked after typing it twice."""
     answers = iter(["short", "long enough now", "long enough now"])
     prompts = []
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)

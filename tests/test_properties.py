@@ -1,12 +1,13 @@
 """Property tests: any interleaving of sessions, re-sends, partial re-sends, re-ranks,
 corrupted copies, garbage and evictions applies each case at most once and loses nothing valid."""
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from core import Outcome, Receiver
 from core.rules.retention import DAY
 from tests.helpers import bad_trailer, frame
+from tests.hypothesis_settings import examples
 
 T0 = 1_700_000_000
 SITES = ["Kakuma1", "Kakuma2", "Dadaab1"]
@@ -44,8 +45,7 @@ def render(record, seq, variant, how):
     return text, True
 
 
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@examples(100, fuzz=2000, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(operations=ops)
 def test_each_case_once_nothing_valid_lost(new_store, operations):
     first_payload: dict[int, tuple] = {}
@@ -93,7 +93,7 @@ def test_each_case_once_nothing_valid_lost(new_store, operations):
         assert r.totals()["frames"] == sum(sum(c.values()) for c in r.per_source().values())
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300, fuzz=20_000)
 @given(st.one_of(st.text(max_size=80), st.binary(max_size=80), st.none(), st.integers()),
        st.one_of(st.text(max_size=120), st.binary(max_size=120), st.none(), st.integers()))
 def test_no_input_raises(fid, text):

@@ -1,4 +1,4 @@
-"""Two receiver processes on one home (issue 6): two ``ussd-console watch`` whose observers and
+"""Two receiver processes on one home: two ``ussd-console watch`` whose observers and
 sweeps race for the same files. Every file is claimed once, every frame is counted once, every
 case is applied once, and no version of a case is lost."""
 

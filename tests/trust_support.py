@@ -1,5 +1,5 @@
 """A signed store story on either backend, and the tools of a forger who can write the store
-but holds no operator's key (issue 13): raw SQL, triggers off and on, re-signing with keys of
+but holds no operator's key: raw SQL, triggers off and on, re-signing with keys of
 their own."""
 
 from __future__ import annotations

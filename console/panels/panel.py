@@ -104,8 +104,13 @@ class Panel(Vertical):
             self.show(data)
 
     def focus_main(self) -> None:
-        """Give the keyboard to the panel's main widget when the panel is shown."""
-        table = self.query("KeyedTable").first()
+        """Give the keyboard to the panel's main widget when the panel is shown.
+
+        The first table on display, whether this runs before the panel's first ``show`` or
+        after it: a table ``show`` hides (Retention's empty exceptions) then never holds the
+        focus, and the focus does not depend on which of the two came first on a busy machine.
+        """
+        table = next((t for t in self.query("KeyedTable") if t.display), None)
         if table is not None:
             table.focus()
 

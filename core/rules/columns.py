@@ -3,7 +3,7 @@
 Names are compared case- and space-insensitively (``Message Content``,
 ``message_content`` and ``MESSAGE-CONTENT`` are one name). The lists cover the
 exports of common SMS platforms (RapidPro/TextIt, FrontlineSMS, Twilio,
-Africa's Talking, Telerivet) and our own format; README "Columns" lists them.
+Africa's Talking, Telerivet) and our own format; docs/admin.md lists them (inbox delivery).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def no_text_column(found: Iterable[str]) -> str:
     names = [mask_phones(norm(f))[:24] or "(blank)" for f in found]
     shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
     return (f"no frame or text column: found {shown or 'none'}; looked for a text column such as "
-            "frame, text, message, body, content, sms, message_content (README: Columns)")
+            "frame, text, message, body, content, sms, message_content (docs/admin.md)")
 
 
 def choose(frame_id: str | None, generic_id: str | None, text: str | None, has_id_column: bool):

@@ -1,7 +1,7 @@
 """Plain words for outcomes and reasons, and what exactly was wrong with a rejected line.
 
 Pure functions. The codes (``REJECT_BAD_CRC``, ``bad_grammar``) stay exact in
-``--json``, the store and the README's glossary; an operator on the screen or the
+``--json``, the store and the operator's guide (docs/operator.md); an operator on the screen or the
 command line reads these words instead. ``explain_reject`` works from the frame
 text as the store keeps it (escaped) and the reason code, so it can explain a
 reject long after it arrived.

@@ -221,7 +221,7 @@ class LedgerReads:
         )
         return [int(counts.get(minute, 0)) for minute in range(start, end + 1)]
 
-    # -- read queries for the operator console (issue 4) --------------------------
+    # -- read queries for the operator console ---------------------------------------
     # Kept apart so the console's needs are visible at a glance; all read-only.
     def data_version(self) -> int:
         """Changes whenever another connection commits to the store: a cheap "anything new?" probe."""

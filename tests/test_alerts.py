@@ -71,9 +71,11 @@ def test_an_alert_pending_when_watch_is_killed_is_delivered_after_the_restart(ho
     target = CommandTarget(tmp_path / "target", blocked=True)
     configure(home, command=target.argv, events=["conflict"])
     watcher = Watcher(home, tmp_path)
-    drop(home, "session.txt", conflict_file("k1"))
-    wait_for(lambda: deliveries(home, "failed"), what="a failed first attempt recorded")
-    assert watcher.signal(signal.SIGKILL) == -signal.SIGKILL
+    try:
+        drop(home, "session.txt", conflict_file("k1"))
+        wait_for(lambda: deliveries(home, "failed"), what="a failed first attempt recorded")
+    finally:  # a watcher left running outlives the test and its deleted home
+        assert watcher.signal(signal.SIGKILL) == -signal.SIGKILL
     tried = set(target.calls())
     target.unblock()
     assert target.delivered() == []

@@ -92,23 +92,34 @@ class InboxObserver:
             observer = Observer()
         # Recursive, so the claim's rename into .claimed/ is a paired move and
         # watchdog does not hold the queue back waiting for its other half.
-        observer.schedule(
-            WatchHandler(self.offer), self.folder, recursive=True,
-            event_filter=[FileCreatedEvent, FileMovedEvent, FileModifiedEvent, FileClosedEvent],
-        )
         observer.daemon = True
-        observer.start()
+        try:
+            observer.schedule(
+                WatchHandler(self.offer), self.folder, recursive=True,
+                event_filter=[FileCreatedEvent, FileMovedEvent, FileModifiedEvent, FileClosedEvent],
+            )
+            observer.start()
+        except BaseException:
+            # A start that fails half way (inotify limits, a vanished folder) has already opened
+            # emitters: stop them, or every retry on the monitor's tick leaks a thread and an
+            # inotify instance until the machine has none left.
+            self._stop_quietly(observer, 1.0)
+            raise
         self.current = observer
         self.state = "running"
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the running observer (the monitor's next look restarts it unless the service stops)."""
         observer, self.current = self.current, None
-        if observer is None:
-            return
+        if observer is not None:
+            self._stop_quietly(observer, timeout)
+
+    @staticmethod
+    def _stop_quietly(observer, timeout: float) -> None:
         try:
-            observer.stop()
-            observer.join(timeout)
+            observer.stop()  # also closes its inotify instance and thread, started or not
+            if observer.is_alive():
+                observer.join(timeout)
         except Exception:  # noqa: BLE001 - a dead observer may fail to stop; it is replaced anyway
             log.debug("stopping the observer failed", exc_info=True)
 

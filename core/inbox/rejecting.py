@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from core.config import InboxConfig
-from core.home import Home
+from core.home import Home, open_private
 from core.rules import events
 from core.rules.formats import FormatError, spreadsheet_kind
 from core.rules.privacy import mask_phones
@@ -122,7 +122,9 @@ def _reject(claim_path: Path, reason: str, source: str, label: str, inbox_name: 
         f"reason: {reason}\nfile: {label}\npath: {source}\n"
         f"rejected at: {dt.datetime.fromtimestamp(now).isoformat(timespec='seconds')}\n"
     )
-    Path(str(moved) + ".reason").write_text(note, encoding="ascii")
+    with os.fdopen(open_private(str(moved) + ".reason", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w",
+                   encoding="ascii") as out:  # never through a link planted at the name
+        out.write(note)
     set_archived_as(m, key, _relative(home, moved))
     _drop_stages(home, claim_path.name)
     try:

@@ -17,7 +17,7 @@ import sys
 import peewee
 
 from core import RetentionError, StoreError
-from core.home import DEFAULT_HOME, ENV_HOME, Home
+from core.home import DEFAULT_HOME, ENV_HOME, Home, private_umask
 from core.rules.text import escape_text, one_line
 
 from .commands import MODULES
@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    private_umask()  # the home and all in it stay its user's, whatever umask the caller had
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     parser = build_parser()
     args = parser.parse_args(argv)

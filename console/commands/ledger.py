@@ -20,6 +20,7 @@ from console.exports import default_target, write_csv, write_export
 from console.render import make_console, print_json, safe, table, when
 from core.alerts import load_alerts_config
 from core.config import load_inbox_config
+from core.home import looser_than_private
 from core.inbox import claimed_dir, deliver_until_done, file_counts, files_by_state, hold_after_commit, quiet_skip
 from core.inbox.spreadsheets import sheet_rows
 from core.ops.health import gather
@@ -296,10 +297,11 @@ def cmd_status(args, ctx) -> int:
     states = files_by_state(r)
     policy = r.retention()
     health = gather(ctx.home, r, _alert_targets(ctx.home))
+    loose = looser_than_private(ctx.home.root)  # the home's own parts others could read or write
     if ctx.json:
         print_json({**t, "per_source": per_source, "files_per_path": files, "retention": policy,
                     "files_rejected": states["rejected"], "files_by_state": states,
-                    "home": str(ctx.home.root), "health": health})
+                    "home": str(ctx.home.root), "health": health, "home_open_to_others": loose})
         return 0
     out = make_console()
     out.print(Text.assemble("home ", safe(str(ctx.home.root), 1000)))  # a path may hold any byte
@@ -319,6 +321,8 @@ def cmd_status(args, ctx) -> int:
     out.print(Text(f"retention: {retention_words(policy)}"))
     print_retention_fault(policy)
     out.print(_health_line(health))
+    for line in loose:
+        out.print(Text.assemble("! ", safe(line, 1000)))
     return 0
 
 

@@ -113,6 +113,24 @@ def test_a_log_planted_as_a_symlink_is_refused_naming_it_and_its_target_is_untou
     assert home.log_file.is_symlink()
 
 
+def test_a_log_link_planted_while_watch_runs_is_reported_naming_it_and_never_written_through(tmp_path):
+    home = Home(tmp_path / "home")
+    victim = tmp_path / "notes.txt"
+    victim.write_bytes(b"someone else's file\n")
+    watch = Watch(home, tmp_path)
+    try:
+        os.replace(home.log_file, tmp_path / "old.log")  # as a rotation by someone else would leave it
+        home.log_file.symlink_to(victim)
+        deliver(home, tmp_path, "late.txt", text_of(frame_lines("l", 2)))  # something to log
+        wait_for(lambda: "cannot write the log file" in watch.stderr(), what="the log failure on stderr")
+        assert wait_for(lambda: status_json(home)["files_by_state"]["processed"] == 1, what="the file taken in")
+    finally:
+        assert watch.stop() == 0
+    line = next(x for x in watch.stderr().splitlines() if "cannot write the log file" in x)
+    assert str(home.log_file) in line and "symlink" in line
+    assert victim.read_bytes() == b"someone else's file\n"
+
+
 def test_a_metrics_file_planted_as_a_symlink_is_a_fault_naming_it_and_never_written_through(tmp_path):
     home = Home(tmp_path / "home")
     victim = tmp_path / "victim.txt"

@@ -52,6 +52,7 @@ class RotatingLog(RotatingFileHandler):
     def _reopen(self) -> None:
         if self.stream:
             self.stream.close()
+        self.stream = None  # a failed open (a planted link) leaves none, never a closed one
         self.stream = self._open()
         self._opened = self._identity()
 

@@ -84,7 +84,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    private_umask()  # the home and all in it stay its user's, whatever umask the caller had
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -95,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         writes=getattr(args, "writes", False) or getattr(args, "handler", None) is None,
     )
     handler = getattr(args, "handler", None)
+    umask = private_umask()  # the home and all in it stay its user's, whatever umask the caller had
     try:
         if handler is None:
             from .commands import default_command
@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         ctx.close()
+        os.umask(umask)  # a caller in the same process (a test, a wrapper) gets its own back
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,7 +17,7 @@ import sys
 import peewee
 
 from core import RetentionError, StoreError
-from core.home import Home
+from core.home import Home, private_umask
 from core.rules.text import escape_text, one_line
 
 from .commands import MODULES, default_command
@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         writes=getattr(args, "writes", False) or getattr(args, "handler", None) is None,
     )
     handler = getattr(args, "handler", None)
+    umask = private_umask()  # the home and all in it stay its user's, whatever umask the caller had
     try:
         if handler is None:
             return default_command(args, ctx, parser)
@@ -103,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         ctx.close()
+        os.umask(umask)  # a caller in the same process (a test, a wrapper) gets its own back
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Iterable
 
 from console.errors import CommandError
-from core.home import sync_folder
+from core.home import private_folder, sync_folder
 from core.rules.cells import guard
 
 from .export_views import VIEWS, View
@@ -44,9 +44,10 @@ def fmt_for(path: str | None, given: str | None) -> str:
 def default_target(exports: Path, name: str, fmt: str, now: float) -> Path:
     """``<exports>/<stem>-<time>.<fmt>``, numbered when that name is taken (two in one second).
 
-    The home's own exports folder is made when missing; a folder the operator names never is.
+    The home's own exports folder is made (0700) when missing; a folder the operator names never is.
+    A symlink standing for the exports folder is refused (``PlantedLink``), never written through.
     """
-    exports.mkdir(parents=True, exist_ok=True)
+    private_folder(exports)
     stamp = dt.datetime.fromtimestamp(now).strftime("%Y%m%d-%H%M%S")
     stem = view(name).stem
     target = exports / f"{stem}-{stamp}.{fmt}"
@@ -65,7 +66,9 @@ def check_target(target: Path, force: bool) -> Path:
     parent = target.parent
     if not parent.is_dir():
         raise CommandError(f"the folder {parent} does not exist; create it first")
-    if (target.exists() or target.is_symlink()) and not force:
+    if target.is_symlink():  # even with --force: a planted link is news, not a name to replace
+        raise CommandError(f"{target} is a symlink; refusing to write through it (remove it or name another file)")
+    if target.exists() and not force:
         raise CommandError(f"{target} already exists; use --force to replace it")
     return target
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,135 @@ def sync_folder(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# What the receiver creates in a home is its user's alone, whatever umask it was started with:
+# files 0600, folders 0700 (the only exception, a gateway group's inbox, is made on purpose).
+PRIVATE_UMASK = 0o077
+FILE_MODE = 0o600
+FOLDER_MODE = 0o700
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def private_umask() -> int:
+    """Tighten this process's umask to at least ``PRIVATE_UMASK`` (SQLite's store and its -wal and
+    -shm files, archive copies, heartbeats: everything made without an explicit mode follows it)."""
+    old = os.umask(PRIVATE_UMASK)
+    os.umask(old | PRIVATE_UMASK)
+    return old
+
+
+class PlantedLink(OSError):
+    """A symlink where the receiver writes a file or folder of its own: refused, never followed,
+    so a link planted at ``logs/receiver.log`` can never make the receiver write into its target."""
+
+    def __init__(self, path) -> None:
+        super().__init__(errno.ELOOP, "a symlink stands where the receiver writes its own file; "
+                         "refusing to write through it (remove the link)", os.fspath(path))
+
+
+def _refuse_link(path) -> None:
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise PlantedLink(path)
+    except FileNotFoundError:
+        pass
+
+
+def private_folder(path, mode: int = FOLDER_MODE) -> Path:
+    """``path`` as a real folder (created ``mode`` when missing, parents included); a symlink there
+    is a ``PlantedLink``. An existing folder keeps its mode: loosening or tightening it is the
+    administrator's call, and ``status`` says when it is open to others."""
+    path = Path(path)
+    _refuse_link(path)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(path, mode)
+            os.chmod(path, mode, follow_symlinks=False)  # the umask may have taken bits off ``mode``
+        except FileExistsError:
+            pass
+    _refuse_link(path)
+    return path
+
+
+def open_private(path, flags: int = os.O_WRONLY | os.O_CREAT | os.O_APPEND, mode: int = FILE_MODE) -> int:
+    """Open a file the receiver writes, never through a symlink (``O_NOFOLLOW``, the folder it is in
+    checked too); a new file gets exactly ``mode``. Returns the descriptor; a link is ``PlantedLink``."""
+    path = Path(path)
+    _refuse_link(path.parent)
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | _CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PlantedLink(path) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file; refusing to write it", os.fspath(path))
+        if st.st_uid == os.geteuid() and st.st_mode & 0o777 & ~mode:
+            os.fchmod(fd, st.st_mode & 0o777 & mode)  # never looser than asked, whatever the umask was
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def replace_private(path, data: bytes, mode: int = FILE_MODE) -> None:
+    """Write ``path`` whole (a temporary file renamed over it, so a reader never sees half); the
+    folder and the name must not be symlinks (``PlantedLink``), and the file gets ``mode``."""
+    path = Path(path)
+    _refuse_link(path.parent)
+    _refuse_link(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        _refuse_link(path)  # planted meanwhile: still never followed (a rename replaces the name)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def looser_than_private(root) -> list[str]:
+    """Paths under the home that others can read or write (or the group write): what ``status``
+    warns about. ``inbox/`` may be the gateway group's (group-writable); the files in it and in the
+    archive came from the gateways and are theirs, so only the receiver's own parts are looked at."""
+    root = Path(root)
+    found: list[str] = []
+
+    def check(path: Path, allowed: int) -> None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            return
+        mode = st.st_mode & 0o777
+        if mode & ~allowed:
+            found.append(f"{path} is mode {mode:04o}, open to others; run: chmod {mode & allowed:04o} {path}")
+
+    check(root, 0o750)
+    check(root / "inbox", 0o770)
+    for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal", "config.toml"):
+        check(root / name, 0o640)
+    for folder in ("logs", "metrics", "exports", "operators", "run"):
+        check(root / folder, 0o750)
+        try:
+            entries = sorted(os.scandir(root / folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            check(Path(entry.path), 0o750 if entry.is_dir(follow_symlinks=False) else 0o640)
+    return found
 
 
 @dataclass(frozen=True)
@@ -70,5 +201,6 @@ class Home:
         return self.root / "config.toml"
 
     def ensure(self) -> "Home":
-        self.root.mkdir(parents=True, exist_ok=True)
+        """Create the home (0700) when missing; an existing one keeps its mode."""
+        private_folder(self.root)
         return self

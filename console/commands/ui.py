@@ -11,7 +11,7 @@ import sys
 from console.errors import CommandError
 from core.alerts import load_alerts_config
 from core.config import load_console_config, load_inbox_config, load_log_config
-from core.home import LOG_FORMAT, Home
+from core.home import LOG_FORMAT, Home, private_folder
 from core.ops.logfile import RotatingLog
 
 from .options import common_parser
@@ -37,7 +37,7 @@ def need_terminal() -> None:
 @contextlib.contextmanager
 def logs_to_file(home: Home):
     """While the console owns the terminal, log lines go to ``<home>/logs`` and never to the screen."""
-    home.logs.mkdir(parents=True, exist_ok=True)
+    private_folder(home.logs)
     logs = load_log_config(home.config)
     handler = RotatingLog(home.log_file, logs.max_bytes, logs.backups, report_failures=False)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))

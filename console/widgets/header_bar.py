@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from console.ui_text import count
+from core.alerts.deliverer import BACKLOG_FAULT
 from core.rules.text import escape_text
 
 OBSERVER = {
@@ -87,7 +88,11 @@ class HeaderBar(Widget):
         waiting = h.get("files_waiting") or 0
         if waiting:
             out.append(f" | {count(waiting)} waiting")
-        if h.get("last_error"):
+        faults = h.get("faults") or []
+        backlog = [f for f in faults if f.startswith(BACKLOG_FAULT)]
+        if backlog:
+            out.append(" | ! ALERT BACKLOG", style=self._style("bad"))  # a target owes too many alerts
+        if h.get("last_error") and len(backlog) < max(1, len(faults)):
             out.append(" | ! inbox error", style=self._style("bad"))
         return out
 

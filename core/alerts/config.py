@@ -12,6 +12,8 @@
     retry_first = 2.0    # seconds before the first retry; each next one waits twice as long...
     retry_cap = 300.0    # ...up to this
     fault_after = 300.0  # a target failing this long is a fault the console and health show
+    keep_delivered_days = 30   # events every target had delivered longer ago than this are pruned
+    pending_fault = 1000       # a target owing more alerts than this is one fault until it catches up
 
 A bad value is a ``ValueError`` naming the key, so ``watch`` and the console
 refuse to start with one line instead of failing to alert an hour later.
@@ -38,6 +40,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "retry_first": (0.1, 5.0),
     "retry_cap": (1.0, 86400.0),
     "fault_after": (5.0, 7 * 86400.0),
+    "keep_delivered_days": (1.0, 3650.0),
+    "pending_fault": (1.0, 10_000_000.0),
 }
 
 
@@ -55,6 +59,8 @@ class AlertsConfig:
     # The token read from token_file at start: a missing or empty file is a start-up error, not
     # a 401 an hour later. Never shown (repr=False).
     token: str | None = dataclasses.field(default=None, repr=False, compare=False)
+    keep_delivered_days: float = 30.0
+    pending_fault: float = 1000.0
 
     def __post_init__(self) -> None:
         set_ = lambda key, value: object.__setattr__(self, key, value)  # noqa: E731 - frozen

@@ -9,6 +9,11 @@ has been failing for ``fault_after`` seconds raises a fault through
 ``on_fault`` (the inbox service's, so the console and the health show it),
 cleared by the next success. Everything survives restarts: the queue is the
 store, not memory.
+
+The outbox is kept in bounds: the first target's thread prunes, at start and
+hourly, events every target had delivered more than ``keep_delivered_days``
+ago; and a target owing more than ``pending_fault`` alerts (a target dead for a
+day) is one fault (``alert backlog: ...``) until its queue is back under it.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ log = logging.getLogger("ussd.alerts")
 
 POLL = 1.0  # seconds between looks at an idle queue
 LEASE_MARGIN = 20.0  # a lease outlives the send's own timeout by this much
+PRUNE_EVERY = 3600.0  # seconds between prunes of long-delivered events
+BACKLOG_EVERY = 5.0  # seconds between counts of a target's queue for the backlog fault
+BACKLOG_FAULT = "alert backlog"  # how the fault's message starts (the console's header looks for it)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -67,6 +75,8 @@ class Deliverer:
         self._threads: list[threading.Thread] = []
         self._said: dict[str, str] = {}  # target -> the last failure logged
         self._paused: dict[str, str] = {}  # target -> why its thread cannot reach the store
+        self._next_prune = 0.0  # monotonic; the housekeeping thread's own
+        self._next_backlog: dict[str, float] = {}  # target -> monotonic time of its next count
 
     def start(self) -> "Deliverer":
         self._stop.clear()
@@ -125,6 +135,8 @@ class Deliverer:
         """One pass over ``target``'s queue; returns how long to wait before the next (0: go on)."""
         if checkpoints:
             maybe_checkpoint(db)
+            self._prune(db)
+        self._check_backlog(db, target)
         if outbox.has_unfanned(db):
             outbox.fan_out(db, self.config.targets)
         due = outbox.head_due(db, target)
@@ -144,6 +156,29 @@ class Deliverer:
         outbox.finish(db, got.delivery, self.me, error, retry_in)
         self._report(target, got, error, retry_in)
         return 0.0
+
+    def _prune(self, db) -> None:
+        if time.monotonic() < self._next_prune:
+            return
+        self._next_prune = time.monotonic() + PRUNE_EVERY
+        days = self.config.keep_delivered_days
+        removed = outbox.prune_delivered(db, days * 86400.0)
+        if removed:
+            log.info("outbox: %d alert event(s) delivered more than %g days ago pruned", removed, days)
+
+    def _check_backlog(self, db, target: str) -> None:
+        """One fault while ``target`` owes more than ``pending_fault`` alerts, cleared once it owes fewer."""
+        if time.monotonic() < self._next_backlog.get(target, 0.0):
+            return
+        self._next_backlog[target] = time.monotonic() + BACKLOG_EVERY
+        limit = self.config.pending_fault
+        key = f"backlog:{target}"
+        if outbox.pending_for(db, target) > limit:
+            # The same words while it lasts (not the count): one fault, logged once, one event.
+            self.on_fault(key, f"{BACKLOG_FAULT}: alert target {target} owes more than {limit:g} alerts "
+                               f"(pending_fault); they wait and are retried, oldest first")
+        else:
+            self.on_clear(key)
 
     def _report(self, target: str, got: outbox.Claimed, error: str | None, retry_in: float) -> None:
         event = got.payload

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from core.home import Home
+from core.home import Home, private_folder
 from core.rules.privacy import mask_phones, mask_phones_bytes
 from core.rules.text import escape_text
 
@@ -66,10 +66,14 @@ def inside_home(home: Home, path: Path) -> Path:
 
 
 def prepare_home(home: Home) -> None:
-    """Create the inbox folders; refuse any that a symlink points outside the home."""
-    for folder in (home.inbox, claimed_dir(home), home.processed, home.rejected, home.logs):
-        folder.mkdir(parents=True, exist_ok=True)
+    """Create the inbox folders (0700, the receiver's alone); refuse any that a symlink points outside
+    the home, and a symlink for the logs folder at all. An existing ``inbox/`` keeps its mode: made
+    ``3770`` for a gateway group at install (docs/running-securely.md), it stays so."""
+    for folder in (home.inbox, claimed_dir(home), home.processed, home.rejected):
+        if not folder.is_symlink():  # a link to a folder inside the home is the administrator's layout
+            private_folder(folder)
         inside_home(home, folder)
+    private_folder(home.logs)
 
 
 def quiet_skip(name: str) -> str | None:

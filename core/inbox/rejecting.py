@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from core.config import InboxConfig
-from core.home import Home
+from core.home import Home, open_private
 from core.rules import events
 from core.rules.formats import FormatError, spreadsheet_kind
 from core.rules.privacy import mask_phones
@@ -119,7 +119,9 @@ def reject(claim: Claim, reason: str, receiver: Receiver, home: Home, config: In
         f"reason: {reason}\nfile: {label}\npath: {source}\n"
         f"rejected at: {dt.datetime.fromtimestamp(now).isoformat(timespec='seconds')}\n"
     )
-    Path(str(moved) + ".reason").write_text(note, encoding="ascii")
+    with os.fdopen(open_private(str(moved) + ".reason", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w",
+                   encoding="ascii") as out:  # never through a link planted at the name
+        out.write(note)
     set_archived_as(m, key, home_relative(home, moved))
     drop_stages(home, claim_path.name)
     try:

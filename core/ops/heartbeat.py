@@ -18,6 +18,8 @@ import os
 import time
 from pathlib import Path
 
+from core.home import open_private, private_folder, replace_private
+
 BEAT_EVERY = 2.0
 FRESH = 10.0  # seconds: an unlocked lock file younger than this may be a service starting now
 _serial = itertools.count(1)  # several services in one process (tests) each have their own record
@@ -40,9 +42,9 @@ class Heartbeat:
         self.path = self.folder / f"{name}.json"
 
     def start(self) -> "Heartbeat":
-        self.folder.mkdir(parents=True, exist_ok=True)
+        private_folder(self.folder)
         _remove_stale(self.folder)
-        self._fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self._fd = open_private(self.lock_path, os.O_RDWR | os.O_CREAT)
         fcntl.flock(self._fd, fcntl.LOCK_EX)  # our own fresh file: never contended
         return self
 
@@ -55,10 +57,8 @@ class Heartbeat:
             return
         now = self._last = time.time()
         record = {"pid": self.pid, "role": self.role, "started_at": self.started_at, "beat_at": now, **figures}
-        temporary = self.path.with_suffix(".tmp")
         try:
-            temporary.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
-            os.replace(temporary, self.path)
+            replace_private(self.path, json.dumps(record, sort_keys=True).encode("utf-8"))
         except OSError:
             pass  # the inbox itself reports a full disk; a heartbeat must not add a fault of its own
 

@@ -7,6 +7,11 @@ file it holds open is still ``receiver.log``: if another process (or an
 outside logrotate) has moved it away, it reopens the new one instead of
 writing on into the rotated file. When the file cannot be written (a full
 disk), one line on stderr says so instead of a traceback per record.
+
+The file is opened without following a symlink (``core.home.open_private``):
+a link planted at ``receiver.log`` stops the start with one line naming it,
+and later (a link put there after a rotation) is a failure reported the same
+way, never a line written into the link's target.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import os
 import sys
 from logging.handlers import RotatingFileHandler
 
+from core.home import open_private
+
 
 class RotatingLog(RotatingFileHandler):
     def __init__(self, path, max_bytes: int, backups: int, report_failures: bool = True) -> None:
@@ -24,6 +31,9 @@ class RotatingLog(RotatingFileHandler):
         self.failing = False
         self._failed_now = False
         self._opened = self._identity()
+
+    def _open(self):
+        return os.fdopen(open_private(self.baseFilename), "a", encoding=self.encoding, errors=self.errors)
 
     def _identity(self):
         try:
@@ -42,6 +52,7 @@ class RotatingLog(RotatingFileHandler):
     def _reopen(self) -> None:
         if self.stream:
             self.stream.close()
+        self.stream = None  # a failed open (a planted link) leaves none, never a closed one
         self.stream = self._open()
         self._opened = self._identity()
 

@@ -1,17 +1,19 @@
 """``<home>/metrics/ussd_console.prom``: the health figures and the counters in Prometheus's text
 format, for node_exporter's textfile collector.
 
-Written with ``prometheus-client``'s own exposition and ``write_to_textfile``
-(a temporary file renamed over the old one, so a scrape never reads half a
-file), from a collector built on each write from the store and the
+Written with ``prometheus-client``'s own exposition, through
+``core.home.replace_private`` (a temporary file renamed over the old one, so a
+scrape never reads half a file; never through a symlink, mode 0600), from a collector built on each write from the store and the
 heartbeats: the store's counters are already totals, so they are exposed as
 counters as they stand.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, write_to_textfile
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from core.home import private_folder, replace_private
 
 WRITE_EVERY = 15.0
 FILE_NAME = "ussd_console.prom"
@@ -71,5 +73,5 @@ def write_metrics(home, receiver, health: dict) -> None:
 
     registry.register(MetricsCollector(receiver.db))
     path = metrics_path(home)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_to_textfile(str(path), registry)
+    private_folder(path.parent)
+    replace_private(path, generate_latest(registry))

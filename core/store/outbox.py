@@ -9,6 +9,10 @@ head of a target's queue in a write transaction (two processes on one home
 never send the same row at once), and ``finish`` records the outcome. A row
 whose lease ran out, or whose holder on this machine is gone, is claimed again:
 delivery is at least once, and the ``event_id`` a target sees never changes.
+
+``prune_delivered`` removes events every target had delivered long ago (the
+newest checkpoint event stays: the next checkpoint is measured against it), so
+the outbox holds what is still owed and a recent past, not every event ever.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from .database import write_transaction
 
 STATES = ("pending", "failed", "delivered")
 FAN_OUT_BATCH = 500
+PRUNE_BATCH = 500  # events removed per transaction: a big first prune never holds the write lock long
 
 _BOUND: "weakref.WeakKeyDictionary[Database, SimpleNamespace]" = weakref.WeakKeyDictionary()
 
@@ -224,6 +229,40 @@ def pending_count(db: Database, include_new: bool = True) -> int:
     E, D = o.AlertEvent, o.AlertDelivery
     new = E.select().where(E.fanned == False).count() if include_new else 0  # noqa: E712
     return D.select().where(D.state != "delivered").count() + new
+
+
+def pending_for(db: Database, target: str) -> int:
+    """Deliveries ``target`` still owes (pending or failed and retrying)."""
+    D = outbox_models(db).AlertDelivery
+    return D.select().where((D.target == target) & (D.state != "delivered")).count()
+
+
+def prune_delivered(db: Database, older_than: float, now: float | None = None) -> int:
+    """Remove the events older than ``older_than`` seconds that every target they went to had
+    delivered before then, with their delivery rows; how many events went. An event still owed to
+    any target, or not yet given to its targets, stays whatever its age; so does the newest
+    checkpoint event."""
+    o = outbox_models(db)
+    E, D = o.AlertEvent, o.AlertDelivery
+    from peewee import fn
+
+    cutoff = (time.time() if now is None else now) - older_than
+    removed = 0
+    while True:
+        with write_transaction(db):
+            newest_checkpoint = E.select(fn.MAX(E.id)).where(E.kind == CHECKPOINT).scalar()
+            owed = D.select(D.event).where((D.state != "delivered") | D.delivered_at.is_null()
+                                           | (D.delivered_at >= cutoff))
+            query = E.select(E.id).where((E.fanned == True) & (E.at < cutoff) & E.id.not_in(owed))  # noqa: E712
+            if newest_checkpoint is not None:
+                query = query.where(E.id != newest_checkpoint)
+            ids = [row[0] for row in query.order_by(E.id).limit(PRUNE_BATCH).tuples()]
+            if ids:
+                D.delete().where(D.event.in_(ids)).execute()
+                E.delete().where(E.id.in_(ids)).execute()
+        removed += len(ids)
+        if len(ids) < PRUNE_BATCH:
+            return removed
 
 
 def delivered_count(db: Database) -> dict[str, int]:

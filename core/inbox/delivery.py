@@ -239,10 +239,10 @@ def _process_locked(fd: int, st: os.stat_result, claim_path: Path, resumer: str,
             items, fmt, part, total = [], sheet, b"", row["line"] if row else 0  # a zip is whole only when done
         elif sheet:
             rows = sheet_rows(data, config.max_file_bytes)
-            items, fmt, part, total = table_items(rows), sheet, data, len(rows)
+            items, fmt, part, total = table_items(rows, config.columns), sheet, data, len(rows)
         else:
             part = complete_part(data) if fresh else data
-            items, fmt = read_items(inbox_name, part)
+            items, fmt = read_items(inbox_name, part, config.columns)
             total = line_count(part)
     except FormatError as exc:
         return _reject(claim_path, str(exc), source, c.label, inbox_name, receiver, home, config, data)
@@ -377,9 +377,9 @@ def _archive_done(c: _Claim, row: dict | None, data: bytes, rows, fmt: str, line
     if config.keep_originals:
         copy, name = data, c.inbox_name
     elif rows is not None:
-        copy, name = scrub_table(rows), c.inbox_name.rsplit(".", 1)[0] + ".csv"
+        copy, name = scrub_table(rows, config.columns), c.inbox_name.rsplit(".", 1)[0] + ".csv"
     else:
-        copy, name = scrub(c.inbox_name, data, fmt), c.inbox_name
+        copy, name = scrub(c.inbox_name, data, fmt, config.columns), c.inbox_name
     archived = _archive(home, c.path.name, mask_phones(name), copy)
     if not finish_progress(m, c.key, "done", _relative(home, archived), None, time.time()):
         winner = (progress(m, c.key) or {}).get("archived_as")

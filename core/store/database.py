@@ -11,8 +11,11 @@ deliberate and worth keeping.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
+import stat
 from typing import Iterator
+from urllib.parse import quote
 
 from peewee import Database, PeeweeException
 
@@ -78,3 +81,55 @@ def describe_target(target: str) -> str:
         host = parts.hostname or "local socket"
         return f"postgresql://{parts.username + '@' if parts.username else ''}{host}{parts.path}"
     return target
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+OUR_TABLE = "schema_version"  # every store this program made has it, from its first commit
+
+
+def claim_sqlite(path: str, create: bool) -> None:
+    """Refuse to open a file at ``path`` that is not one of our stores, before SQLite touches it.
+
+    SQLite takes any path: an empty file becomes a new database, another
+    program's database gets our tables and triggers added. So a file is opened
+    only when it is our store (it has ``schema_version``) or, for a command
+    that may create one (``create``), a SQLite file with no table at all (what
+    a crash while creating a store leaves). Nothing is written here; a missing
+    file is created later, and only when ``create``.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if create:
+            return
+        raise StoreError(f"no store at {path}; nothing was created (watch or ingest creates one)") from None
+    except OSError as exc:
+        raise StoreError(f"cannot open the store at {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{path} is not a file, so not a store; it was left as it is")
+    if st.st_size == 0:
+        raise StoreError(f"{path} is an empty file, not a store; it was left as it is "
+                         "(remove it and watch or ingest creates a store there)")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"cannot read the store at {path}: {exc.strerror}") from None
+    if head != SQLITE_MAGIC:
+        raise StoreError(f"{path} is not a SQLite database, so not a store of this program; it was left unchanged")
+    try:
+        con = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=5)
+        try:
+            tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the store at {path}: {exc}") from None
+    if OUR_TABLE in tables:
+        return
+    if tables:
+        shown = ", ".join(sorted(tables)[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        raise StoreError(f"{path} is another program's database (tables: {shown}), not a store of this "
+                         "program; it was left unchanged")
+    if not create:
+        raise StoreError(f"{path} holds no store yet; it was left as it is (watch or ingest creates one)")

@@ -302,6 +302,9 @@ def test_6_status_prints_the_home_path_escaped(tmp_path):
     from core.home import Home
 
     home = Home(tmp_path / "h\x1b[31m\x07ome").ensure()
+    missing = cli(home, "status")  # a reading command creates no store, and its error is escaped too
+    assert missing.returncode == 2 and "\x1b" not in missing.stderr and "h\\x1b[31m\\x07ome" in missing.stderr
+    Receiver(str(home.db)).close()
     out = cli(home, "status")
     assert out.returncode == 0, out.stderr
     assert "\x1b" not in out.stdout and "\x07" not in out.stdout and "h\\x1b[31m\\x07ome" in out.stdout

@@ -9,6 +9,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -198,6 +199,9 @@ def test_spreadsheets_that_ask_for_too_much_memory_are_rejected_and_the_rest_tak
         assert got[f"{name}.{'ods' if name == 'repeats' else 'xlsx'}"][1] in reason.read_text()
     assert query(home, "SELECT frame_id FROM cases") == [("g1-1",)]
     assert w.proc.poll() is None, w.stderr()  # the receiver lives on, and goes on taking files in
+    status = (Path("/proc") / str(w.proc.pid) / "status").read_text()
+    peak_kb = int(status.split("VmHWM:")[1].split()[0])
+    assert peak_kb < 300 * 1024, status  # the sheets were sized up without being allocated
     drop(home, "later.txt", f"g2-1 {F[2]}\n")
     ended(home, 5)
     assert len(query(home, "SELECT frame_id FROM cases")) == 2

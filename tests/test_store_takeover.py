@@ -75,12 +75,8 @@ def test_another_programs_database_is_refused_unchanged(home, tmp_path, command)
     con.close()
 
 
-def test_a_writing_command_refuses_an_empty_file_and_a_file_that_is_not_sqlite(home, tmp_path):
+def test_a_writing_command_refuses_a_file_that_is_not_sqlite(home, tmp_path):
     session = frames_file(tmp_path)
-    empty = tmp_path / "empty.db"
-    empty.write_bytes(b"")
-    refused(cli(home, "--db", str(empty), "ingest", str(session)), "is an empty file, not a store")
-    assert empty.read_bytes() == b""
     notes = tmp_path / "notes.db"
     notes.write_text("my notes, not a database\n")
     refused(cli(home, "--db", str(notes), "ingest", str(session)), "is not a SQLite database")

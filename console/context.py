@@ -61,7 +61,7 @@ class Context:
     def receiver(self) -> Receiver:
         if self._receiver is None:
             self.open_home()
-            self._receiver = Receiver(self.store_target)
+            self._receiver = Receiver(self.store_target, create=self.writes)
         return self._receiver
 
     @property

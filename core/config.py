@@ -17,6 +17,9 @@ The inbox settings live in an ``[inbox]`` table::
     observer = true             # the watchdog push path; false leaves only the sweep
     sweep = true                # the sweep pull path; false leaves only the observer
     batch_lines = 5000          # frames per transaction (a crash redoes at most one batch)
+    id_columns = ["ref"]        # this site's frame id column(s), on top of frame_id, frameid, frame_key
+    text_columns = []           # this site's frame text column(s), on top of text, message, body ...
+    phone_columns = []          # more columns that hold phone numbers (never read, dropped from copies)
 
 The console's own settings live in a ``[console]`` table::
 
@@ -43,10 +46,23 @@ class InboxConfig:
     observer: bool = True
     sweep: bool = True
     batch_lines: int = 5000
+    id_columns: tuple[str, ...] = ()
+    text_columns: tuple[str, ...] = ()
+    phone_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for f in fields(self):
             _check(f.name, getattr(self, f.name))
+        for key in _NAME_LISTS:
+            object.__setattr__(self, key, tuple(getattr(self, key)))  # TOML gives a list
+        _check_column_names(self)
+
+    @property
+    def columns(self):
+        """The site's own column names, for the readers and the scrubbed copies."""
+        from core.rules.columns import ColumnNames
+
+        return ColumnNames.of(self.id_columns, self.text_columns, self.phone_columns)
 
     def replace(self, **changes: Any) -> "InboxConfig":
         return dataclasses.replace(self, **changes)
@@ -78,12 +94,28 @@ _RULES: dict[str, tuple[type, float | None, float | None]] = {
     "observer": (bool, None, None),
     "sweep": (bool, None, None),
     "batch_lines": (int, 1, 1_000_000),
+    "id_columns": (list, 0, 32),  # lists of column names: at most this many
+    "text_columns": (list, 0, 32),
+    "phone_columns": (list, 0, 32),
     "unlock_minutes": (float, 0.0, 720.0),  # [console]; at most a long shift
 }
 
 
+_NAME_LISTS = ("id_columns", "text_columns", "phone_columns")
+
+
 def _check(key: str, value: Any, section: str = "inbox") -> None:
     kind, low, high = _RULES[key]
+    if kind is list:
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{section} setting {key} must be a list of column names, not {value!r}")
+        if len(value) > high:
+            raise ValueError(f"{section} setting {key} has {len(value)} names; at most {high:g}")
+        for v in value:
+            if not any(c.isalnum() for c in v) or len(v) > 64:
+                raise ValueError(f"{section} setting {key}: {v!r} is not a column name "
+                                 "(1-64 characters, a letter or digit among them)")
+        return
     if kind is bool:
         if not isinstance(value, bool):
             raise ValueError(f"{section} setting {key} must be true or false, not {value!r}")
@@ -95,6 +127,18 @@ def _check(key: str, value: Any, section: str = "inbox") -> None:
         raise ValueError(f"{section} setting {key} must be a whole number, not {value!r}")
     if value != value or (low is not None and value < low) or (high is not None and value > high):
         raise ValueError(f"{section} setting {key} = {value!r} is out of range ({low:g} to {high:g})")
+
+
+def _check_column_names(config: "InboxConfig") -> None:
+    """One name in two of the lists would make a column both the id and the text (or a phone)."""
+    from core.rules.columns import norm
+
+    seen: dict[str, str] = {}
+    for key in _NAME_LISTS:
+        for name in getattr(config, key):
+            other = seen.setdefault(norm(name), key)
+            if other != key:
+                raise ValueError(f"inbox setting {key}: {name!r} is already in {other}; a column is one of them")
 
 
 def read_toml(path: Path) -> dict:

@@ -112,8 +112,11 @@ def test_ingest_of_anything_but_a_regular_file_is_one_line_and_exit_2(home, tmp_
         assert proc.returncode == 2 and len(lines) == 1, (bad, proc.stderr)
         assert lines[0].startswith("ussd-console: error:") and bad.name in lines[0], (bad, lines)
         assert "Traceback" not in proc.stderr and proc.stdout == ""
-    status = json.loads(cli(home, "status", "--json").stdout)
-    assert status["cases"] == 0  # a bad path stops the command before anything is applied
+    # A bad path stops the command before anything is applied: no store was even created (and
+    # `status`, a reading command, says so rather than creating one).
+    assert not home.db.exists()
+    status = cli(home, "status", "--json")
+    assert status.returncode == 2 and "no store at" in status.stderr and not home.db.exists()
     assert good.exists() and (home.inbox / "sub").is_dir()
 
 

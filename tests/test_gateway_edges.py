@@ -221,14 +221,14 @@ def test_4_no_phone_number_is_at_rest_anywhere_in_the_home(home, tmp_path, watch
 # -- 5: a normal-looking gateway CSV gives its frames, or the right reason --------------------------------
 
 
-def test_5_no_id_column_and_non_json_lines_say_what_is_wrong(home, tmp_path, watcher):
+def test_5_no_frame_id_and_non_json_lines_say_what_is_wrong(home, tmp_path, watcher):
     watcher("--settle-time", "0.2", "--sweep-interval", "0.5")
     drop(home, "ref.csv", f"ref,from,content\n1,+254711000070,{F[1]}\n2,+254711000071,k2-1 {F[2]}\n")
     drop(home, "feed.jsonl", json.dumps({"frame_id": "j1-1", "frame": F[3]}) + "\nnot json at all\n")
     ended(home, 2)
     got = rejects(home)
     assert [(f, line, why) for f, line, why, _i, _t in got] == [
-        ("feed.jsonl", 2, "not_json"), ("ref.csv", 2, "no_id_column")]
+        ("feed.jsonl", 2, "not_json"), ("ref.csv", 2, "no_frame_id")]
     assert got[1][3] == "" and got[1][4] == F[1]  # the frame is the text, not the id
     assert got[0][4] == "not json at all"
     assert cases(home) == 2  # k2-1 (its id in the message) and j1-1
@@ -302,6 +302,9 @@ def test_6_status_prints_the_home_path_escaped(tmp_path):
     from core.home import Home
 
     home = Home(tmp_path / "h\x1b[31m\x07ome").ensure()
+    missing = cli(home, "status")  # a reading command creates no store, and its error is escaped too
+    assert missing.returncode == 2 and "\x1b" not in missing.stderr and "h\\x1b[31m\\x07ome" in missing.stderr
+    Receiver(str(home.db)).close()
     out = cli(home, "status")
     assert out.returncode == 0, out.stderr
     assert "\x1b" not in out.stdout and "\x07" not in out.stdout and "h\\x1b[31m\\x07ome" in out.stdout

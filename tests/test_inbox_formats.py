@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.rules.columns import is_phone_name, looks_like_phone
+from core.rules.columns import ColumnNames, is_phone_name, looks_like_phone
 from core.rules.formats import FormatError, complete_part, line_count, read_items
 from core.rules.scrub import scrub
 from tests.helpers import frame
@@ -42,11 +42,30 @@ def test_csv_with_bom_crlf_and_a_phone_column_yields_no_phone_numbers():
     assert not any(p.replace(" ", "") in repr(items).replace(" ", "") for p in PHONES)
 
 
-def test_csv_frame_id_column_wins_and_generic_id_is_used_without_embedded_id():
+def test_csv_frame_id_column_wins_and_a_gateway_message_id_is_never_a_frame_id():
     data = f"frame_id,msisdn,text\nkak01-1,+254712345678,{F1}\n".encode()
     assert read_items("a.csv", data)[0] == [("kak01-1", F1, 2)]
-    data = f"message_id;from;body\nkak02-2;+254712345678;{F2}\n".encode()
-    assert read_items("b.csv", data)[0] == [("kak02-2", F2, 2)]
+    # A gateway gives every SMS a new message id: a re-sent frame keyed on it would count twice.
+    for header in ("message_id;from;body", "id;from;body", "sid;from;body", "uuid;from;body"):
+        items, _ = read_items("b.csv", f"{header}\nkak02-2;+254712345678;{F2}\n".encode())
+        assert items == [(None, F2, 2)] and why(items[0]) == "no_frame_id", header
+
+
+def test_a_site_names_its_own_frame_id_text_and_phone_columns():
+    site = ColumnNames.of(frame_id=["ref"], text=["payload"], phone=["who"])
+    data = f"ref,who,payload,message\nkak01-1,0712345678 (home),{F1},hello\n".encode()
+    assert read_items("a.csv", data, site)[0] == [("kak01-1", F1, 2)]
+    assert read_items("a.csv", data)[0] == [(None, "hello", 2)]  # without the names: message is the text
+    copy = scrub("a.csv", data, "csv", site).decode()
+    assert copy.splitlines()[0] == "ref,payload,message"  # the phone column is dropped by its name
+    assert "0712345678" not in copy
+    assert read_items("b.jsonl", json.dumps({"ref": "kak02-2", "payload": F2}).encode(), site)[0] == [
+        ("kak02-2", F2, 1)]
+
+
+def test_a_bare_frame_on_a_plain_line_is_no_frame_id():
+    items, _ = read_items("p.txt", f"{F1}\n".encode())
+    assert items == [(None, F1, 1)] and why(items[0]) == "no_frame_id"
 
 
 def test_csv_without_id_column_reads_the_id_from_the_message():
@@ -66,8 +85,9 @@ def test_csv_records_keep_their_first_line_and_unreadable_records_become_rejects
         f"4,+254712345678,kak02-2 {F2}\n"
     ).encode()
     items, _ = read_items("d.csv", data)
-    assert items == [("kak01-1", F1, 2), (None, "", 3), ("3", "multi\nline", 5), ("kak02-2", F2, 7)]
+    assert items == [("kak01-1", F1, 2), (None, "", 3), (None, "multi\nline", 5), ("kak02-2", F2, 7)]
     assert why(items[1]) == "bad_csv_record"
+    assert why(items[2]) == "no_frame_in_text"  # the gateway's id 3 is no frame id
 
 
 def test_csv_header_is_sniffed_in_a_txt_file_and_a_csv_without_text_column_is_unreadable():
@@ -88,7 +108,8 @@ def test_json_lines():
     ).encode()
     items, fmt = read_items("g.jsonl", data)
     assert fmt == "jsonl"
-    assert items == [("kak01-1", F1, 1), (None, "{not json", 2), (None, "[1, 2]", 4), ("kak02-2", F2, 5), ("7", F3, 6)]
+    assert items == [("kak01-1", F1, 1), (None, "{not json", 2), (None, "[1, 2]", 4), ("kak02-2", F2, 5), (None, F3, 6)]
+    assert why(items[4]) == "no_frame_id"  # a gateway's "id" is no frame id
     assert why(items[1]) == why(items[2]) == "not_json"
     assert read_items("no-extension", data)[1] == "jsonl"
 

@@ -44,7 +44,7 @@ def register(sub, common) -> None:
     p.set_defaults(handler=cmd_ingest, writes=True)
 
 
-def _read_items(path: Path, max_bytes: int):
+def _read_items(path: Path, max_bytes: int, site):
     """A regular file's items. A FIFO or a device would block or never end, so they are refused."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -67,9 +67,9 @@ def _read_items(path: Path, max_bytes: int):
         raise CommandError(f"{path} is over the size limit (more than {max_bytes} bytes)")
     try:
         if spreadsheet_kind(path.name):
-            items = table_items(sheet_rows(data, max_bytes))
+            items = table_items(sheet_rows(data, max_bytes), site)
         else:
-            items, _fmt = read_items(path.name, data)
+            items, _fmt = read_items(path.name, data, site)
     except FormatError as exc:
         raise CommandError(f"{path}: {exc}") from exc
     return [(fid, frame, str(path), line) for fid, frame, line in items]
@@ -104,7 +104,7 @@ def cmd_ingest(args, ctx) -> int:
             _check_inbox_file(path)
             files.append((path, None))
         else:
-            files.append((path, _read_items(path, config.max_file_bytes)))
+            files.append((path, _read_items(path, config.max_file_bytes, config.columns)))
     receiver = ctx.receiver
     total = sum(len(items) for _, items in files if items is not None)
     # Big files (or --summary): a bar while it runs, then counts; a line per frame would scroll

@@ -251,10 +251,10 @@ class Delivery:
             items, fmt, part, total = [], sheet, b"", row["line"] if row else 0  # a zip is whole only when done
         elif sheet:
             rows = sheet_rows(data, self.config.max_file_bytes)
-            items, fmt, part, total = table_items(rows), sheet, data, len(rows)
+            items, fmt, part, total = table_items(rows, self.config.columns), sheet, data, len(rows)
         else:
             part = complete_part(data) if fresh else data
-            items, fmt = read_items(inbox_name, part)
+            items, fmt = read_items(inbox_name, part, self.config.columns)
             total = line_count(part)
         return _Read(items, fmt, part, total, rows, sheet is not None)
 
@@ -325,9 +325,9 @@ class Delivery:
         if self.config.keep_originals:
             copy, name = data, c.inbox_name
         elif read.rows is not None:
-            copy, name = scrub_table(read.rows), c.inbox_name.rsplit(".", 1)[0] + ".csv"
+            copy, name = scrub_table(read.rows, self.config.columns), c.inbox_name.rsplit(".", 1)[0] + ".csv"
         else:
-            copy, name = scrub(c.inbox_name, data, read.format), c.inbox_name
+            copy, name = scrub(c.inbox_name, data, read.format, self.config.columns), c.inbox_name
         archived = archive(home, c.path.name, mask_phones(name), copy)
         if not finish_progress(m, self.key, "done", home_relative(home, archived), None, time.time()):
             winner = (progress(m, self.key) or {}).get("archived_as")

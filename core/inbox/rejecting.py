@@ -70,10 +70,10 @@ def _rejected_copy(claim_path: Path, inbox_name: str, config: InboxConfig, data:
         return claim_path, inbox_name  # too big to hold: copied masked, as a stream
     if spreadsheet_kind(inbox_name):
         try:
-            return scrub_table(sheet_rows(data, config.max_file_bytes)), inbox_name.rsplit(".", 1)[0] + ".csv"
+            return scrub_table(sheet_rows(data, config.max_file_bytes), config.columns), inbox_name.rsplit(".", 1)[0] + ".csv"
         except FormatError:
             pass
-    return scrub(inbox_name, data), inbox_name
+    return scrub(inbox_name, data, site=config.columns), inbox_name
 
 
 def reject(claim: Claim, reason: str, receiver: Receiver, home: Home, config: InboxConfig,

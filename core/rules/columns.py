@@ -9,16 +9,13 @@ Africa's Talking, Telerivet) and our own format; docs/admin.md lists them (inbox
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Iterable
 
 from .frame import FRAME_ID_RE, Unreadable
 from .privacy import mask_phones
 
 FRAME_ID_NAMES = frozenset({"frame_id", "frameid", "frame_key"})
-GENERIC_ID_NAMES = frozenset({
-    "id", "message_id", "messageid", "msg_id", "msgid", "sms_id", "smsid", "uuid", "message_uuid",
-    "sid", "message_sid", "messagesid", "sms_sid", "smssid",
-})
 TEXT_NAMES = frozenset({
     "frame", "frame_text", "text", "message", "message_text", "message_body", "text_message",
     "body", "content", "msg", "sms", "sms_text", "sms_body", "message_content", "sms_content",
@@ -47,9 +44,31 @@ def norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.strip().lstrip("\ufeff").lower()).strip("_")
 
 
-def is_phone_name(name: str) -> bool:
+@dataclass(frozen=True)
+class ColumnNames:
+    """A site's own column names (``[inbox] id_columns``, ``text_columns``, ``phone_columns``),
+    normalized, on top of the built-in lists; a site's name wins over a built-in one."""
+
+    frame_id: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+    phone: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, frame_id: Iterable[str] = (), text: Iterable[str] = (), phone: Iterable[str] = ()) -> "ColumnNames":
+        return cls(tuple(map(norm, frame_id)), tuple(map(norm, text)), tuple(map(norm, phone)))
+
+    def is_text(self, n: str) -> bool:
+        return n in TEXT_NAMES or n in self.text
+
+
+DEFAULT_NAMES = ColumnNames()
+
+
+def is_phone_name(name: str, names: ColumnNames = DEFAULT_NAMES) -> bool:
     n = norm(name)
-    return n in PHONE_NAMES or any(word in PHONE_WORDS for word in n.split("_"))
+    if n in names.frame_id or n in names.text:
+        return False  # the site said what this column is
+    return n in PHONE_NAMES or n in names.phone or any(word in PHONE_WORDS for word in n.split("_"))
 
 
 def looks_like_phone(value: object) -> bool:
@@ -74,26 +93,36 @@ def looks_like_phone(value: object) -> bool:
 
 
 class Columns:
-    """Where the id and the text are in a header (or a JSON object's keys)."""
+    """Where the frame id and the text are in a header (or a JSON object's keys).
 
-    def __init__(self, names: Iterable[str]):
-        self.frame_id = self.generic_id = self.text = None
-        for position, name in enumerate(names):
-            n = norm(name)
+    Only a column the sender fills with the frame id counts as one (``frame_id``,
+    ``frameid``, ``frame_key``, or a name in ``id_columns``); a gateway's message
+    id never does. A site's own names win over the built-in ones, and a column
+    in ``phone_columns`` is never read as the id or the text.
+    """
+
+    def __init__(self, names: Iterable[str], site: ColumnNames = DEFAULT_NAMES):
+        self.frame_id = self.text = None
+        found = [norm(name) for name in names]
+        for wanted, attr in ((site.frame_id, "frame_id"), (site.text, "text")):
+            for position, n in enumerate(found):
+                if n in wanted and getattr(self, attr) is None and position not in self.used:
+                    setattr(self, attr, position)
+        for position, n in enumerate(found):
+            if position in self.used or n in site.phone:
+                continue
             if n in FRAME_ID_NAMES and self.frame_id is None:
                 self.frame_id = position
-            elif n in GENERIC_ID_NAMES and self.generic_id is None:
-                self.generic_id = position
             elif n in TEXT_NAMES and self.text is None:
                 self.text = position
 
     @property
     def has_id(self) -> bool:
-        return self.frame_id is not None or self.generic_id is not None
+        return self.frame_id is not None
 
     @property
     def used(self) -> set[int]:
-        return {self.frame_id, self.generic_id, self.text} - {None}
+        return {self.frame_id, self.text} - {None}
 
 
 def no_text_column(found: Iterable[str]) -> str:
@@ -105,18 +134,18 @@ def no_text_column(found: Iterable[str]) -> str:
             "frame, text, message, body, content, sms, message_content (docs/admin.md)")
 
 
-def choose(frame_id: str | None, generic_id: str | None, text: str | None, has_id_column: bool):
+def choose(frame_id: str | None, text: str | None, has_id_column: bool):
     """The frame id and frame of one row.
 
-    A ``frame_id`` column wins. Otherwise a message of the form ``<frame_id>
-    <frame>`` carries its own id, which beats a gateway's message ``id``: that
-    one is new on every re-send, and keying on it would count re-sends twice.
-    A row with no id column whose text has no id of its own is
-    ``no_id_column`` (a bare frame) or ``no_frame_in_text`` (anything else),
-    never a ``bad_frame_id`` with the frame stored as its id.
+    A frame id column's value wins. Otherwise a message of the form
+    ``<frame_id> <frame>`` carries its own id. Nothing else is a frame id: a
+    gateway's message ``id`` is new on every re-send, and keying on it would
+    count a re-sent frame twice. A bare frame with no frame id is
+    ``no_frame_id``; any other text without one is ``no_frame_in_text``; never
+    a ``bad_frame_id`` with the frame stored as its id.
     """
     if text is None:
-        return (frame_id or generic_id, Unreadable("", "no_text"))
+        return (frame_id, Unreadable("", "no_text"))
     stripped = text.strip(SPACE)
     embedded = _EMBEDDED.fullmatch(stripped)
     if frame_id:
@@ -125,13 +154,14 @@ def choose(frame_id: str | None, generic_id: str | None, text: str | None, has_i
         return (frame_id, text)
     if embedded:
         return embedded.groups()
-    if generic_id or has_id_column:
-        return (generic_id, text)
+    if stripped.startswith("H1|"):
+        return (None, Unreadable(text, "no_frame_id"))
+    if has_id_column:
+        return (None, text)  # an empty frame id cell: judged as a frame with no id
     parts = _SEPARATOR.split(stripped, maxsplit=1)
     if len(parts) == 2 and FRAME_ID_RE.fullmatch(parts[0]):
         return (parts[0], parts[1])  # "<frame_id> <something>": judged as a frame (bad grammar, ...)
-    # A bare frame in a file with no id column: say that the column is missing, not that the id is bad.
-    return (None, Unreadable(text, "no_id_column" if stripped.startswith("H1|") else "no_frame_in_text"))
+    return (None, Unreadable(text, "no_frame_in_text"))
 
 
 def cell(value: object) -> str | None:

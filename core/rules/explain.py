@@ -37,7 +37,13 @@ REASON_WORDS = {
     "bad_frame_id": "frame id is not valid",
     "id_seq_mismatch": "frame id and place in session disagree",
     "bad_trailer": "checksum does not match",
+    "no_frame_id": "a frame but no frame id",
+    "no_frame_in_text": "no frame in the message",
 }
+
+NO_FRAME_ID = ("this message has a frame but no frame id; a gateway's message id changes with every "
+               "re-send, so it cannot stand in (send it as '<frame_id> <frame>', or name the frame id "
+               "column in config.toml [inbox] id_columns)")
 
 # The frame's seven fields, what each must be, and its check.
 FIELDS = [
@@ -95,6 +101,8 @@ def explain_reject(frame_id: str | None, text: str | None, reason: str | None) -
             return "no frame id"
         if not FRAME_ID_RE.fullmatch(frame_id):
             return f"frame id {_quote(frame_id)} is not 1-64 letters, digits or . _ : -"
+    elif reason == "no_frame_id":
+        return NO_FRAME_ID
     elif reason == "id_seq_mismatch":
         fields = text.split("|")
         tail = frame_id.rpartition("-")[2]

@@ -22,7 +22,7 @@ import json
 import re
 from typing import Iterator, Sequence
 
-from .columns import SPACE, TEXT_NAMES, Columns, cell, choose, no_text_column, norm
+from .columns import DEFAULT_NAMES, SPACE, ColumnNames, Columns, cell, choose, no_text_column, norm
 from .frame import Unreadable
 
 Item = tuple[str | None, str | None, int]
@@ -106,7 +106,9 @@ def _plain(lines: Sequence[str], bad: dict[int, Unreadable]) -> Iterator[Item]:
         if not line or line.startswith("#"):
             continue
         parts = _SEPARATOR.split(line, maxsplit=1)
-        if len(parts) != 2:
+        if len(parts) != 2 and line.startswith("H1|"):
+            yield (None, Unreadable(line, "no_frame_id"), number)  # a bare frame: not its own id
+        elif len(parts) != 2:
             yield (parts[0], None, number)
         else:
             yield (parts[0], parts[1], number)
@@ -121,7 +123,7 @@ def delimiter(header: str) -> str:
     return best if counts[best] else ","
 
 
-def _looks_like_header(line: str) -> bool:
+def _looks_like_header(line: str, site: ColumnNames = DEFAULT_NAMES) -> bool:
     try:
         fields = next(csv.reader([line], delimiter=delimiter(line)), [])
     except csv.Error:  # e.g. a field over csv's size limit: not a header anyone wrote
@@ -131,7 +133,7 @@ def _looks_like_header(line: str) -> bool:
     names = [norm(f) for f in fields]
     if not all(re.fullmatch(r"[a-z][a-z0-9_]*", n or "-") for n in names):
         return False
-    return any(n in TEXT_NAMES for n in names)
+    return any(site.is_text(n) for n in names)
 
 
 def csv_rows(lines: Sequence[str]) -> Iterator[tuple[int, int, list[str] | None]]:
@@ -165,7 +167,7 @@ def csv_rows(lines: Sequence[str]) -> Iterator[tuple[int, int, list[str] | None]
         yield start, position, row
 
 
-def _row_items(rows, bad: dict[int, Unreadable]) -> Iterator[Item]:
+def _row_items(rows, bad: dict[int, Unreadable], site: ColumnNames = DEFAULT_NAMES) -> Iterator[Item]:
     """Items from ``(first line, last line, cells)`` rows whose first is the header (CSV and
     spreadsheets alike); a record holding a bad line is one reject, with that line's reason."""
     first = next(rows, None)
@@ -177,7 +179,7 @@ def _row_items(rows, bad: dict[int, Unreadable]) -> Iterator[Item]:
     if header is None:
         raise FormatError("the header row cannot be read")
     header = [cell(h) or "" for h in header]
-    cols = Columns(header)
+    cols = Columns(header, site)
     if cols.text is None:
         raise FormatError(no_text_column(header))
     has_id = cols.has_id
@@ -193,7 +195,7 @@ def _row_items(rows, bad: dict[int, Unreadable]) -> Iterator[Item]:
         def get(i):
             return cell(row[i]) if i is not None and i < len(row) else None
 
-        fid, text_value = choose(get(cols.frame_id), get(cols.generic_id), get(cols.text), has_id)
+        fid, text_value = choose(get(cols.frame_id), get(cols.text), has_id)
         yield (fid, text_value, line)
 
 
@@ -209,7 +211,7 @@ def json_object(line: str) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
-def _json_items(lines: Sequence[str], bad: dict[int, Unreadable]) -> Iterator[Item]:
+def _json_items(lines: Sequence[str], bad: dict[int, Unreadable], site: ColumnNames = DEFAULT_NAMES) -> Iterator[Item]:
     for number, raw in enumerate(lines, start=1):
         if number in bad:
             yield (None, bad[number], number)
@@ -222,19 +224,19 @@ def _json_items(lines: Sequence[str], bad: dict[int, Unreadable]) -> Iterator[It
             yield (None, Unreadable(line[:_SAMPLE], "not_json"), number)
             continue
         keys = list(obj)
-        cols = Columns(keys)
+        cols = Columns(keys, site)
 
         def get(i):
             return cell(obj[keys[i]]) if i is not None else None
 
-        fid, frame = choose(get(cols.frame_id), get(cols.generic_id), get(cols.text), cols.has_id)
+        fid, frame = choose(get(cols.frame_id), get(cols.text), cols.has_id)
         yield (fid, frame, number)
 
 
 # -- detection and the public entry points ---------------------------------------------
 
 
-def detect(name: str, lines: Sequence[str]) -> str:
+def detect(name: str, lines: Sequence[str], site: ColumnNames = DEFAULT_NAMES) -> str:
     ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     if ext == "csv":
         return CSV
@@ -243,7 +245,7 @@ def detect(name: str, lines: Sequence[str]) -> str:
     first = next((l.strip(SPACE) for l in lines if l.strip(SPACE)), "")
     if first.startswith("{"):
         return JSONL
-    if _looks_like_header(first):
+    if _looks_like_header(first, site):
         return CSV
     return PLAIN
 
@@ -253,24 +255,25 @@ def spreadsheet_kind(name: str) -> str | None:
     return SPREADSHEETS.get(name.rsplit(".", 1)[-1].lower()) if "." in name else None
 
 
-def read_items(name: str, data: bytes) -> tuple[list[Item], str]:
-    """Decode, detect the format and read every item; ``FormatError`` if the file is unreadable."""
+def read_items(name: str, data: bytes, site: ColumnNames = DEFAULT_NAMES) -> tuple[list[Item], str]:
+    """Decode, detect the format and read every item; ``FormatError`` if the file is unreadable.
+    ``site`` is the site's own column names (``[inbox] id_columns`` ...)."""
     lines, bad = decode_lines(data)
-    fmt = detect(name, lines)
+    fmt = detect(name, lines, site)
     if fmt == CSV:
-        items = list(_row_items(csv_rows(lines), bad))
+        items = list(_row_items(csv_rows(lines), bad, site))
     elif fmt == JSONL:
-        items = list(_json_items(lines, bad))
+        items = list(_json_items(lines, bad, site))
     else:
         items = list(_plain(lines, bad))
     return items, fmt
 
 
-def table_items(rows: Sequence[Sequence[object]]) -> list[Item]:
+def table_items(rows: Sequence[Sequence[object]], site: ColumnNames = DEFAULT_NAMES) -> list[Item]:
     """A spreadsheet's first sheet, read like a CSV: header row, same column rules; line = row number."""
     numbered = ((n, n, list(r)) for n, r in enumerate(rows, start=1)
                 if any(cell(v) and cell(v).strip(SPACE) for v in r))
-    return list(_row_items(numbered, {}))
+    return list(_row_items(numbered, {}, site))
 
 
 def line_count(data: bytes) -> int:

@@ -11,7 +11,10 @@ deliberate and worth keeping.
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import sqlite3
+import stat
 from typing import Iterator
 
 from peewee import Database, PeeweeException
@@ -78,3 +81,91 @@ def describe_target(target: str) -> str:
         host = parts.hostname or "local socket"
         return f"postgresql://{parts.username + '@' if parts.username else ''}{host}{parts.path}"
     return target
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_SCHEMA_SCAN = 4 << 20  # the schema of a store (sqlite_master) sits in the file's first pages
+_CREATE_TABLE = re.compile(rb'CREATE TABLE (?:IF NOT EXISTS )?["`\[]?([A-Za-z_][A-Za-z0-9_]*)', re.I)
+OUR_TABLE = "schema_version"  # every store this program made has it, from its first commit
+
+
+# Paths this process has claimed (then opened with SQLite). Each is read here once per process:
+# closing any descriptor of a file drops every POSIX lock this process holds on it, SQLite's included, so a
+# second look while a connection of ours is open would break that connection's locking.
+_OURS: set[str] = set()
+
+
+def claim_sqlite(path: str, create: bool) -> None:
+    """Refuse to open a file at ``path`` that is not one of our stores (see ``_claim``); a path
+    this process already claimed is not looked at again."""
+    key = os.path.realpath(path)
+    if key in _OURS:
+        return
+    _claim(path, create)
+    _OURS.add(key)
+
+
+def _claim(path: str, create: bool) -> None:
+    """Refuse to open a file at ``path`` that is not one of our stores, before SQLite touches it.
+
+    SQLite takes any path: an empty file becomes a new database, another
+    program's database gets our tables and triggers added. So a file is opened
+    only when it is our store (it has ``schema_version``) or, for a command
+    that may create one (``create``), an empty file or a SQLite file with no
+    table at all: what a store looks like while another process creates it
+    (two receivers starting together on a new store), or after a crash then.
+    Nothing is written here; a missing file is created later, and only when
+    ``create``.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if create:
+            return
+        raise StoreError(f"no store at {path}; nothing was created (watch or ingest creates one)") from None
+    except OSError as exc:
+        raise StoreError(f"cannot open the store at {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{path} is not a file, so not a store; it was left as it is")
+    if st.st_size == 0 and create:
+        return  # what a store looks like while another process creates it (SQLite writes at its first commit)
+    if st.st_size == 0:
+        raise StoreError(f"{path} is an empty file, not a store; it was left as it is "
+                         "(remove it and watch or ingest creates a store there)")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"cannot read the store at {path}: {exc.strerror}") from None
+    if head != SQLITE_MAGIC:
+        raise StoreError(f"{path} is not a SQLite database, so not a store of this program; it was left unchanged")
+    tables = _schema_tables(path)
+    if OUR_TABLE in tables:
+        return
+    if tables:
+        shown = ", ".join(sorted(tables)[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        raise StoreError(f"{path} is another program's database (tables: {shown}), not a store of this "
+                         "program; it was left unchanged")
+    if not create:
+        raise StoreError(f"{path} holds no store yet; it was left as it is (watch or ingest creates one)")
+
+
+def _schema_tables(path: str) -> set[str]:
+    """The table names in a SQLite file's schema, read as bytes, without opening it with SQLite.
+
+    SQLite is not asked: its connection would set nothing, but a foreign file with a hot
+    journal would be rolled back by it. The schema's
+    ``CREATE TABLE`` texts sit in the first pages of the file, or of its ``-wal`` right after
+    a store was created.
+    """
+    found: set[str] = set()
+    for name in (path, path + "-wal"):
+        try:
+            with open(name, "rb") as fh:
+                head = fh.read(_SCHEMA_SCAN)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreError(f"cannot read the store at {path}: {exc.strerror}") from None
+        found.update(m.group(1).decode("ascii").lower() for m in _CREATE_TABLE.finditer(head))
+    return found

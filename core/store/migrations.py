@@ -10,8 +10,8 @@ from peewee import Database
 from core.rules.text import one_line
 from core.signing.audit_models import create_audit_tables, create_truncate_guards
 
-from .backend import open_database
-from .database import StoreError, describe_target, write_transaction
+from .backend import is_postgres_url, open_database
+from .database import StoreError, claim_sqlite, describe_target, write_transaction
 from .inbox_progress import migrate_v2 as _v2_inbox_tables
 from .models import RANKED_SQL, bind_models
 from .outbox import migrate_v15 as _v15_alert_outbox
@@ -109,8 +109,11 @@ def migrate(db: Database, m) -> int:
     return max(applied)
 
 
-def connect(target: str):
-    """Open, configure and migrate; return ``(db, models)``."""
+def connect(target: str, create: bool = True):
+    """Open, configure and migrate; return ``(db, models)``. A SQLite file that is not one of our
+    stores is refused untouched; without ``create`` (a reading command) a missing one is too."""
+    if not is_postgres_url(target) and target != ":memory:":
+        claim_sqlite(target, create)
     db = open_database(target)
     m = bind_models(db)
     try:

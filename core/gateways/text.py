@@ -13,7 +13,6 @@ from core.rules.frame import Unreadable
 from core.rules.privacy import mask_phones
 from core.rules.text import escape_text
 
-NO_FRAME_ID = "no_frame_id"
 NO_FRAME_IN_TEXT = "no_frame_in_text"
 SAMPLE = 120  # characters of a bad line kept in its reject row (as the file inbox keeps)
 
@@ -34,10 +33,9 @@ def message_items(text: str | None) -> list[Item]:
         line = raw.strip(SPACE)
         if not line or line.startswith("#"):
             continue
-        fid, frame = choose(None, None, line, False)
+        fid, frame = choose(None, line, False)  # the file inbox's own rule, no_frame_id included
         if isinstance(frame, Unreadable):
-            reason = NO_FRAME_ID if line.startswith("H1|") else NO_FRAME_IN_TEXT
-            items.append((None, unreadable(line, reason)))
+            items.append((None, unreadable(line, frame.reason)))
         else:
             items.append((fid, frame))
     return items or [(None, unreadable("", NO_FRAME_IN_TEXT))]

@@ -79,6 +79,8 @@ _RULES: dict[str, tuple[type, float | None, float | None]] = {
     "sweep": (bool, None, None),
     "batch_lines": (int, 1, 1_000_000),
     "unlock_minutes": (float, 0.0, 720.0),  # [console]; at most a long shift
+    "every": (float, 1.0, 30 * 86400.0),  # [backup]: seconds between scheduled backups (core.backup.config)
+    "keep": (int, 1, 10_000),  # [backup]: backups kept in the folder
 }
 
 

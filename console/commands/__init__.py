@@ -17,6 +17,7 @@ MODULES = [
     "console.commands.alerts",
     "console.commands.serve",
     "console.commands.ui",
+    "console.commands.backup",
 ]
 
 

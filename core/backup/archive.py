@@ -158,8 +158,10 @@ def _recipients(texts) -> list:
     return [x25519.Recipient.from_str(t) for t in texts]
 
 
-def make_backup(home, store: str, folder: Path, recipients=(), now: float | None = None) -> Made:
-    """Write one backup file into ``folder``; return where and what it holds."""
+def make_backup(home, store: str, folder: Path, recipients=(), now: float | None = None,
+                check: bool = False) -> Made:
+    """Write one backup file into ``folder``; return where and what it holds. With ``check``, the
+    archive is verified (``verify_into``) before it is encrypted and given its final name."""
     from core.store.backend import is_postgres_url
 
     if is_postgres_url(store):
@@ -210,6 +212,9 @@ def make_backup(home, store: str, folder: Path, recipients=(), now: float | None
                 raw.flush()
                 os.fsync(raw.fileno())
             _hold("written")
+            if check:
+                (work / "check").mkdir()
+                verify_into(plain, work / "check")
             if recipients:
                 import pyrage
 
@@ -282,7 +287,7 @@ def _read_members(plain: Path, work: Path) -> tuple[dict, dict]:
     found: dict[str, Path] = {}
     manifest = None
     try:
-        with tarfile.open(plain, mode="r:gz") as tar:
+        with gzip.open(plain, "rb") as gz, tarfile.open(fileobj=gz, mode="r|") as tar:
             for info in tar:
                 if not info.isfile():
                     raise BackupError(f"the backup holds {info.name[:80]!r}, which is not a plain file")
@@ -303,6 +308,10 @@ def _read_members(plain: Path, work: Path) -> tuple[dict, dict]:
                     while chunk := data.read(1 << 20):
                         out.write(chunk)
                 found[name] = dest
+            # tar stops at its end marker: the rest of the gzip stream (and its CRC) is read too,
+            # so a flipped byte in the padding or the trailer is found as well.
+            while gz.read(1 << 20):
+                pass
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise BackupError(f"the backup is cut short or damaged (the archive does not read: {exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:

@@ -296,16 +296,17 @@ def test_watch_makes_verified_backups_on_schedule_and_keeps_only_keep(home, tmp_
             log = home.log_file.read_text() if home.log_file.exists() else ""
             return log.count("scheduled backup verified") >= 4
         wait_for(made, what="four scheduled backups")
-        files = [p for p in usb.iterdir() if not p.name.startswith(".")]
-        assert 1 <= len(files) <= 2, files
-        status = json.loads(run("--home", str(home.root), "--json", "status").stdout)
-        last = status["backup"]["last_verified"]
-        assert Path(last["file"]).exists() or len(files) == 2
-        assert last["size"] > 0 and last["at"] > 0
-        assert status["backup"]["fault"] is None
-        assert run("backup", "verify", str(files[-1])).returncode == 0
     finally:
         assert watcher.signal(signal.SIGTERM) == 0
+    files = [p for p in usb.iterdir() if not p.name.startswith(".")]
+    assert 1 <= len(files) <= 2, files
+    for path in files:
+        assert run("backup", "verify", str(path)).returncode == 0, path
+    status = json.loads(run("--home", str(home.root), "--json", "status").stdout)
+    last = status["backup"]["last_verified"]
+    assert Path(last["file"]) in files
+    assert last["size"] == Path(last["file"]).stat().st_size and last["at"] > 0
+    assert status["backup"]["last_failure"] is None and status["backup"]["keep"] == 2
 
 
 def test_failed_scheduled_backup_is_a_fault_and_an_alert(home, tmp_path):
@@ -327,5 +328,22 @@ def test_failed_scheduled_backup_is_a_fault_and_an_alert(home, tmp_path):
             E = outbox_models(r.db).AlertEvent
             kinds = [(e.kind, e.summary) for e in E.select()]
         assert any("backup" in summary for kind, summary in kinds if kind == "fault"), kinds
+    finally:
+        assert watcher.signal(signal.SIGTERM) == 0
+
+
+def test_overdue_backup_is_a_fault_in_status(home, tmp_path):
+    """A scheduled backup that never finishes (held at its first step) leaves backups overdue."""
+    holds = tmp_path / "holds"
+    holds.mkdir()
+    home.config.write_text(f'[backup]\ndir = "{tmp_path / "usb"}"\nevery = 1\n')
+    watcher = Watcher(home, tmp_path, "--settle-time", "0", env={archive.HOLD_ENV: str(holds)})
+    try:
+        def overdue():
+            s = json.loads(run("--home", str(home.root), "--json", "status").stdout)
+            return s if any("backup overdue" in f for f in s["health"]["faults"]) else None
+        status = wait_for(overdue, what="the overdue fault in status")
+        assert status["backup"]["last_verified"] is None
+        assert list(holds.glob("*-snapshot.held"))
     finally:
         assert watcher.signal(signal.SIGTERM) == 0

@@ -23,6 +23,7 @@ from core.config import load_inbox_config
 from core.inbox import claimed_dir, deliver_until_done, file_counts, files_by_state, hold_after_commit, quiet_skip
 from core.inbox.spreadsheets import sheet_rows
 from core.ops.health import gather
+from core.backup.schedule import status as backup_status
 from core.rules.explain import explain_reject, outcome_words, reason_words
 from core.rules.formats import FormatError, read_items, spreadsheet_kind, table_items
 from core.rules.frame import NEED_NAMES
@@ -299,7 +300,7 @@ def cmd_status(args, ctx) -> int:
     if ctx.json:
         print_json({**t, "per_source": per_source, "files_per_path": files, "retention": policy,
                     "files_rejected": states["rejected"], "files_by_state": states,
-                    "home": str(ctx.home.root), "health": health})
+                    "home": str(ctx.home.root), "health": health, "backup": backup_status(ctx.home)})
         return 0
     out = make_console()
     out.print(Text.assemble("home ", safe(str(ctx.home.root), 1000)))  # a path may hold any byte

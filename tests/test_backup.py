@@ -3,7 +3,6 @@ verified, broken on purpose, restored into a new home, encrypted, killed half wa
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
@@ -21,7 +20,7 @@ from core.home import Home
 from core.signing.checkpoint import Checkpoint
 from tests.helpers import ROOT, frame
 from tests.inbox_helpers import drop, frame_lines, text_of, wait_for
-from tests.signing import A1, A1_FIX, B2, C1, add_operators, ingest, passfile, quarantine_id, sign
+from tests.signing import A1, A1_FIX, B2, C1, add_operators, ingest, quarantine_id, sign
 from tests.test_inbox_watch_cli import Watcher
 
 

@@ -383,16 +383,11 @@ def verify_into(file: Path, work: Path, identity: str | None = None) -> tuple[di
 
 
 def verify(file: Path, identity: str | None = None) -> dict:
-    """The manifest of a backup that is whole and sound; BackupError or CannotRun otherwise."""
-    parent = Path(file).parent if Path(file).parent.is_dir() else None
-    with tempfile.TemporaryDirectory(prefix=".ussd-verify-", dir=_scratch(parent)) as work:
+    """The manifest of a backup that is whole and sound; BackupError or CannotRun otherwise.
+    It is unpacked in the system's temporary folder (never beside a backup on a stick), then removed."""
+    with tempfile.TemporaryDirectory(prefix=".ussd-verify-") as work:
         manifest, _found = verify_into(Path(file), Path(work), identity)
         return manifest
-
-
-def _scratch(_near: Path | None) -> str | None:
-    """Where to unpack while checking: the system's temporary folder (never beside a backup on a stick)."""
-    return None
 
 
 def _without_db_line(text: str) -> str:

@@ -170,7 +170,12 @@ def make_backup(home, store: str, folder: Path, recipients=(), now: float | None
         raise CannotRun(f"no store at {store}")
     now = time.time() if now is None else now
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and not folder.is_dir():
+        raise CannotRun(f"the backup folder {folder} is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CannotRun(f"cannot make the backup folder {folder}: {exc.strerror}") from None
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     final = folder / f"{PREFIX}{stamp}{SUFFIX_AGE if recipients else SUFFIX_PLAIN}"
     n = 1

@@ -61,7 +61,8 @@ def checkpoint_file(home: Home, tmp_path: Path) -> Path:
 
 
 def test_backup_taken_while_watch_takes_files_verifies(home, tmp_path):
-    watcher = Watcher(home, tmp_path, "--settle-time", "0")
+    """The sweep alone takes the files in (no inotify watch: the shared test machine runs out of them)."""
+    watcher = Watcher(home, tmp_path, "--settle-time", "0", "--no-observer", "--sweep-interval", "0.2")
     try:
         for i in range(5):
             drop(home, f"live-{i}.txt", text_of(frame_lines(f"L{i}", 300)))
@@ -287,7 +288,7 @@ def _releaser(holds: Path, keep: str):
 def test_watch_makes_verified_backups_on_schedule_and_keeps_only_keep(home, tmp_path):
     usb = tmp_path / "usb"
     home.config.write_text(f'[backup]\ndir = "{usb}"\nevery = 1\nkeep = 2\n')
-    watcher = Watcher(home, tmp_path, "--settle-time", "0")
+    watcher = Watcher(home, tmp_path, "--settle-time", "0", "--no-observer", "--sweep-interval", "0.2")
     try:
         drop(home, "live.txt", text_of(frame_lines("W", 200)))
 
@@ -312,7 +313,7 @@ def test_failed_scheduled_backup_is_a_fault_and_an_alert(home, tmp_path):
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the backup folder should be")
     home.config.write_text(f'[backup]\ndir = "{blocked}"\nevery = 1\n')
-    watcher = Watcher(home, tmp_path, "--settle-time", "0")
+    watcher = Watcher(home, tmp_path, "--settle-time", "0", "--no-observer", "--sweep-interval", "0.2")
     try:
         def faulted():
             s = json.loads(run("--home", str(home.root), "--json", "status").stdout)
@@ -336,7 +337,7 @@ def test_overdue_backup_is_a_fault_in_status(home, tmp_path):
     holds = tmp_path / "holds"
     holds.mkdir()
     home.config.write_text(f'[backup]\ndir = "{tmp_path / "usb"}"\nevery = 1\n')
-    watcher = Watcher(home, tmp_path, "--settle-time", "0", env={archive.HOLD_ENV: str(holds)})
+    watcher = Watcher(home, tmp_path, "--settle-time", "0", "--no-observer", "--sweep-interval", "0.2", env={archive.HOLD_ENV: str(holds)})
     try:
         def overdue():
             s = json.loads(run("--home", str(home.root), "--json", "status").stdout)
@@ -346,3 +347,11 @@ def test_overdue_backup_is_a_fault_in_status(home, tmp_path):
         assert list(holds.glob("*-snapshot.held"))
     finally:
         assert watcher.signal(signal.SIGTERM) == 0
+
+
+def test_a_postgresql_store_is_one_plain_line_not_a_half_backup(home, tmp_path):
+    proc = run("--home", str(home.root), "--db", "postgresql://nobody@127.0.0.1:1/none", "backup",
+               "--to", str(tmp_path / "usb"))
+    assert proc.returncode == 2 and "PostgreSQL" in proc.stderr
+    assert_plain_failure(proc)
+    assert not (tmp_path / "usb").exists()

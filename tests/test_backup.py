@@ -271,6 +271,11 @@ def test_a_backup_killed_at_any_moment_leaves_no_bad_file_under_a_final_name(hom
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
+    if step == "encrypted":  # nothing readable is left on the backup disk by a killed encrypted backup
+        for path in usb.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                assert b"SQLite format 3" not in data and b"\x1f\x8b\x08" not in data, path
     finals = [p for p in usb.iterdir() if not p.name.startswith(".")]
     for path in finals:
         args = ["backup", "verify", str(path)] + (["--identity", str(ident_path)] if step == "encrypted" else [])

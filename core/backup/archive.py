@@ -158,6 +158,22 @@ def _recipients(texts) -> list:
     return [x25519.Recipient.from_str(t) for t in texts]
 
 
+WORK_PREFIX = ".ussd-backup-work-"
+STALE_AFTER = 86400.0
+
+
+def _remove_stale_work(root: Path) -> None:
+    """Work folders a killed backup left in the home more than a day ago."""
+    import shutil
+
+    for entry in root.glob(f"{WORK_PREFIX}*"):
+        try:
+            if entry.is_dir() and time.time() - entry.stat().st_mtime > STALE_AFTER:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue
+
+
 def make_backup(home, store: str, folder: Path, recipients=(), now: float | None = None,
                 check: bool = False) -> Made:
     """Write one backup file into ``folder``; return where and what it holds. With ``check``, the
@@ -182,7 +198,10 @@ def make_backup(home, store: str, folder: Path, recipients=(), now: float | None
     while final.exists():
         n += 1
         final = final.with_name(f"{PREFIX}{stamp}-{n}{SUFFIX_AGE if recipients else SUFFIX_PLAIN}")
-    with tempfile.TemporaryDirectory(prefix=".ussd-backup-", dir=folder) as work:
+    _remove_stale_work(Path(home.root))
+    # The snapshot and the plain archive are made in the home (beside the store they copy), never
+    # on the backup disk: a backup killed there leaves nothing readable on an encrypted stick.
+    with tempfile.TemporaryDirectory(prefix=WORK_PREFIX, dir=home.root) as work:
         work = Path(work)
         snap = work / STORE
         snapshot_sqlite(store, snap)

@@ -312,6 +312,8 @@ def test_watch_makes_verified_backups_on_schedule_and_keeps_only_keep(home, tmp_
     assert Path(last["file"]) in files
     assert last["size"] == Path(last["file"]).stat().st_size and last["at"] > 0
     assert status["backup"]["last_failure"] is None and status["backup"]["keep"] == 2
+    text = run("--home", str(home.root), "status").stdout
+    assert "backups: last verified" in text and Path(last["file"]).name in text.replace("\n", "")
 
 
 def test_failed_scheduled_backup_is_a_fault_and_an_alert(home, tmp_path):

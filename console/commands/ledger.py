@@ -23,7 +23,7 @@ from core.config import load_inbox_config
 from core.inbox import claimed_dir, deliver_until_done, file_counts, files_by_state, hold_after_commit, quiet_skip
 from core.inbox.spreadsheets import sheet_rows
 from core.ops.health import gather
-from core.backup.schedule import status as backup_status
+from core.backup.schedule import status as backup_status, words as backup_words
 from core.rules.explain import explain_reject, outcome_words, reason_words
 from core.rules.formats import FormatError, read_items, spreadsheet_kind, table_items
 from core.rules.frame import NEED_NAMES
@@ -320,6 +320,7 @@ def cmd_status(args, ctx) -> int:
     out.print(Text(f"retention: {retention_words(policy)}"))
     print_retention_fault(policy)
     out.print(_health_line(health))
+    out.print(safe(backup_words(backup_status(ctx.home)), 1000))
     return 0
 
 

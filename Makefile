@@ -20,6 +20,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	./scripts/ensure-postgres
+	./scripts/ensure-age
 	./scripts/ensure-chromium
 	$(BIN)/python -m pytest -n auto
 

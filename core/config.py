@@ -98,6 +98,8 @@ _RULES: dict[str, tuple[type, float | None, float | None]] = {
     "text_columns": (list, 0, 32),
     "phone_columns": (list, 0, 32),
     "unlock_minutes": (float, 0.0, 720.0),  # [console]; at most a long shift
+    "every": (float, 1.0, 30 * 86400.0),  # [backup]: seconds between scheduled backups (core.backup.config)
+    "keep": (int, 1, 10_000),  # [backup]: backups kept in the folder
 }
 
 

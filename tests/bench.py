@@ -150,11 +150,29 @@ def main() -> None:
             loaded_rate = n / seconds
             print(f"ingest, {args.stored:,} stored: {loaded_rate:>10,.0f} frames/s  "
                   f"({loaded_rate / empty_rate:.0%} of the empty-store rate)")
+            backup_figure(tmp, r.path, args.stored + n)
             stall = eviction_stall(r, now=time.time())
             print(f"evict {stall['removed']:,} expired rows: {stall['seconds']:.1f} s; a console read meanwhile "
                   f"waited at most {stall['max_read_ms']:.1f} ms (p99 {stall['p99_read_ms']:.1f} ms, {stall['reads']} reads)")
         postgres_rates(tmp, args.frames)
         extras(tmp, args)
+
+
+def backup_figure(tmp: Path, db: str, frames: int) -> None:
+    """`ussd-console backup` and `backup verify` of the loaded store (a separate figure: its own row)."""
+    from core.backup import archive
+    from core.home import Home
+
+    home = Home(tmp / "backup-home").ensure()
+    t = time.perf_counter()
+    made = archive.make_backup(home, db, tmp / "backups")
+    made_s = time.perf_counter() - t
+    t = time.perf_counter()
+    archive.verify(made.file)
+    verify_s = time.perf_counter() - t
+    print(f"BACKUP of a {frames:,}-frame store: {made_s:.1f} s, {made.size / 2**20:,.1f} MiB "
+          f"(store {os.path.getsize(db) / 2**20:,.1f} MiB); backup verify {verify_s:.1f} s")
+    made.file.unlink()
 
 
 PG_WORKER = """

@@ -25,6 +25,7 @@ MODULES = [
     "console.commands.serve",
     "console.commands.ui",
     "console.commands.gateway",
+    "console.commands.backup",
 ]
 
 

@@ -6,6 +6,7 @@ from rich.text import Text
 
 from console.render import make_console, print_json, safe, table, when
 from core.alerts import load_alerts_config
+from core.backup.schedule import status as backup_status, words as backup_words
 from core.home import looser_than_private
 from core.inbox import file_counts, files_by_state
 from core.ops.health import gather
@@ -29,12 +30,13 @@ def cmd_status(args, ctx) -> int:
     policy = r.retention()
     health = gather(ctx.home, r, _alert_targets(ctx.home))
     gateways = gateway_status(r)
+    backup = backup_status(ctx.home)
     loose = looser_than_private(ctx.home.root)  # the home's own parts others could read or write
     if ctx.json:
         print_json({**t, "per_source": per_source, "files_per_path": files, "retention": policy,
                     "files_rejected": states["rejected"], "files_by_state": states,
                     "home": str(ctx.home.root), "health": health, "gateways": gateways,
-                    "home_open_to_others": loose})
+                    "home_open_to_others": loose, "backup": backup})
         return 0
     out = make_console()
     out.print(Text.assemble("home ", safe(str(ctx.home.root), 1000)))  # a path may hold any byte
@@ -55,6 +57,7 @@ def cmd_status(args, ctx) -> int:
     out.print(Text(f"retention: {retention_words(policy)}"))
     print_retention_fault(policy)
     out.print(_health_line(health))
+    out.print(safe(backup_words(backup), 1000))
     for line in loose:
         out.print(Text.assemble("! ", safe(line, 1000)))
     return 0

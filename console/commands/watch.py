@@ -17,6 +17,8 @@ import threading
 import time
 
 from core.alerts import load_alerts_config
+from core.backup.config import load_backup_config
+from core.backup.schedule import BackupSchedule
 from core.config import load_inbox_config, load_log_config
 from core.home import LOG_FORMAT
 from core.inbox import InboxService, prepare_home
@@ -107,6 +109,7 @@ def cmd_watch(args, ctx) -> int:
     alerts = load_alerts_config(home.config)
     gateways = load_gateways_config(home.config, getattr(args, "listen", None))  # None: no listener
     logs = load_log_config(home.config)
+    backup = load_backup_config(home.config)
     prepare_home(home)
     handlers = _setup_logging(home, logs)
     stop = threading.Event()
@@ -133,8 +136,10 @@ def cmd_watch(args, ctx) -> int:
         log.info("watching %s; Ctrl-C or SIGTERM stops", home.inbox)
         schedule = EvictionSchedule(config.evict_every, time.monotonic())
         supervision = Supervision(home, service, notifier, sorted(alerts.targets))
+        backups = BackupSchedule.for_service(home, ctx.store_target, service, backup)
         while not stop.is_set():
             supervision.tick()
+            backups.tick()
             if schedule.due(time.monotonic()):
                 try:
                     removed = service.receiver.evict(started_by="schedule")

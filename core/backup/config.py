@@ -1,0 +1,60 @@
+"""``[backup]`` in config.toml: where scheduled backups go, how often, how many are kept, and
+the age recipients they are encrypted to. A bad value names its key when the program starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.config import _check, read_toml
+
+KNOWN = ("dir", "every", "keep", "recipients")
+
+
+@dataclass(frozen=True)
+class BackupConfig:
+    dir: str | None = None  # None: <home>/backups
+    every: float | None = None  # None: watch makes no scheduled backups
+    keep: int = 14
+    recipients: tuple[str, ...] = ()
+
+    def folder(self, home) -> Path:
+        return Path(self.dir).expanduser() if self.dir else Path(home.root) / "backups"
+
+
+def _recipients(value, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where}: backup setting recipients must be a list of age public keys (\"age1...\")")
+    from pyrage import x25519
+
+    for text in value:
+        if not text.startswith("age1"):
+            raise ValueError(f"{where}: backup setting recipients: {text[:20]!r} is not an age public key (age1...)")
+        try:
+            x25519.Recipient.from_str(text)
+        except Exception:  # noqa: BLE001 - pyrage's RecipientError, any spelling of it
+            raise ValueError(f"{where}: backup setting recipients: {text[:20]!r}... is not a valid age public key") \
+                from None
+    return tuple(value)
+
+
+def load_backup_config(config_path: Path) -> BackupConfig:
+    table = read_toml(config_path).get("backup", {})
+    where = f"{config_path} [backup]"
+    if not isinstance(table, dict):
+        raise ValueError(f"{config_path}: 'backup' must be a table ([backup])")
+    for key in table:
+        if key not in KNOWN:
+            raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(KNOWN)})")
+    folder = table.get("dir")
+    if folder is not None and (not isinstance(folder, str) or not folder.strip()):
+        raise ValueError(f"{where}: backup setting dir must be a folder path, not {folder!r}")
+    try:
+        if "every" in table:
+            _check("every", table["every"], section="backup")
+        if "keep" in table:
+            _check("keep", table["keep"], section="backup")
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return BackupConfig(dir=folder, every=float(table["every"]) if "every" in table else None,
+                        keep=int(table.get("keep", 14)), recipients=_recipients(table.get("recipients", []), where))

@@ -1,0 +1,192 @@
+"""Backups on a schedule, made by ``watch``: one every ``[backup] every`` seconds, each verified
+right after it is written, the oldest beyond ``keep`` removed only after a new one verified.
+
+A failed backup, or none verified for twice ``every``, is a fault of the running receiver (so
+it is in ``status --json`` and goes out as an alert through the outbox); it clears itself with
+the next verified backup. What happened last is kept in ``<home>/backup-state.json`` for
+``status`` and for the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from core.home import sync_folder
+from core.rules.text import one_line
+
+from . import archive
+from .config import BackupConfig, load_backup_config
+
+log = logging.getLogger("ussd.backup")
+STATE_NAME = "backup-state.json"
+FAULT_KEY = "backup"
+
+
+def state_path(home) -> Path:
+    return Path(home.root) / STATE_NAME
+
+
+def read_state(home) -> dict:
+    try:
+        data = json.loads(state_path(home).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_state(home, state: dict) -> None:
+    path = state_path(home)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(state, fh, sort_keys=True)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    sync_folder(path.parent)
+
+
+def backups_in(folder: Path) -> list[Path]:
+    """The finished backups in a folder, oldest first (temporary names are never listed)."""
+    try:
+        found = [p for p in Path(folder).iterdir() if p.is_file() and p.name.startswith(archive.PREFIX)
+                 and p.name.endswith((archive.SUFFIX_PLAIN, archive.SUFFIX_AGE))]
+    except OSError:
+        return []
+    return sorted(found, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def overdue_words(state: dict, every: float, since: float, now: float) -> str | None:
+    """Why backups are overdue (none verified for twice ``every``), or None."""
+    last = (state.get("last_verified") or {}).get("at")
+    reference = last if isinstance(last, (int, float)) else since
+    if now - reference <= 2 * every:
+        return None
+    if last is None:
+        return f"backup overdue: none verified in the {int(now - since)} s since the receiver started"
+    return f"backup overdue: the last verified backup is {int(now - last)} s old (every {int(every)} s)"
+
+
+def status(home) -> dict:
+    """The ``backup`` object of ``status --json``: the last verified backup, the last failure, overdue."""
+    state = read_state(home)
+    try:
+        config = load_backup_config(home.config)
+    except ValueError as exc:
+        return {**_shape(state), "every": None, "overdue": False, "fault": one_line(exc)}
+    fault = None
+    if config.every:
+        last = (state.get("last_verified") or {}).get("at")
+        if last is not None:
+            fault = overdue_words(state, config.every, last, time.time())
+    failure = state.get("last_failure")
+    if failure and (not state.get("last_verified") or failure.get("at", 0) > state["last_verified"].get("at", 0)):
+        fault = fault or f"backup failed: {failure.get('why')}"
+    return {**_shape(state), "every": config.every, "dir": str(config.folder(home)), "keep": config.keep,
+            "overdue": bool(fault and fault.startswith("backup overdue")), "fault": fault}
+
+
+def words(b: dict) -> str:
+    """``status``'s backup line, for a person."""
+    last = b.get("last_verified")
+    line = "backups: " + (f"last verified {time.strftime('%Y-%m-%d %H:%M', time.localtime(last['at']))} "
+                          f"{last['file']} ({last['size']:,} bytes)" if last else "none verified yet")
+    if not b.get("every"):
+        line += " | not scheduled ([backup] every in config.toml)"
+    if b.get("fault"):
+        line += f" | ! {b['fault']}"
+    return line
+
+
+def _shape(state: dict) -> dict:
+    return {"last_verified": state.get("last_verified"), "last_failure": state.get("last_failure")}
+
+
+class BackupSchedule:
+    """Owned by ``watch``: ``tick()`` from its loop starts a backup when one is due (on a thread of
+    its own, so a large store never holds up supervision) and raises or clears the fault."""
+
+    def __init__(self, home, store: str, config: BackupConfig, fault: Callable[[str, str], object],
+                 clear: Callable[[str], object], now: float | None = None):
+        self.home, self.store, self.config = home, store, config
+        self._fault, self._clear = fault, clear
+        self.started_at = time.time() if now is None else now
+        self._thread: threading.Thread | None = None
+        self._failing: str | None = None
+
+    @classmethod
+    def for_service(cls, home, store: str, service, config: BackupConfig | None = None) -> "BackupSchedule":
+        """The schedule for ``watch``, its faults those of the inbox service (status, alerts)."""
+        return cls(home, store, config or load_backup_config(home.config),
+                   fault=service.faults.report, clear=service.faults.clear)
+
+    def due(self, now: float) -> bool:
+        if not self.config.every:
+            return False
+        state = read_state(self.home)
+        last = max((state.get("last_verified") or {}).get("at") or 0, (state.get("last_failure") or {}).get("at") or 0)
+        return now - last >= self.config.every
+
+    def tick(self, now: float | None = None) -> None:
+        if not self.config.every:
+            return
+        now = time.time() if now is None else now
+        busy = self._thread is not None and self._thread.is_alive()
+        if not busy and self.due(now):
+            self._thread = threading.Thread(target=self.run_once, name="backup", daemon=True)
+            self._thread.start()
+        late = overdue_words(read_state(self.home), self.config.every, self.started_at, now)
+        if late and self._failing is None:
+            self._fault(FAULT_KEY, late)
+            self._failing = late
+
+    def run_once(self) -> bool:
+        """Make, verify, keep: True when a verified backup was made."""
+        folder = self.config.folder(self.home)
+        state = read_state(self.home)
+        try:
+            # Verified before it gets its final name (an encrypted one before encryption: its identity is
+            # kept offline, so the monthly drill with `backup verify --identity` checks the age layer).
+            made = archive.make_backup(self.home, self.store, folder, self.config.recipients, check=True)
+        except Exception as exc:  # noqa: BLE001 - any failure is a fault and an alert, never a dead watch
+            words = one_line(exc) or type(exc).__name__
+            state["last_failure"] = {"at": time.time(), "why": words}
+            self._save(state)
+            self._fault(FAULT_KEY, f"backup failed: {words}")
+            self._failing = words
+            log.warning("scheduled backup failed: %s", words)
+            return False
+        state["last_verified"] = {"at": made.manifest["made_at"], "file": str(made.file), "size": made.size}
+        self._save(state)
+        removed = self._prune(folder, made.file)
+        if self._failing is not None:
+            self._clear(FAULT_KEY)
+            self._failing = None
+        log.info("scheduled backup verified: %s (%d bytes)%s", made.file, made.size,
+                 f"; {removed} older removed" if removed else "")
+        return True
+
+    def _save(self, state: dict) -> None:
+        try:
+            _write_state(self.home, state)
+        except OSError as exc:
+            log.warning("could not record the backup state: %s", one_line(exc))
+
+    def _prune(self, folder: Path, newest: Path) -> int:
+        older = [p for p in backups_in(folder) if p != newest]
+        extra = len(older) + 1 - self.config.keep
+        removed = 0
+        for path in older[:max(extra, 0)]:
+            try:
+                path.unlink()
+                removed += 1
+            except OSError as exc:
+                log.warning("could not remove an old backup %s: %s", path.name, one_line(exc))
+        if removed:
+            sync_folder(folder)
+        return removed

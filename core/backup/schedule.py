@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
-from core.home import sync_folder
+from core.home import replace_private, sync_folder
 from core.rules.text import one_line
 
 from . import archive
@@ -42,12 +41,7 @@ def read_state(home) -> dict:
 
 def _write_state(home, state: dict) -> None:
     path = state_path(home)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(state, fh, sort_keys=True)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    replace_private(path, json.dumps(state, sort_keys=True).encode())  # never through a planted link
     sync_folder(path.parent)
 
 

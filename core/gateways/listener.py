@@ -45,7 +45,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from core.home import Home, sync_folder
+from core.home import Home, open_private, sync_folder
 from core.inbox.delivery import hold_after_commit
 from core.rules import events
 from core.rules.frame import Frame, Unreadable, parse as parse_frame
@@ -399,7 +399,7 @@ class Listener:
 
     def _take_home_lock(self) -> None:
         path = self.home.root / ".gateways.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        fd = open_private(path, os.O_RDWR | os.O_CREAT)  # never through a planted link
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -161,7 +161,8 @@ def test_unreadable_bodies_are_one_reject_not_an_error():
 
 
 def test_the_spool_is_one_whole_json_lines_file_without_phone_numbers_or_nothing(tmp_path):
-    from core.gateways.listener import Post, spool
+    from core.gateways.posts import Post
+    from core.gateways.spool import spool
     from core.home import Home
     from core.rules.formats import read_items
 

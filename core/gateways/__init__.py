@@ -3,5 +3,7 @@
 ``adapters`` turns one raw request of a gateway kind into ``(gateway_message_id,
 items)`` and checks its signature (pure); ``accounts`` keeps the signed gateway
 accounts (a token hash, never the token); ``listener`` answers the posts and
-hands their frames to ``Receiver.ingest_many``, the one merge point.
+``committer`` hands their frames to ``Receiver.ingest_many``, the one merge point
+(``spool`` into the inbox when the store is unavailable; ``posts`` and
+``ratelimit`` hold what they share).
 """

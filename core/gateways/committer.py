@@ -1,0 +1,222 @@
+"""The gateways' group commit: the posts waiting at one moment are decided and committed in ONE transaction.
+
+Its own module because it is the listener's other thread, with its own store
+connection, and holds all the SQL of a post (accounts re-checked, webhook
+retries, ``Receiver.ingest_many``, counts); the HTTP side only queues posts and
+awaits their outcomes. With the store unavailable it hands the posts to ``spool``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import Counter
+
+from core.inbox.delivery import hold_after_commit
+from core.rules.frame import Unreadable
+from core.rules.text import one_line
+from core.store.database import write_transaction
+from core.store.outbox import record as record_event
+from core.receiver import Receiver
+
+from . import accounts
+from .posts import Outcome, Post, message_key
+from .spool import spool
+
+log = logging.getLogger("ussd.gateways")
+
+GROUP_FRAMES = 5000  # frames per group commit at most (well below the ingest's chunk)
+IDLE_FLUSH = 1.0  # seconds an idle committer waits before writing refused counts
+HOLD_LABEL = "gateway"  # the hold-after-commit hook's label (tests pause between commit and answer)
+
+
+class Committer:
+    """The group-commit thread: decides waiting posts together, commits once, then answers them."""
+
+    def __init__(self, listener):  # the owning Listener (not imported: it imports this module)
+        self.listener = listener
+        self.queue: queue.Queue = queue.Queue()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="gateway-commit", daemon=True)
+        self.receiver: Receiver | None = None
+
+    def start(self) -> None:
+        self.receiver = Receiver(self.listener.db_path)
+        self.thread.start()
+
+    def close(self, timeout: float = 10.0) -> None:
+        self.stop.set()
+        self.queue.put(None)
+        self.thread.join(timeout)
+        if self.receiver is not None:
+            self.receiver.close()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                first = self.queue.get(timeout=IDLE_FLUSH)
+            except queue.Empty:
+                self._flush_refused()
+                continue
+            if first is None:
+                continue
+            group, frames = [first], sum(len(m.items) for m in first.messages)
+            while frames < GROUP_FRAMES:
+                try:
+                    more = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    continue
+                group.append(more)
+                frames += sum(len(m.items) for m in more.messages)
+            try:
+                self._commit(group)
+            except Exception as exc:  # noqa: BLE001 - every waiting post still gets an answer
+                log.error("gateway commit failed: %s", one_line(exc), exc_info=True)
+                for post in group:
+                    if not post.done.done():
+                        post.done.set_result(Outcome("failed"))
+        for post in self._drain():
+            post.done.set_result(Outcome("failed"))
+        self._flush_refused()  # the last counts, before the connection closes
+
+    def _drain(self) -> list:
+        out = []
+        while True:
+            try:
+                item = self.queue.get_nowait()
+            except queue.Empty:
+                return [p for p in out if p is not None]
+            out.append(item)
+
+    # -- the transaction ------------------------------------------------------------------
+    def _commit(self, group: list[Post]) -> None:
+        listener = self.listener
+        r = self.receiver
+        refused, alerts = listener.take_refused()
+        try:
+            with write_transaction(r.db):
+                outcomes = self._decide_and_write(r, group, refused, alerts)
+        except Exception as exc:  # noqa: BLE001 - the store is unavailable: the inbox keeps the frames
+            listener.give_back_refused(refused, alerts)
+            log.warning("gateway posts could not be committed (%s); spooling them into the inbox", one_line(exc))
+            self._spool_or_fail(group)
+            return
+        listener.accounts_seen(self._accounts)
+        hold_after_commit(HOLD_LABEL, len(group), self.stop)
+        for post, outcome in zip(group, outcomes):
+            post.done.set_result(outcome)
+
+    def _decide_and_write(self, r: Receiver, group: list[Post], refused: Counter, alerts: list) -> list[Outcome]:
+        """Within the commit's transaction. Raw SQL with few statements: the committer shares the
+        GIL with the server thread, and every statement hands it over and waits to get it back."""
+        db = r.db
+        now = time.time()
+        g = accounts.gateway_models(db)
+        self._accounts = {row.name: row for row in g.Gateway.select()}
+        live = []
+        outcomes: list[Outcome | None] = [None] * len(group)
+        for i, post in enumerate(group):
+            row = self._accounts.get(post.name)
+            if row is None or row.retired_at is not None or row.token_hash != post.token_hash:
+                outcomes[i] = Outcome("gone")  # retired while the post waited: nothing taken in
+            else:
+                live.append(i)
+        # Gateway message ids already taken: a webhook retry, whose frames are not offered again.
+        wanted = sorted({(group[i].name, message_key(m.gateway_id)) for i in live for m in group[i].messages
+                         if m.gateway_id is not None})
+        known: set[tuple[str, str]] = set()
+        per_gateway: dict[str, list[str]] = {}
+        for name, key in wanted:
+            per_gateway.setdefault(name, []).append(key)
+        for name, keys in per_gateway.items():  # the primary key's index: gateway first, then key
+            for k in range(0, len(keys), 400):
+                part = keys[k:k + 400]
+                marks = ", ".join([db.param] * len(part))
+                cursor = db.execute_sql(f"SELECT gateway, key FROM gateway_messages WHERE gateway = {db.param} "
+                                        f"AND key IN ({marks})", [name, *part])
+                known.update(cursor.fetchall())
+        counts: Counter = Counter(refused)
+        new_keys: list[tuple[str, str, float]] = []
+        by_source: dict[str, list] = {}
+        for i in live:
+            post = group[i]
+            counts[(post.name, "ignored" if post.ignored else "posts")] += 1
+            ids: list[str] = []
+            for msg in post.messages:
+                key = None if msg.gateway_id is None else (post.name, message_key(msg.gateway_id))
+                ids.extend(fid for fid, text in msg.items if isinstance(fid, str) and not isinstance(text, Unreadable))
+                if key is not None and key in known:
+                    counts[(post.name, "webhook_retries")] += 1
+                    continue
+                if key is not None:
+                    known.add(key)
+                    new_keys.append((key[0], key[1], now))
+                counts[(post.name, "messages")] += 1
+                by_source.setdefault(accounts.source_label(post.name), []).extend(msg.items)
+            outcomes[i] = Outcome("taken", ids)
+        for source, items in by_source.items():
+            if items:
+                r.ingest_many(items, now=now, source=source)
+        for k in range(0, len(new_keys), 300):
+            part = new_keys[k:k + 300]
+            values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(part))
+            db.execute_sql(f"INSERT INTO gateway_messages (gateway, key, at) VALUES {values} "
+                           "ON CONFLICT (gateway, key) DO NOTHING", [v for row in part for v in row])
+        self._bump(db, counts)
+        names = sorted({group[i].name for i in live})
+        if names:
+            values = ", ".join([f"({db.param}, {db.param})"] * len(names))
+            db.execute_sql(f"INSERT INTO gateway_last_post (gateway, at) VALUES {values} "
+                           "ON CONFLICT (gateway) DO UPDATE SET at = excluded.at",
+                           [v for name in names for v in (name, now)])
+        for event in alerts:
+            record_event(db, event, at=now)
+        return outcomes
+
+    @staticmethod
+    def _bump(db, counts: Counter) -> None:
+        rows = [(name, what, n) for (name, what), n in sorted(counts.items()) if n]
+        if not rows:
+            return
+        values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(rows))
+        db.execute_sql(f"INSERT INTO gateway_counts (gateway, what, count) VALUES {values} ON CONFLICT "
+                       "(gateway, what) DO UPDATE SET count = gateway_counts.count + excluded.count",
+                       [v for row in rows for v in row])
+
+    def _flush_refused(self) -> None:
+        refused, alerts = self.listener.take_refused()
+        if not refused and not alerts:
+            return
+        r = self.receiver
+        try:
+            with write_transaction(r.db):
+                self._bump(r.db, refused)
+                for event in alerts:
+                    record_event(r.db, event)
+        except Exception as exc:  # noqa: BLE001 - kept for the next commit
+            self.listener.give_back_refused(refused, alerts)
+            log.debug("refused-post counts not written yet: %s", one_line(exc))
+
+    # -- the store unavailable ------------------------------------------------------------
+    def _spool_or_fail(self, group: list[Post]) -> None:
+        live = [p for p in group if p.name in self.listener.active_names()]
+        try:
+            written = spool(self.listener.home, live)
+        except OSError as exc:
+            log.error("gateway posts could not be spooled into the inbox either: %s", one_line(exc))
+            for post in group:
+                post.done.set_result(Outcome("failed"))
+            return
+        log.info("%d gateway posts spooled into the inbox as %s", len(live), written or "nothing")
+        for post in group:
+            if post in live:
+                self.listener.count_refused(post.name, "spooled")
+                ids = [fid for m in post.messages for fid, t in m.items
+                       if isinstance(fid, str) and not isinstance(t, Unreadable)]
+                post.done.set_result(Outcome("spooled", ids))
+            else:
+                post.done.set_result(Outcome("gone"))

@@ -35,7 +35,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from core import Receiver
-from core.config import InboxConfig, store_target
+from core.config import InboxConfig
+from core.config import store_target as configured_store_target
 from core.home import Home
 from core.inbox import InboxService, inbox_files
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
@@ -61,10 +62,11 @@ FIRST_EVICTION_AFTER = 60.0  # seconds after start; then hourly
 
 
 def inbox_service(home: Home, on_verdicts: Callable, config: InboxConfig | None = None,
-                  db_path: str | None = None, alerts=None) -> InboxService:
+                  store_target: str | None = None, alerts=None) -> InboxService:
     """The real inbox: watchdog push plus the periodic sweep (docs/rules.md#delivery-one-merge-point-two-paths),
     and alert delivery; settings from config.toml."""
-    return InboxService(home, db_path=db_path, config=config, on_verdicts=on_verdicts, role="console", alerts=alerts)
+    return InboxService(home, store_target=store_target, config=config, on_verdicts=on_verdicts, role="console",
+                        alerts=alerts)
 
 
 def probe_store(receiver: Receiver, service: Any, last_version: int | None) -> dict:
@@ -105,14 +107,14 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         evict_every: float | None = EVICT_EVERY_SECONDS,
         companions: Iterable[Any] = (),
         home_label: str | None = None,
-        db: str | None = None,
+        store_target: str | None = None,
         quit_note: str | None = None,
         unlock_minutes: float = 15.0,
     ):
         """``service_factory=None`` opens the console without the inbox (read-only views);
         ``companions`` are started after the inbox and stopped before it (the demo's gateway);
         ``home_label`` replaces the home's path in the header (fixed pictures);
-        ``db`` is the store (default: ``db =`` in config.toml, else ``<home>/receiver.db``);
+        ``store_target`` is the store (default: ``db =`` in config.toml, else ``<home>/receiver.db``);
         ``quit_note`` is said before quitting (the demo: what happens to its home).
 
         ``unlock_minutes``: an unlocked signing key locks after this long without a signature."""
@@ -120,8 +122,8 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         self.home = home.ensure()
         self.home_label = home_label or str(home.root)
         self.clock = clock
-        self.store = db or store_target(self.home)
-        self.view = StoreView(self.store)
+        self.store_target = store_target or configured_store_target(self.home)
+        self.view = StoreView(self.store_target)
         self.service_factory = service_factory
         self.service: Any = None
         self.dialogs = dict(dialogs or {})

@@ -69,7 +69,7 @@ class CaseActions:
     def _export(self, view: str, fmt: str) -> None:
         try:
             target = default_target(self.home.exports, view, fmt, self.clock())
-            with Receiver(self.store) as receiver:
+            with Receiver(self.store_target) as receiver:
                 rows = write_export(receiver, view, target, fmt)
         except Exception as exc:
             log.exception("export failed")

@@ -52,10 +52,10 @@ class Context:
 
     def _check_store(self) -> None:
         """A reading command never creates a SQLite store named by --db that is not there."""
-        target = self.store_target
-        if self._explicit_store() and not is_postgres_url(target) and target != ":memory:" \
-                and not os.path.exists(target):
-            raise CommandError(f"no store at {target}: check --db or $USSD_CONSOLE_DB")
+        store_target = self.store_target
+        if self._explicit_store() and not is_postgres_url(store_target) and store_target != ":memory:" \
+                and not os.path.exists(store_target):
+            raise CommandError(f"no store at {store_target}: check --db or $USSD_CONSOLE_DB")
 
     @property
     def receiver(self) -> Receiver:

@@ -78,7 +78,7 @@ class OperatorActions:
     def _evict(self, started_by: str) -> None:
         """Age-only eviction on its own connection, in short transactions (R7)."""
         try:
-            with Receiver(self.store) as receiver:
+            with Receiver(self.store_target) as receiver:
                 removed = receiver.evict(now=self.clock(), started_by=started_by)
         except Exception as exc:
             log.exception("eviction failed")

@@ -17,15 +17,15 @@ from core import Receiver
 
 
 class StoreView:
-    def __init__(self, db_path: str):
-        self.db_path = db_path
+    def __init__(self, store_target: str):
+        self.store_target = store_target
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-store")
         self._receiver: Receiver | None = None
         self._closed = threading.Event()
 
     def _call(self, fn: Callable[..., Any], args: tuple) -> Any:
         if self._receiver is None:
-            self._receiver = Receiver(self.db_path)
+            self._receiver = Receiver(self.store_target)
         return fn(self._receiver, *args)
 
     def submit(self, fn: Callable[..., Any], *args) -> Future:

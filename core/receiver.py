@@ -17,8 +17,8 @@ __all__ = ["Receiver"]
 class Receiver(StoreReceiver):
     """Takes frames in exactly once on a durable store, with the retention policy its signatures allow."""
 
-    def __init__(self, path: str, create: bool = True):
-        super().__init__(path, policy=policy_in_force, create=create)
+    def __init__(self, store_target: str, create: bool = True):
+        super().__init__(store_target, policy=policy_in_force, create=create)
 
     def __enter__(self) -> "Receiver":
         return self

@@ -94,7 +94,7 @@ def fill(r: Receiver, n: int, now: float) -> None:
 
 def eviction_stall(r: Receiver, now: float) -> dict:
     """Evict everything old while a reader polls like the console does; report the worst wait."""
-    reader = Receiver(r.path)
+    reader = Receiver(r.store_target)
     waits: list[float] = []
     done = threading.Event()
 
@@ -150,7 +150,7 @@ def main() -> None:
             loaded_rate = n / seconds
             print(f"ingest, {args.stored:,} stored: {loaded_rate:>10,.0f} frames/s  "
                   f"({loaded_rate / empty_rate:.0%} of the empty-store rate)")
-            backup_figure(tmp, r.path, args.stored + n)
+            backup_figure(tmp, r.store_target, args.stored + n)
             stall = eviction_stall(r, now=time.time())
             print(f"evict {stall['removed']:,} expired rows: {stall['seconds']:.1f} s; a console read meanwhile "
                   f"waited at most {stall['max_read_ms']:.1f} ms (p99 {stall['p99_read_ms']:.1f} ms, {stall['reads']} reads)")

@@ -74,10 +74,10 @@ def open_console(ctx, inbox: bool = True) -> int:
 
     app = ConsoleApp(
         home,
-        service_factory=functools.partial(inbox_service, config=config, db_path=ctx.store_target,
+        service_factory=functools.partial(inbox_service, config=config, store_target=ctx.store_target,
                                           alerts=alerts) if inbox else None,
         evict_every=config.evict_every,
-        db=ctx.store_target,
+        store_target=ctx.store_target,
         unlock_minutes=console_config.unlock_minutes,
     )
     if inbox:

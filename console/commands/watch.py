@@ -122,7 +122,7 @@ def cmd_watch(args, ctx) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     ignore_lease_breaks()
-    service = InboxService(home, db_path=ctx.store_target, config=config, on_verdicts=_alert_conflicts,
+    service = InboxService(home, store_target=ctx.store_target, config=config, on_verdicts=_alert_conflicts,
                            role="watch", alerts=alerts)
     started = False
     listener = None
@@ -132,7 +132,7 @@ def cmd_watch(args, ctx) -> int:
         if gateways is not None:  # the gateways' HTTP path (core.gateways.listener)
             from core.gateways.listener import start_listener
 
-            listener = start_listener(home, service.db_path, gateways)
+            listener = start_listener(home, service.store_target, gateways)
         log.info("watching %s; Ctrl-C or SIGTERM stops", home.inbox)
         schedule = EvictionSchedule(config.evict_every, time.monotonic())
         supervision = Supervision(home, service, notifier, sorted(alerts.targets))

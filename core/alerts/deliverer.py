@@ -63,9 +63,9 @@ def holder_gone(holder: str) -> bool:
 class Deliverer:
     """The outbox's delivery threads for one process; see the module docstring."""
 
-    def __init__(self, store: str, config: AlertsConfig, on_fault: Callable[[str, str], None] | None = None,
+    def __init__(self, store_target: str, config: AlertsConfig, on_fault: Callable[[str, str], None] | None = None,
                  on_clear: Callable[[str], None] | None = None):
-        self.store = store
+        self.store_target = store_target
         self.config = config
         self.on_fault = on_fault or (lambda key, message: None)
         self.on_clear = on_clear or (lambda key: None)
@@ -110,7 +110,7 @@ class Deliverer:
         while not self._stop.is_set():
             try:
                 if db is None:
-                    db, _m = connect(self.store)
+                    db, _m = connect(self.store_target)
                 wait = self._step(db, target, checkpoints)
             except Exception as exc:  # noqa: BLE001 - the store may be locked or full; try again later
                 if db is not None:

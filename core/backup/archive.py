@@ -85,28 +85,28 @@ def snapshot_sqlite(source: str, dest: Path) -> None:
         src.close()
 
 
-def _settle(db_path: Path) -> None:
+def _settle(store_target: Path) -> None:
     """One self-contained file: no -wal or -shm beside it."""
-    con = sqlite3.connect(db_path)
+    con = sqlite3.connect(store_target)
     try:
         con.execute("PRAGMA journal_mode=DELETE")
     finally:
         con.close()
 
 
-def describe_store(db_path: Path) -> dict:
+def describe_store(store_target: Path) -> dict:
     """The manifest's figures of a store snapshot: schema, counts and the audit checkpoint."""
     from types import SimpleNamespace
 
     from core import Receiver
     from core.signing import audit
 
-    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    con = sqlite3.connect(f"file:{store_target}?mode=ro", uri=True)
     try:
         schema = con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
     finally:
         con.close()
-    receiver = Receiver(str(db_path))
+    receiver = Receiver(str(store_target))
     try:
         totals = receiver.totals()
         result, cp = audit.make_checkpoint(receiver)
@@ -174,16 +174,16 @@ def _remove_stale_work(root: Path) -> None:
             continue
 
 
-def make_backup(home, store: str, folder: Path, recipients=(), now: float | None = None,
+def make_backup(home, store_target: str, folder: Path, recipients=(), now: float | None = None,
                 check: bool = False) -> Made:
     """Write one backup file into ``folder``; return where and what it holds. With ``check``, the
     archive is verified (``verify_into``) before it is encrypted and given its final name."""
     from core.store.backend import is_postgres_url
 
-    if is_postgres_url(store):
+    if is_postgres_url(store_target):
         raise CannotRun("backups of a PostgreSQL store are not made by this version; use pg_dump -Fc")
-    if not os.path.exists(store):
-        raise CannotRun(f"no store at {store}")
+    if not os.path.exists(store_target):
+        raise CannotRun(f"no store at {store_target}")
     now = time.time() if now is None else now
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
@@ -204,7 +204,7 @@ def make_backup(home, store: str, folder: Path, recipients=(), now: float | None
     with tempfile.TemporaryDirectory(prefix=WORK_PREFIX, dir=home.root) as work:
         work = Path(work)
         snap = work / STORE
-        snapshot_sqlite(store, snap)
+        snapshot_sqlite(store_target, snap)
         described = describe_store(snap)  # opening it may set WAL: settle it back before hashing
         _settle(snap)
         _hold("snapshot")
@@ -343,13 +343,13 @@ def _read_members(plain: Path, work: Path) -> tuple[dict, dict]:
     return manifest, found
 
 
-def _check_store(db: Path, manifest: dict) -> None:
+def _check_store(store_target: Path, manifest: dict) -> None:
     from core import Receiver
     from core.signing import audit
     from core.signing import checkpoint as checkpoint_
 
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        con = sqlite3.connect(f"file:{store_target}?mode=ro", uri=True)
         try:
             rows = con.execute("PRAGMA integrity_check").fetchall()
             if rows != [("ok",)]:
@@ -362,7 +362,7 @@ def _check_store(db: Path, manifest: dict) -> None:
             con.close()
     except sqlite3.DatabaseError as exc:
         raise BackupError(f"the store in the backup is not a sound SQLite database ({exc})") from None
-    receiver = Receiver(str(db))
+    receiver = Receiver(str(store_target))
     try:
         want = manifest.get("checkpoint")
         if want is None:

@@ -105,18 +105,18 @@ class BackupSchedule:
     """Owned by ``watch``: ``tick()`` from its loop starts a backup when one is due (on a thread of
     its own, so a large store never holds up supervision) and raises or clears the fault."""
 
-    def __init__(self, home, store: str, config: BackupConfig, fault: Callable[[str, str], object],
+    def __init__(self, home, store_target: str, config: BackupConfig, fault: Callable[[str, str], object],
                  clear: Callable[[str], object], now: float | None = None):
-        self.home, self.store, self.config = home, store, config
+        self.home, self.store_target, self.config = home, store_target, config
         self._fault, self._clear = fault, clear
         self.started_at = time.time() if now is None else now
         self._thread: threading.Thread | None = None
         self._failing: str | None = None
 
     @classmethod
-    def for_service(cls, home, store: str, service, config: BackupConfig | None = None) -> "BackupSchedule":
+    def for_service(cls, home, store_target: str, service, config: BackupConfig | None = None) -> "BackupSchedule":
         """The schedule for ``watch``, its faults those of the inbox service (status, alerts)."""
-        return cls(home, store, config or load_backup_config(home.config),
+        return cls(home, store_target, config or load_backup_config(home.config),
                    fault=service.faults.report, clear=service.faults.clear)
 
     def due(self, now: float) -> bool:
@@ -146,7 +146,7 @@ class BackupSchedule:
         try:
             # Verified before it gets its final name (an encrypted one before encryption: its identity is
             # kept offline, so the monthly drill with `backup verify --identity` checks the age layer).
-            made = archive.make_backup(self.home, self.store, folder, self.config.recipients, check=True)
+            made = archive.make_backup(self.home, self.store_target, folder, self.config.recipients, check=True)
         except Exception as exc:  # noqa: BLE001 - any failure is a fault and an alert, never a dead watch
             words = one_line(exc) or type(exc).__name__
             state["last_failure"] = {"at": time.time(), "why": words}

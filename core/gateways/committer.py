@@ -43,7 +43,7 @@ class Committer:
         self.receiver: Receiver | None = None
 
     def start(self) -> None:
-        self.receiver = Receiver(self.listener.db_path)
+        self.receiver = Receiver(self.listener.store_target)
         self.thread.start()
 
     def close(self, timeout: float = 10.0) -> None:

@@ -71,9 +71,9 @@ class ListenerError(ValueError):
 class Listener:
     """``watch --listen``: the server thread and the committer; ``start`` binds or raises ``ListenerError``."""
 
-    def __init__(self, home: Home, db_path: str, config: GatewaysConfig):
+    def __init__(self, home: Home, store_target: str, config: GatewaysConfig):
         self.home = home
-        self.db_path = db_path
+        self.store_target = store_target
         self.config = config
         self.committer = Committer(self)
         self._accounts: dict[str, tuple] = {}  # name -> (kind, token_hash, secret_file, public_url, reply)
@@ -225,7 +225,7 @@ class Listener:
             self._reloading.release()
 
     def _reload_with_own_connection(self) -> None:
-        with Receiver(self.db_path) as r:
+        with Receiver(self.store_target) as r:
             G = accounts.gateway_models(r.db).Gateway
             self.accounts_seen({row.name: row for row in G.select()})
 
@@ -342,5 +342,5 @@ class Listener:
         return web.Response(status=200, body=text, content_type=content_type), name, len(body)
 
 
-def start_listener(home: Home, db_path: str, config: GatewaysConfig) -> Listener:
-    return Listener(home, db_path, config).start()
+def start_listener(home: Home, store_target: str, config: GatewaysConfig) -> Listener:
+    return Listener(home, store_target, config).start()

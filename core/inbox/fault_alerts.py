@@ -30,10 +30,10 @@ RETRY_WRITE = 5.0  # seconds between attempts to write them to a failing store
 class FaultAlerts:
     """The queue of fault events, their writes to the outbox, and the alert deliverer."""
 
-    def __init__(self, home, db_path: str, alerts: AlertsConfig | None):
+    def __init__(self, home, store_target: str, alerts: AlertsConfig | None):
         """``alerts`` is the ``[alerts]`` config (default: read from the home's config.toml at ``start``)."""
         self.home = home
-        self.db_path = db_path
+        self.store_target = store_target
         self.alerts = alerts
         self.receiver = None
         self.deliverer: Deliverer | None = None
@@ -51,7 +51,7 @@ class FaultAlerts:
             faults.report("alerts", f"alerts are off: {one_line(exc)}")
             config = AlertsConfig()
         if config.targets:
-            self.deliverer = Deliverer(self.db_path, config, on_fault=faults.report, on_clear=faults.clear).start()
+            self.deliverer = Deliverer(self.store_target, config, on_fault=faults.report, on_clear=faults.clear).start()
 
     @property
     def targets(self) -> list[str]:

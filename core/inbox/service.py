@@ -56,21 +56,21 @@ MONITOR_EVERY = 0.5  # seconds between the monitor's looks at the threads
 class InboxService:
     """The inbox's two delivery paths and their health; see the module docstring."""
 
-    def __init__(self, home: Home, db_path: str | None = None, config: InboxConfig | None = None,
+    def __init__(self, home: Home, store_target: str | None = None, config: InboxConfig | None = None,
                  on_verdicts: Callable[[list, FileResult], None] | None = None, role: str = "receiver",
                  alerts=None):
         """``role`` names the process in the heartbeat (``watch``, ``console``); ``alerts`` is the
         ``[alerts]`` config (default: read from the home's config.toml)."""
         self.home = home
         self.config = config if config is not None else load_inbox_config(home.config)
-        self.db_path = db_path or str(home.db)
-        if self.db_path == ":memory:":
+        self.store_target = store_target or str(home.db)
+        if self.store_target == ":memory:":
             # Each thread has its own connection, and each would get its own empty store.
             raise ValueError("the inbox service needs a store file, not ':memory:'")
         self.on_verdicts = on_verdicts
         self.role = role
         self.receiver: Receiver | None = None
-        self.alerts = FaultAlerts(home, self.db_path, alerts)
+        self.alerts = FaultAlerts(home, self.store_target, alerts)
         self.faults = Faults(on_event=self.alerts.event)
         self.observer = InboxObserver(self.offer, self.faults)
         self.connections = StoreConnections()
@@ -99,7 +99,7 @@ class InboxService:
         prepare_home(self.home)
         self._inbox = str(inside_home(self.home, self.home.inbox))
         self._claimed = str(inside_home(self.home, claimed_dir(self.home)))
-        self.receiver = Receiver(self.db_path)
+        self.receiver = Receiver(self.store_target)
         self._stop.clear()
         self._started = True
         if self.config.observer:

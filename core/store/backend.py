@@ -29,8 +29,8 @@ SQLITE_PRAGMAS = {
 PG_WRITE_LOCK = 0x55_53_53_44  # "USSD"
 
 
-def is_postgres_url(target: str) -> bool:
-    return target.startswith(("postgresql://", "postgres://"))
+def is_postgres_url(store_target: str) -> bool:
+    return store_target.startswith(("postgresql://", "postgres://"))
 
 
 class _Dialect:
@@ -57,13 +57,13 @@ class SqliteStore(_Dialect, SqliteDatabase):
     dialect = "sqlite"
 
     @classmethod
-    def open(cls, target: str) -> "SqliteStore":
-        if target != ":memory:":
-            os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    def open(cls, store_target: str) -> "SqliteStore":
+        if store_target != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(store_target)), exist_ok=True)
         pragmas = dict(SQLITE_PRAGMAS)
-        if target == ":memory:":
+        if store_target == ":memory:":
             pragmas.pop("journal_mode")
-        return cls(target, pragmas=pragmas, lock_type="IMMEDIATE", timeout=BUSY_TIMEOUT_MS / 1000,
+        return cls(store_target, pragmas=pragmas, lock_type="IMMEDIATE", timeout=BUSY_TIMEOUT_MS / 1000,
                    check_same_thread=False)
 
     def take_write_lock(self) -> None:
@@ -106,8 +106,8 @@ class PostgresStore(_Dialect, PostgresqlDatabase):
     dialect = "postgresql"
 
     @classmethod
-    def open(cls, target: str) -> "PostgresStore":
-        return cls(target, prefer_psycopg3=True)
+    def open(cls, store_target: str) -> "PostgresStore":
+        return cls(store_target, prefer_psycopg3=True)
 
     def take_write_lock(self) -> None:
         self.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_WRITE_LOCK,))
@@ -150,6 +150,6 @@ class PostgresStore(_Dialect, PostgresqlDatabase):
         ]
 
 
-def open_database(target: str) -> SqliteStore | PostgresStore:
+def open_database(store_target: str) -> SqliteStore | PostgresStore:
     """A store database for a PostgreSQL URL, a SQLite path or ``:memory:``."""
-    return (PostgresStore if is_postgres_url(target) else SqliteStore).open(target)
+    return (PostgresStore if is_postgres_url(store_target) else SqliteStore).open(store_target)

@@ -72,15 +72,15 @@ def is_database_error(exc: BaseException) -> bool:
     return isinstance(exc, (PeeweeException, sqlite3.Error)) or type(exc).__module__.split(".")[0] == "psycopg"
 
 
-def describe_target(target: str) -> str:
+def describe_target(store_target: str) -> str:
     """The store's address for messages, without a password."""
-    if is_postgres_url(target):
+    if is_postgres_url(store_target):
         from urllib.parse import urlsplit
 
-        parts = urlsplit(target)
+        parts = urlsplit(store_target)
         host = parts.hostname or "local socket"
         return f"postgresql://{parts.username + '@' if parts.username else ''}{host}{parts.path}"
-    return target
+    return store_target
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -95,18 +95,18 @@ OUR_TABLE = "schema_version"  # every store this program made has it, from its f
 _OURS: set[str] = set()
 
 
-def claim_sqlite(path: str, create: bool) -> None:
-    """Refuse to open a file at ``path`` that is not one of our stores (see ``_claim``); a path
+def claim_sqlite(store_target: str, create: bool) -> None:
+    """Refuse to open a file at ``store_target`` that is not one of our stores (see ``_claim``); a path
     this process already claimed is not looked at again."""
-    key = os.path.realpath(path)
+    key = os.path.realpath(store_target)
     if key in _OURS:
         return
-    _claim(path, create)
+    _claim(store_target, create)
     _OURS.add(key)
 
 
-def _claim(path: str, create: bool) -> None:
-    """Refuse to open a file at ``path`` that is not one of our stores, before SQLite touches it.
+def _claim(store_target: str, create: bool) -> None:
+    """Refuse to open a file at ``store_target`` that is not one of our stores, before SQLite touches it.
 
     SQLite takes any path: an empty file becomes a new database, another
     program's database gets our tables and triggers added. So a file is opened
@@ -118,39 +118,40 @@ def _claim(path: str, create: bool) -> None:
     ``create``.
     """
     try:
-        st = os.stat(path)
+        st = os.stat(store_target)
     except FileNotFoundError:
         if create:
             return
-        raise StoreError(f"no store at {path}; nothing was created (watch or ingest creates one)") from None
+        raise StoreError(f"no store at {store_target}; nothing was created (watch or ingest creates one)") from None
     except OSError as exc:
-        raise StoreError(f"cannot open the store at {path}: {exc.strerror}") from None
+        raise StoreError(f"cannot open the store at {store_target}: {exc.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise StoreError(f"{path} is not a file, so not a store; it was left as it is")
+        raise StoreError(f"{store_target} is not a file, so not a store; it was left as it is")
     if st.st_size == 0 and create:
         return  # what a store looks like while another process creates it (SQLite writes at its first commit)
     if st.st_size == 0:
-        raise StoreError(f"{path} is an empty file, not a store; it was left as it is "
+        raise StoreError(f"{store_target} is an empty file, not a store; it was left as it is "
                          "(remove it and watch or ingest creates a store there)")
     try:
-        with open(path, "rb") as fh:
+        with open(store_target, "rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
     except OSError as exc:
-        raise StoreError(f"cannot read the store at {path}: {exc.strerror}") from None
+        raise StoreError(f"cannot read the store at {store_target}: {exc.strerror}") from None
     if head != SQLITE_MAGIC:
-        raise StoreError(f"{path} is not a SQLite database, so not a store of this program; it was left unchanged")
-    tables = _schema_tables(path)
+        raise StoreError(f"{store_target} is not a SQLite database, so not a store of this program; "
+                         "it was left unchanged")
+    tables = _schema_tables(store_target)
     if OUR_TABLE in tables:
         return
     if tables:
         shown = ", ".join(sorted(tables)[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
-        raise StoreError(f"{path} is another program's database (tables: {shown}), not a store of this "
+        raise StoreError(f"{store_target} is another program's database (tables: {shown}), not a store of this "
                          "program; it was left unchanged")
     if not create:
-        raise StoreError(f"{path} holds no store yet; it was left as it is (watch or ingest creates one)")
+        raise StoreError(f"{store_target} holds no store yet; it was left as it is (watch or ingest creates one)")
 
 
-def _schema_tables(path: str) -> set[str]:
+def _schema_tables(store_target: str) -> set[str]:
     """The table names in a SQLite file's schema, read as bytes, without opening it with SQLite.
 
     SQLite is not asked: its connection would set nothing, but a foreign file with a hot
@@ -159,13 +160,13 @@ def _schema_tables(path: str) -> set[str]:
     a store was created.
     """
     found: set[str] = set()
-    for name in (path, path + "-wal"):
+    for name in (store_target, store_target + "-wal"):
         try:
             with open(name, "rb") as fh:
                 head = fh.read(_SCHEMA_SCAN)
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise StoreError(f"cannot read the store at {path}: {exc.strerror}") from None
+            raise StoreError(f"cannot read the store at {store_target}: {exc.strerror}") from None
         found.update(m.group(1).decode("ascii").lower() for m in _CREATE_TABLE.finditer(head))
     return found

@@ -109,12 +109,12 @@ def migrate(db: Database, m) -> int:
     return max(applied)
 
 
-def connect(target: str, create: bool = True):
+def connect(store_target: str, create: bool = True):
     """Open, configure and migrate; return ``(db, models)``. A SQLite file that is not one of our
     stores is refused untouched; without ``create`` (a reading command) a missing one is too."""
-    if not is_postgres_url(target) and target != ":memory:":
-        claim_sqlite(target, create)
-    db = open_database(target)
+    if not is_postgres_url(store_target) and store_target != ":memory:":
+        claim_sqlite(store_target, create)
+    db = open_database(store_target)
     m = bind_models(db)
     try:
         db.connect(reuse_if_open=True)
@@ -124,5 +124,5 @@ def connect(target: str, create: bool = True):
         raise
     except Exception as exc:  # peewee wraps driver errors in its own types
         db.close()
-        raise StoreError(f"cannot open the store at {describe_target(target)}: {one_line(exc)}") from exc
+        raise StoreError(f"cannot open the store at {describe_target(store_target)}: {one_line(exc)}") from exc
     return db, m

@@ -24,11 +24,11 @@ __all__ = ["Receiver", "Verdict"]
 class Receiver(LedgerWrites, LedgerReads):
     """Takes frames in exactly once on a durable store, and answers what the store holds."""
 
-    def __init__(self, path: str, *, policy: Callable[["Receiver"], dict], create: bool = True):
+    def __init__(self, store_target: str, *, policy: Callable[["Receiver"], dict], create: bool = True):
         """``create=False`` (a reading command): a missing store is an error, never a new file."""
-        self.path = path
+        self.store_target = store_target
         self.policy = policy
-        self.db, self.m = connect(path, create)
+        self.db, self.m = connect(store_target, create)
 
     def close(self) -> None:
         if not self.db.is_closed():

@@ -220,10 +220,11 @@ def cmd_operator_list(args, ctx) -> int:
             print_json(row)
         return 0
     make_console().print(table(
-        "Operators", ["name", "roles", "key fingerprint", "added", "status"],
-        [(r["name"], ", ".join(r["roles"]) or "-", short_fingerprint(r["fingerprint"]), minute(r["added_at"]),
-          f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active") for r in rows],
-        codes=("name", "roles", "key fingerprint", "added", "status"),
+        "Operators", ["name", "key fingerprint", "added", "status", "roles"],
+        [(r["name"], short_fingerprint(r["fingerprint"]), minute(r["added_at"]),
+          f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active",
+          "every role" if len(r["roles"]) == len(ROLES) else ", ".join(r["roles"]) or "-") for r in rows],
+        codes=("name", "key fingerprint", "added", "status", "roles"),
     ))
     return 0
 

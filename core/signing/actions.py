@@ -223,12 +223,12 @@ def sign_action(home, receiver, plan_fn, apply_fn, operator, passphrase, reason,
     check_name(operator)
     reason = audit.check_reason(reason)
     action = plan_fn()[0]  # refuse a bad target before asking the key to unlock
+    if signer is not None and signer.name != operator:
+        raise ActionError(f"the unlocked key is {signer.name}'s, not {operator}'s")
     active_operator(receiver, operator)
     roles.require(receiver, operator, action)  # and a missing role
     if signer is None:
         signer = load_signer(home, receiver, operator, passphrase)
-    elif signer.name != operator:
-        raise ActionError(f"the unlocked key is {signer.name}'s, not {operator}'s")
     at = time.time() if now is None else float(now)
     with write_transaction(receiver.db):
         active_operator(receiver, operator)  # not retired since the key was unlocked

@@ -199,3 +199,12 @@ def test_a_home_from_before_roles_keeps_every_role_and_its_old_checkpoint(home, 
     assert signed(home, target, tmp_path, "carol", "case", "mark", "C-1", "served") == 0
     code, result = verdict(home, target, "--checkpoint", str(checkpoint))
     assert code == 0, result
+
+
+def test_gateways_need_an_admin(team, tmp_path):
+    home, target = team
+    refused(home, target, tmp_path, "rita", "gateway", "add", "field1", "--kind", "generic", role="admin")
+    refused(home, target, tmp_path, "dan", "gateway", "add", "field1", "--kind", "generic", role="admin")
+    assert signed(home, target, tmp_path, "alice", "gateway", "add", "field1", "--kind", "generic") == 0
+    refused(home, target, tmp_path, "rita", "gateway", "retire", "field1", role="admin")
+    assert verdict(home, target)[0] == 0

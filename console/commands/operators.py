@@ -26,10 +26,13 @@ from core.signing.operators import (
     add_operator,
     adopt_operators,
     adoption_list,
+    grant_role,
     list_operators,
     load_signer,
     retire_operator,
+    revoke_role,
 )
+from core.signing.roles import ROLES
 from core.signing.passphrases import ADVICE, PASSPHRASE_MIN, weakness
 
 from .audit import print_retention_fault
@@ -50,8 +53,17 @@ def register(sub, common) -> None:
     q.add_argument("--operator-passphrase-file", metavar="PATH",
                    help="read the approving operator's passphrase from the first line of PATH")
     q.add_argument("--reason", metavar="TEXT", default=ADD_REASON, help=f"why (default: {ADD_REASON!r})")
+    q.add_argument("--role", dest="roles", action="append", metavar="ROLE",
+                   help=f"a role the new operator holds ({', '.join(ROLES)}); repeat for more; "
+                        "default every role; the first operator always holds every role")
     q.set_defaults(handler=cmd_operator_add, writes=True)
-    q = ops.add_parser("list", parents=[common], help="names, key fingerprints, when added and retired")
+    for verb, text in (("grant", "give an operator a role (signed by another admin)"),
+                       ("revoke", "take a role from an operator (signed by another admin; never the last admin)")):
+        q = ops.add_parser(verb, parents=[common, signing], help=text)
+        q.add_argument("name", metavar="NAME")
+        q.add_argument("role", metavar="ROLE", help=", ".join(ROLES))
+        q.set_defaults(handler=cmd_operator_role, role_change=verb, writes=True)
+    q = ops.add_parser("list", parents=[common], help="names, roles, key fingerprints, when added and retired")
     q.set_defaults(handler=cmd_operator_list)
     q = ops.add_parser("retire", parents=[common, signing],
                        help="stop a key from signing (signed by an active operator); its old signatures stay valid")
@@ -188,13 +200,14 @@ def cmd_operator_add(args, ctx) -> int:
         secret = _read_passphrase_file(pass_file) if pass_file else _ask(f"passphrase for {approver} (approving): ")
         sponsor = load_signer(ctx.home, receiver, approver, secret)
     passphrase = _passphrase(args, name, twice=True)
-    info = add_operator(ctx.home, receiver, name, passphrase, sponsor=sponsor, reason=reason)
+    info = add_operator(ctx.home, receiver, name, passphrase, sponsor=sponsor, reason=reason, roles=args.roles)
     path = key_path(ctx.home, name)
     if ctx.json:
         print_json({**info, "key_file": str(path)})
         return 0
     out = make_console()
-    out.print(Text(f"operator {name} added; key fingerprint {short_fingerprint(info['fingerprint'])}"))
+    out.print(Text(f"operator {name} added; key fingerprint {short_fingerprint(info['fingerprint'])}; "
+                   f"roles: {', '.join(info['roles'])}"))
     out.print(Text(f"private key (encrypted with the passphrase, mode 0600): {path}"), soft_wrap=True)
     out.print(Text(f"signed audit entry #{info['entry']['seq']} by {info['entry']['operator']}"), soft_wrap=True)
     return 0
@@ -207,10 +220,11 @@ def cmd_operator_list(args, ctx) -> int:
             print_json(row)
         return 0
     make_console().print(table(
-        "Operators", ["name", "key fingerprint", "added", "status"],
+        "Operators", ["name", "key fingerprint", "added", "status", "roles"],
         [(r["name"], short_fingerprint(r["fingerprint"]), minute(r["added_at"]),
-          f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active") for r in rows],
-        codes=("name", "key fingerprint", "added", "status"),
+          f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active",
+          "every role" if len(r["roles"]) == len(ROLES) else ", ".join(r["roles"]) or "-") for r in rows],
+        codes=("name", "key fingerprint", "added", "status", "roles"),
     ))
     return 0
 
@@ -225,6 +239,24 @@ def cmd_operator_retire(args, ctx) -> int:
     else:
         make_console().print(Text(f"operator {info['name']} retired (signed audit entry #{info['entry']['seq']} "
                                   f"by {name}); signatures it made stay verifiable"))
+    return 0
+
+
+def cmd_operator_role(args, ctx) -> int:
+    receiver = ctx.receiver
+    name, reason = _signer_name(args), _reason(args)
+    target = check_name(args.name)
+    if name == target:  # refused before the passphrase is asked; the library refuses it again
+        raise CommandError(f"nobody grants or revokes their own roles: another admin signs a change to {name}'s")
+    change = grant_role if args.role_change == "grant" else revoke_role
+    signer = load_signer(ctx.home, receiver, name, _passphrase(args, name))
+    info = change(receiver, target, args.role, signer, reason)
+    if ctx.json:
+        print_json(info)
+    else:
+        done = "granted to" if args.role_change == "grant" else "revoked from"
+        make_console().print(Text(f"role {args.role} {done} {target}; roles now: {', '.join(info['roles']) or 'none'} "
+                                  f"(signed audit entry #{info['entry']['seq']} by {name})"))
     return 0
 
 

@@ -9,7 +9,7 @@ from textual.containers import Horizontal
 from textual.widgets import Input, Label, Static
 
 from core.rules.retention import describe
-from core.signing import actions
+from core.signing import actions, roles
 
 from .sign_form import SignForm
 
@@ -17,6 +17,7 @@ from .sign_form import SignForm
 class ExceptionDialog(SignForm):
     TITLE_TEXT = "Retention: sign a change (below 30 days it is an exception; below 3 days refused)"
     SIGN_LABEL = "Sign the change"
+    ROLE = roles.ADMIN
     FIRST_FIELD = "#days"
 
     def __init__(self, policy: dict, home, **kwargs):

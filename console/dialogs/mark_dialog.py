@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.rules.text import escape_text
-from core.signing import marks
+from core.signing import marks, roles
 
 from .sign_form import SignForm
 
@@ -17,6 +17,7 @@ WORDS = {
 
 class MarkDialog(SignForm):
     SIGN_LABEL = "Sign the mark"
+    ROLE = roles.DISPATCHER
 
     def __init__(self, case: dict, status: str, home, **kwargs):
         super().__init__(home, **kwargs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.signing import actions
+from core.signing import actions, roles
 
 from .sign_form import SignForm
 
@@ -14,6 +14,7 @@ LABELS = {
 
 class ResolveDialog(SignForm):
     SIGN_LABEL = "Sign and resolve"
+    ROLE = roles.RESOLVER
 
     def __init__(self, item: dict, action: str, home, **kwargs):
         super().__init__(home, **kwargs)

@@ -29,6 +29,7 @@ from core.rules.text import escape_text
 from core.signing import audit, unlock_guard
 from core.signing.keys import ActionError
 from core.signing.operators import list_operators, load_signer
+from core.signing.roles import WHAT
 
 
 def unlock_place() -> str:
@@ -51,6 +52,7 @@ class SignForm(ModalScreen[bool]):
     TITLE_TEXT = "Sign"
     SIGN_LABEL = "Sign"
     FIRST_FIELD = "#reason"  # focused at once: typing goes into it, never into the operator list
+    ROLE: str | None = None  # the role this action needs: only operators holding it are offered
 
     def __init__(self, home, **kwargs):
         super().__init__(**kwargs)
@@ -76,7 +78,8 @@ class SignForm(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         # Compact fields, one line each with the label beside them: the whole form fits 80x24.
         with Vertical(id="sign-box"):
-            yield Label(Text(self.TITLE_TEXT), id="sign-title")
+            needs = f" (needs the {self.ROLE} role)" if self.ROLE else ""
+            yield Label(Text(self.TITLE_TEXT + needs), id="sign-title")
             # Right under the title, so an error is in sight at 80x24 without scrolling.
             yield Static(Text(""), id="sign-result")
             yield from self.extra_fields()
@@ -102,6 +105,8 @@ class SignForm(ModalScreen[bool]):
     @work(exclusive=True, group="operators")
     async def load_operators(self) -> None:
         rows, last = await self.app.view.run(lambda r: (list_operators(r, include_retired=False), last_signer(r)))
+        others = [o for o in rows if self.ROLE is not None and self.ROLE not in o["roles"]]
+        rows = [o for o in rows if o not in others]  # offered: only who may sign this action
         select = self.query_one("#operator", Select)
         select.set_options([(escape_text(o["name"], 40), o["name"]) for o in rows])
         names = [o["name"] for o in rows]
@@ -112,7 +117,13 @@ class SignForm(ModalScreen[bool]):
             select.value = names[0]
         elif last in names:  # the operator who signed last is most likely the one at the keyboard
             select.value = last
-        if not rows:
+        if unlocked is not None and any(o["name"] == unlocked for o in others):
+            self.show_result(f"{unlocked}'s unlocked key cannot sign this: it needs the {self.ROLE} role "
+                             f"({WHAT[self.ROLE]}); choose an operator who holds it.")
+        elif not rows and others:
+            self.show_result(f"No active operator holds the {self.ROLE} role ({WHAT[self.ROLE]}): an admin grants "
+                             f"it with `ussd-console operator grant NAME {self.ROLE}`.")
+        elif not rows:
             self.show_result("No operators yet: add one with `ussd-console operator add NAME`.")
         self.refresh_preview()
 

@@ -22,6 +22,7 @@ from core.signing import audit
 from core.store.database import write_transaction
 from core.store.signed_writes import apply_resolve
 
+from . import roles
 from .keys import ActionError, check_name, short_fingerprint
 from .operators import active_operator, load_signer
 
@@ -198,6 +199,7 @@ def _lines(action: str, target: str, payload: dict, fields: dict, fingerprint: s
 def _preview(receiver, action, target, payload, operator, reason, what: list[str] | None = None) -> Preview:
     """``what`` says what the action does, for actions this module does not describe itself."""
     row = active_operator(receiver, operator)
+    roles.require(receiver, row.name, action)
     fields = audit.prepare(receiver, action, target, reason, row.name, row.fingerprint, payload)
     fields.pop("at")
     return Preview(action, target, row.name, row.fingerprint, fields["reason"], payload, fields,
@@ -220,15 +222,18 @@ def sign_action(home, receiver, plan_fn, apply_fn, operator, passphrase, reason,
     """
     check_name(operator)
     reason = audit.check_reason(reason)
-    plan_fn()  # refuse a bad target before asking the key to unlock
+    action = plan_fn()[0]  # refuse a bad target before asking the key to unlock
+    if signer is not None and signer.name != operator:
+        raise ActionError(f"the unlocked key is {signer.name}'s, not {operator}'s")
+    active_operator(receiver, operator)
+    roles.require(receiver, operator, action)  # and a missing role
     if signer is None:
         signer = load_signer(home, receiver, operator, passphrase)
-    elif signer.name != operator:
-        raise ActionError(f"the unlocked key is {signer.name}'s, not {operator}'s")
     at = time.time() if now is None else float(now)
     with write_transaction(receiver.db):
         active_operator(receiver, operator)  # not retired since the key was unlocked
         action, target, payload = plan_fn()
+        roles.require(receiver, operator, action)  # held at this point of the chain
         if expected is not None:
             fields = audit.prepare(receiver, action, target, reason, signer.name, signer.fingerprint, payload)
             fields.pop("at")

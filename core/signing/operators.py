@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from core.store.database import write_transaction
 
+from . import roles as roles_
 from . import unlock_guard
 from .audit_models import audit_models
 from .keys import (
@@ -44,11 +45,16 @@ def _operator_row(receiver, name: str):
     return O.get_or_none(O.name == name)
 
 
-def add_payload(seq: int, prev_hash: str, name: str, key: Ed25519PrivateKey, sponsor: str) -> dict:
-    """The signed payload of an ``operator.add`` entry: the new public key and its proof of possession."""
+def add_payload(seq: int, prev_hash: str, name: str, key: Ed25519PrivateKey, sponsor: str,
+                roles: list[str] | None = None) -> dict:
+    """The signed payload of an ``operator.add`` entry: the new public key, its proof of
+    possession and, since roles, the roles the new operator holds (none: an entry from before)."""
     raw = public_raw(key)
     proof = key.sign(proof_message(seq, prev_hash, name, raw.hex(), sponsor))
-    return {"name": name, "public_key": raw.hex(), "fingerprint": fingerprint(raw), "key_proof": proof.hex()}
+    payload = {"name": name, "public_key": raw.hex(), "fingerprint": fingerprint(raw), "key_proof": proof.hex()}
+    if roles is not None:
+        payload["roles"] = list(roles)
+    return payload
 
 
 def _signed_operator_entries(receiver) -> bool:
@@ -58,16 +64,23 @@ def _signed_operator_entries(receiver) -> bool:
 
 
 def add_operator(home, receiver, name: str, passphrase: str, now: float | None = None, *,
-                 sponsor: Signer | None = None, reason: str = ADD_REASON) -> dict:
+                 sponsor: Signer | None = None, reason: str = ADD_REASON,
+                 roles: list[str] | None = None) -> dict:
     """Create a key pair for a new operator and register it with a signed ``operator.add`` entry.
 
     The first operator of a store signs its own entry; every later one is
     approved by an active operator (``sponsor``), and the new key signs its
     proof of possession inside the entry, so neither can add a key alone.
+    The sponsor must be an admin; ``roles`` (default: every role) are the new
+    operator's, and the first operator holds every role whatever is asked.
     """
     from . import audit
 
     check_name(name)
+    try:
+        wanted = roles_.check_roles(roles_.ROLES if roles is None else roles)
+    except roles_.RoleError as exc:
+        raise ActionError(str(exc)) from None
     check_new_passphrase(passphrase, name)
     reason = audit.check_reason(reason)
     folder = operators_folder(home, create=True)
@@ -90,13 +103,15 @@ def add_operator(home, receiver, name: str, passphrase: str, now: float | None =
                                   "run `ussd-console operator adopt --operator NAME` first")
             if first:
                 signer = Signer(name, fp, key)
+                wanted = list(roles_.ROLES)
             elif sponsor is None:
-                raise ActionError("a new operator is approved by an active one: name them with --operator NAME")
+                raise ActionError("a new operator is approved by an admin: name them with --operator NAME")
             else:
                 active_operator(receiver, sponsor.name)  # not retired since the key was unlocked
+                roles_.require(receiver, sponsor.name, OPERATOR_ADD)
                 signer = sponsor
             current = audit.head(receiver)
-            payload = add_payload(current.count + 1, current.hash, name, key, signer.name)
+            payload = add_payload(current.count + 1, current.hash, name, key, signer.name, sorted(wanted))
             entry = audit.append(receiver, signer, OPERATOR_ADD, f"operator:{name}", reason, payload, now=now)
             O.create(name=name, public_key=raw.hex(), fingerprint=fp, added_at=entry["at"])
             write_key_file(folder / path.name, pem)
@@ -122,7 +137,7 @@ def operator_info(receiver, name: str) -> dict:
     row = _operator_row(receiver, name)
     if row is None:
         raise ActionError(f"no operator named {name}")
-    return _as_info(row)
+    return {**_as_info(row), "roles": roles_.roles_of(receiver, name)}
 
 
 def list_operators(receiver, include_retired: bool = True) -> list[dict]:
@@ -130,7 +145,8 @@ def list_operators(receiver, include_retired: bool = True) -> list[dict]:
     q = O.select().order_by(O.added_at, O.id)
     if not include_retired:
         q = q.where(O.retired_at.is_null())
-    return [_as_info(row) for row in q]
+    held = roles_.holders(receiver)
+    return [{**_as_info(row), "roles": sorted(held.get(row.name, (frozenset(), False))[0])} for row in q]
 
 
 def retire_operator(receiver, name: str, signer: Signer, reason: str, now: float | None = None) -> dict:
@@ -150,12 +166,62 @@ def retire_operator(receiver, name: str, signer: Signer, reason: str, now: float
         if not _signed_operator_entries(receiver):
             raise ActionError("this store's operators were added before operator changes were signed; "
                               "run `ussd-console operator adopt --operator NAME` first")
+        roles_.require(receiver, signer.name, OPERATOR_RETIRE)
         if not O.select().where(O.retired_at.is_null() & (O.id != row.id)).exists():
             raise ActionError(f"{name} is the last active operator; add another one before retiring this one")
+        _keep_an_admin(receiver, name, "retire")
         entry = audit.append(receiver, signer, OPERATOR_RETIRE, f"operator:{name}", reason,
                              {"name": name, "fingerprint": row.fingerprint}, now=now)
         O.update(retired_at=entry["at"]).where(O.id == row.id).execute()
     return {**operator_info(receiver, name), "entry": entry}
+
+
+def _keep_an_admin(receiver, name: str, what: str) -> None:
+    held = roles_.holders(receiver)
+    if roles_.ADMIN in held.get(name, (frozenset(), False))[0] and not roles_.other_admin(held, name):
+        raise ActionError(f"{name} is the last admin; grant another operator the admin role before you {what} "
+                          f"{'them' if what == 'retire' else 'it'}")
+
+
+def change_role(receiver, action: str, name: str, role: str, signer: Signer, reason: str,
+                now: float | None = None) -> dict:
+    """Grant or revoke one role (``operator.grant`` / ``operator.revoke``), signed by another admin."""
+    from . import audit
+
+    check_name(name)
+    reason = audit.check_reason(reason)
+    try:
+        role = roles_.check_role(role)
+    except roles_.RoleError as exc:
+        raise ActionError(str(exc)) from None
+    with write_transaction(receiver.db):
+        row = active_operator(receiver, name)
+        active_operator(receiver, signer.name)
+        if not _signed_operator_entries(receiver):
+            raise ActionError("this store's operators were added before operator changes were signed; "
+                              "run `ussd-console operator adopt --operator NAME` first")
+        roles_.require(receiver, signer.name, action)
+        if signer.name == name:
+            raise ActionError(f"nobody grants or revokes their own roles: another admin signs a change to {name}'s")
+        held = roles_.roles_of(receiver, name)
+        if action == roles_.OPERATOR_GRANT and role in held:
+            raise ActionError(f"{name} already holds the {role} role; nothing to sign")
+        if action == roles_.OPERATOR_REVOKE:
+            if role not in held:
+                raise ActionError(f"{name} does not hold the {role} role; nothing to sign")
+            if role == roles_.ADMIN:
+                _keep_an_admin(receiver, name, "revoke")
+        entry = audit.append(receiver, signer, action, f"operator:{name}", reason,
+                             {"name": name, "fingerprint": row.fingerprint, "role": role}, now=now)
+    return {**operator_info(receiver, name), "entry": entry}
+
+
+def grant_role(receiver, name: str, role: str, signer: Signer, reason: str, now: float | None = None) -> dict:
+    return change_role(receiver, roles_.OPERATOR_GRANT, name, role, signer, reason, now)
+
+
+def revoke_role(receiver, name: str, role: str, signer: Signer, reason: str, now: float | None = None) -> dict:
+    return change_role(receiver, roles_.OPERATOR_REVOKE, name, role, signer, reason, now)
 
 
 def adoption_list(receiver) -> list[dict]:
@@ -181,6 +247,7 @@ def adopt_operators(receiver, signer: Signer, reason: str, now: float | None = N
         if _signed_operator_entries(receiver):
             raise ActionError("the operators are already in the signed log; there is nothing to adopt")
         active_operator(receiver, signer.name)
+        roles_.require(receiver, signer.name, OPERATOR_ADOPT)
         listed = adoption_list(receiver)
         if expected is not None and listed != expected:
             raise ActionError("the operators changed since they were shown; review them again before signing")

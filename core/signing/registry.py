@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from . import roles as roles_
 from .keys import NAME_RE, fingerprint, proof_message, verify_signature
 
 # Adding, retiring and adopting operators are entries of the audit chain (docs/rules.md#operators-and-signatures).
@@ -31,6 +32,7 @@ class Key:
     added_seq: int  # 0: listed by the adoption, registered before the log began
     legacy_retired_at: float | None = None  # a retirement from before signed operator changes
     retired_seq: int | None = None
+    roles: frozenset = roles_.EVERY  # what the log lets this key sign (docs/roles.md)
 
 
 @dataclass
@@ -48,6 +50,11 @@ class Registry:
         """Active operators' names and key fingerprints."""
         return {k.name: k.fingerprint for k in self.by_name.values()
                 if k.retired_seq is None and k.legacy_retired_at is None}
+
+    def holders(self) -> dict[str, tuple[frozenset, bool]]:
+        """name -> (roles, active), as the role rules see the operators at this point."""
+        return {k.name: (k.roles, k.retired_seq is None and k.legacy_retired_at is None)
+                for k in self.by_name.values()}
 
 
 def _payload(raw) -> dict | None:
@@ -115,10 +122,22 @@ def self_registration(row, registry: Registry) -> str | None:
 
 
 def apply(row, pos: int, registry: Registry) -> str | None:
-    """Check an operator entry whose signature holds and record its effect; say why it is bad, or None."""
+    """Check an entry whose signature holds against the role rules, and an operator entry's
+    effect; record that effect; say why it is bad, or None."""
+    p = _payload(row.payload)
+    signer = registry.by_fp.get(row.key)
+    problem = roles_.entry_problem(pos, row.action, str(row.operator), None if signer is None else signer.roles,
+                                   p, registry.holders())
+    if problem:
+        return problem
+    if row.action in (roles_.OPERATOR_GRANT, roles_.OPERATOR_REVOKE):
+        if p is None or row.target != f"operator:{p.get('name')}":
+            return f"malformed: entry #{pos} ({row.action}) does not name its operator as its target"
+        key = registry.by_name[p["name"]]
+        key.roles = roles_.changed(row.action, p, key.roles)
+        return None
     if row.action not in (OPERATOR_ADD, OPERATOR_RETIRE, OPERATOR_ADOPT):
         return None
-    p = _payload(row.payload)
     if p is None:
         return f"malformed: entry #{pos} ({row.action}) has no readable payload"
     if row.action == OPERATOR_ADOPT:
@@ -151,5 +170,10 @@ def apply(row, pos: int, registry: Registry) -> str | None:
                 else f"malformed: entry #{pos} registers the first operator but is signed by someone else")
     if not verify_signature(pub, proof, proof_message(pos, row.prev_hash, name, pub, row.operator)):
         return f"bad signature: entry #{pos} adds {name} without a proof made by the new key"
-    registry.register(Key(name, pub, fp, pos))
+    held = roles_.payload_roles(p)
+    if held is None:
+        return f"malformed: entry #{pos} adds {name} with roles that are not {', '.join(roles_.ROLES)}"
+    if first and held != roles_.EVERY:
+        return f"malformed: entry #{pos} registers the first operator without every role"
+    registry.register(Key(name, pub, fp, pos, roles=held))
     return None

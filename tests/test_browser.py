@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from core import Receiver
 from core.home import Home
 from tests.helpers import ROOT
 from tests.inbox_helpers import wait_for
@@ -56,6 +57,7 @@ def test_the_console_draws_in_headless_chromium_with_nothing_fetched_from_outsid
 
 
 def test_serve_refuses_a_public_address_without_public_and_warns_with_it(home):
+    Receiver(str(home.db)).close()  # serve shows a store; it never makes one
     done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "serve", "--host", "0.0.0.0"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "needs --public" in done.stderr

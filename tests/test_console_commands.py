@@ -145,6 +145,7 @@ def test_console_unlock_minutes_from_config(home, capsys, monkeypatch):
 
     monkeypatch.setattr("console.commands.ui.need_terminal", lambda: None)
     monkeypatch.setattr("console.app.ConsoleApp", Probe)
+    Receiver(str(home.db)).close()  # --no-inbox reads a store another process made; it never makes one
     assert main(["--home", str(home.root), "console", "--no-inbox"]) == 0
     assert seen["unlock_minutes"] == 5
     for bad, words in (("unlock_minutes = -1", "out of range"), ("unlock_minutes = true", "must be a number"),

@@ -466,4 +466,5 @@ def test_a_watch_that_cannot_open_its_store_exits_2_with_one_line(home, capsys):
     home.db.mkdir()  # not a database at all
     assert main(["watch", "--home", str(home.root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"ussd-console: error: cannot open the store at {home.db}: unable to open database file"]
+    assert err == [f"ussd-console: error: {home.db} is not a file, so not a store; it was left as it is"]
+    assert home.db.is_dir()

@@ -13,6 +13,7 @@ import sys
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from core import Receiver
 from core.ops.logfile import RotatingLog
 from core.ops.metrics import metrics_path
 from core.ops.sd_notify import Notifier
@@ -73,6 +74,7 @@ def test_the_notifier_reaches_an_abstract_socket_and_is_silent_without_one():
 
 
 def test_status_health_follows_a_running_watch_and_its_death(home, tmp_path):
+    Receiver(str(home.db)).close()  # a store no watch runs on (status never creates one)
     idle = status(home)
     assert HEALTH_KEYS <= set(idle)
     assert idle["receiver"] == {"running": False, "processes": []} and idle["observer"] == "none"

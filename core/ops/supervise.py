@@ -72,11 +72,11 @@ class Supervision:
                 write_metrics(self.home, self.service.receiver, figures)
                 if self._metrics_failing:
                     log.info("metrics file written again")
-                    self.service._clear("metrics")
+                    self.service.faults.clear("metrics")
                 self._metrics_failing = None
         except PlantedLink as exc:  # someone put a link where the file goes: a fault naming it
             why = one_line(exc)
-            self.service._fault("metrics", f"metrics file not written: {why}")
+            self.service.faults.report("metrics", f"metrics file not written: {why}")
             self._metrics_failing = why
         except Exception as exc:  # noqa: BLE001 - a locked store or a full disk; tried again next time
             why = one_line(exc)

@@ -117,6 +117,10 @@ class RetentionPanel(Panel):
                             Text(stamp(e["newest"])), safe(e["started_by"], 24)))
             for e in data["evictions"]
         ])
+        # Focused before this first show, the exceptions table may just have been hidden with the
+        # keyboard on it: hand the keyboard to the table on display, as focus_main does.
+        if self.app.focused in (None, self.query_one("#exceptions-table")) and self.app.panel() is self:
+            self.focus_main()
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "sign_exception":

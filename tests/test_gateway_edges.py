@@ -20,7 +20,6 @@ from core.inbox import claimed_dir, deliver, inbox_files, prepare_home
 from tests.helpers import ROOT, frame
 from tests.inbox_helpers import drop, wait_for
 from tests.spreadsheets import ods_bytes, xlsx_bytes
-from tests.test_inbox_watch_cli import Watcher
 
 F = [frame(1, f"Site{n}", "MED", n + 1, 50 + n) for n in range(120)]
 
@@ -59,21 +58,6 @@ def ended(home, count: int):
         finally:
             con.close()
     wait_for(done, what=f"{count} files to end")
-
-
-@pytest.fixture
-def watcher(home, tmp_path):
-    started = []
-
-    def start(*flags):
-        w = Watcher(home, tmp_path, *flags)
-        started.append(w)
-        return w
-
-    yield start
-    for w in started:
-        if w.proc.poll() is None:
-            assert w.signal(15) == 0, w.stderr()
 
 
 # -- 1: one bad byte is one rejected line, not a lost file ----------------------------------------

@@ -15,7 +15,6 @@ import pytest
 
 from tests.helpers import ROOT, frame
 from tests.inbox_helpers import drop, wait_for
-from tests.test_inbox_watch_cli import Watcher
 
 F = [frame(1, f"Site{n}", "MED", 40, 50 + n) for n in range(4)]
 
@@ -42,21 +41,6 @@ def ended(home, count: int) -> None:
         except sqlite3.OperationalError:
             return False
     wait_for(done, what=f"{count} files to end")
-
-
-@pytest.fixture
-def watcher(home, tmp_path):
-    started = []
-
-    def start(*flags):
-        w = Watcher(home, tmp_path, *flags)
-        started.append(w)
-        return w
-
-    yield start
-    for w in started:
-        if w.proc.poll() is None:
-            assert w.signal(15) == 0, w.stderr()
 
 
 def africas_talking(rows: list[tuple[str, str]]) -> str:

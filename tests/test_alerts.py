@@ -102,8 +102,14 @@ def test_a_target_that_never_answers_delays_neither_the_other_target_nor_ingest(
         drop(home, "second.txt", conflict_file("b1"))
         wait_for(lambda: len(target.delivered()) == 2, what="B delivered to the command")
         assert conflicts(home) == 2  # B was ingested while the url target hung on A
-        by_target = {(r["event_id"], r["target"]): r["state"] for r in deliveries(home)}
         second = target.delivered()[1]["event_id"]
+
+        def commands_recorded():
+            """Each command delivery as the store has it: it is stored once the command has exited."""
+            states = {(r["event_id"], r["target"]): r["state"] for r in deliveries(home)}
+            done = states.get((first["event_id"], "command")) == states.get((second, "command")) == "delivered"
+            return states if done else None
+        by_target = wait_for(commands_recorded, interval=0.2, what="both command deliveries recorded")
         assert by_target[(first["event_id"], "url")] != "delivered"
         assert by_target[(second, "url")] != "delivered"
         assert by_target[(first["event_id"], "command")] == by_target[(second, "command")] == "delivered"

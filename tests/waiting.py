@@ -27,7 +27,7 @@ class _Polls:
         return False
 
 
-def wait_for(predicate, timeout: float = DEADLINE, interval: float = 0.01, what: str = "condition"):
+def wait_for(predicate, timeout: float = DEADLINE, interval: float = 0.05, what: str = "condition"):
     """Poll until ``predicate()`` is truthy; its value, or an AssertionError naming ``what``."""
     polls = _Polls(timeout, what)
     while True:

@@ -8,22 +8,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import logging
 import os
 import sqlite3
 import sys
 
-import peewee
-
-from core import RetentionError, StoreError
 from core.home import Home, private_umask
 from core.rules.text import escape_text, one_line
 
-from .commands import MODULES, default_command
+from .commands import COMMANDS, MODULES, default_command
 from .commands.options import common_parser
-from .context import Context
 from .errors import CommandError
+from .startup import import_store_driver
 
 EXIT_ERROR = 2
 
@@ -40,13 +36,53 @@ EXAMPLES = """examples:
 
 
 def version() -> str:
+    import importlib.metadata  # only for --version: every other command is spared its import
+
     try:
         return importlib.metadata.version("ussd-console")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
+class VersionAction(argparse.Action):
+    """``--version``, looked up when asked for rather than each time the parser is built."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog} {version()}")
+        parser.exit()
+
+
+class _Unsure(Exception):
+    pass
+
+
+class _QuietParser(argparse.ArgumentParser):
+    """Finds the command only; any error is left for the real parser to report."""
+
+    def error(self, message):
+        raise _Unsure(message)
+
+
+def named_command(argv: list[str]) -> str | None:
+    """The command an argument list names, found without building every command's parser;
+    None when it names none (or asks for the top-level help), so every command is registered."""
+    try:
+        _known, rest = _QuietParser(add_help=False, parents=[common_parser()]).parse_known_args(argv)
+    except _Unsure:
+        return None
+    for i, word in enumerate(rest):
+        if not word.startswith("-"):
+            return word if word in COMMANDS and not {"-h", "--help"} & set(rest[:i]) else None
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or, when ``argv`` names a command, the parser with only that command's
+    module registered (its handler and help are the same; only the other modules are not loaded)."""
     common = common_parser()
     parser = argparse.ArgumentParser(
         prog="ussd-console",
@@ -55,9 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in MODULES:
+    command = named_command(argv) if argv is not None else None
+    for name in [COMMANDS[command]] if command else MODULES:
         importlib.import_module(name).register(sub, common)
     return parser
 
@@ -65,7 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    import_store_driver(argv)  # before anything imports peewee
+    import peewee
+
+    from core import RetentionError, StoreError
+
+    from .context import Context
+
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     ctx = Context(
         home=Home.resolve(getattr(args, "home", None)),

@@ -1,28 +1,40 @@
 """The inbox: files and claims (``files``), the delivery of one file (``delivery``, ending in a
 ``result``, or in ``rejecting``), and the service that runs the push and pull paths (``service``,
-with its ``observer``, ``faults``, ``fault_alerts`` and ``connections``)."""
+with its ``observer``, ``faults``, ``fault_alerts`` and ``connections``).
 
-from core.store.inbox_progress import SHOWN_STATES, file_counts, files_by_state, inbox_files, recent_files
+The names below are looked up on first use (PEP 562), as in ``core``: a command that only lists
+the inbox's files does not pay for the service, its alert threads and the spreadsheet readers.
+"""
 
-from .delivery import HOLD_ENV, deliver, deliver_until_done, hold_after_commit
-from .files import claimed_dir, kind_skip, prepare_home, quiet_skip
-from .result import FileResult
-from .service import InboxService
+from __future__ import annotations
 
-__all__ = [
-    "FileResult",
-    "SHOWN_STATES",
-    "HOLD_ENV",
-    "InboxService",
-    "claimed_dir",
-    "deliver",
-    "deliver_until_done",
-    "file_counts",
-    "files_by_state",
-    "inbox_files",
-    "hold_after_commit",
-    "kind_skip",
-    "prepare_home",
-    "quiet_skip",
-    "recent_files",
-]
+import importlib
+
+_LAZY = {
+    "SHOWN_STATES": "core.store.inbox_progress",
+    "file_counts": "core.store.inbox_progress",
+    "files_by_state": "core.store.inbox_progress",
+    "inbox_files": "core.store.inbox_progress",
+    "recent_files": "core.store.inbox_progress",
+    "HOLD_ENV": "core.inbox.delivery",
+    "deliver": "core.inbox.delivery",
+    "deliver_until_done": "core.inbox.delivery",
+    "hold_after_commit": "core.inbox.delivery",
+    "claimed_dir": "core.inbox.files",
+    "kind_skip": "core.inbox.files",
+    "prepare_home": "core.inbox.files",
+    "quiet_skip": "core.inbox.files",
+    "FileResult": "core.inbox.result",
+    "InboxService": "core.inbox.service",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'core.inbox' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

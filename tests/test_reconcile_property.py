@@ -20,6 +20,7 @@ from core import Receiver
 from core.signing import audit
 from core.home import Home
 
+from .hypothesis_settings import examples
 from .trust_support import story
 
 # table -> (how verify names a row, {column: kind})
@@ -75,6 +76,7 @@ def _same(old, new) -> bool:
     return old == new or (isinstance(old, int) and isinstance(new, bool) and old == int(new))
 
 
+@examples(100, fuzz=2000)
 @given(data=st.data())
 def test_any_single_change_to_a_signed_row_is_named(base, tmp_path_factory, data):
     home, rows = base

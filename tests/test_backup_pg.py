@@ -132,6 +132,30 @@ def test_backup_taken_while_watch_writes_to_postgresql_verifies(pg_home, tmp_pat
         assert out["counts"]["cases"] >= 3
 
 
+def test_watch_makes_verified_backups_of_a_postgresql_store(pg_home, tmp_path):
+    import signal
+
+    from tests.test_inbox_watch_cli import Watcher
+    from tests.waiting import wait_for
+
+    home, url = pg_home
+    usb = tmp_path / "usb"
+    home.config.write_text(f"db = {json.dumps(url)}\n[backup]\ndir = \"{usb}\"\nevery = 1\nkeep = 2\n")
+    watcher = Watcher(home, tmp_path, "--settle-time", "0", "--no-observer", "--sweep-interval", "0.2")
+    try:
+        wait_for(lambda: home.log_file.exists() and home.log_file.read_text().count("scheduled backup verified") >= 2,
+                 what="two scheduled backups of the PostgreSQL store")
+    finally:
+        assert watcher.signal(signal.SIGTERM) == 0
+    assert "not checked" not in home.log_file.read_text()  # the scratch restore ran each time
+    files = [p for p in usb.iterdir() if not p.name.startswith(".")]
+    assert 1 <= len(files) <= 2
+    for path in files:
+        assert run("--home", str(home.root), "backup", "verify", str(path)).returncode == 0, path
+    status = json.loads(cli_ok(home, "--json", "status").stdout)
+    assert Path(status["backup"]["last_verified"]["file"]) in files and status["backup"]["last_failure"] is None
+
+
 def test_a_damaged_dump_fails_verify(pg_home, tmp_path):
     home, _url = pg_home
     file = make(home, tmp_path)

@@ -268,7 +268,8 @@ def make_backup(home, store_target: str, folder: Path, recipients=(), now: float
             _hold("written")
             if check:
                 (work / "check").mkdir()
-                verify_into(plain, work / "check", server=store_target if postgres else None)
+                checked, _found = verify_into(plain, work / "check", server=store_target if postgres else None)
+                manifest = {**manifest, "verified": checked["verified"]}  # what the check covered, for the log
             if recipients:
                 import pyrage
 

@@ -220,6 +220,8 @@ class BackupSchedule:
             self._failing = None
         log.info("scheduled backup verified: %s (%d bytes)%s", made.file, made.size,
                  f"; {removed} older removed" if removed else "")
+        for words in (made.manifest.get("verified") or {}).get("not_checked", []):
+            log.warning("scheduled backup %s: not checked: %s", made.file.name, words)
         return True
 
     def _save(self, state: dict) -> None:

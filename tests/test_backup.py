@@ -362,3 +362,13 @@ def test_an_unreachable_postgresql_store_is_one_plain_line_not_a_half_backup(hom
     assert proc.returncode == 2 and "PostgreSQL" in proc.stderr
     assert_plain_failure(proc)
     assert not (tmp_path / "usb").exists()
+
+
+def test_restore_of_a_sqlite_backup_into_a_database_is_refused(home, tmp_path):
+    """--db on restore names an empty PostgreSQL database; a SQLite backup goes into the home."""
+    file = make(home, "--to", str(tmp_path / "usb"))
+    for db, words in (("postgresql://nobody@127.0.0.1:1/none", "SQLite store"), (str(tmp_path / "x.db"), "PostgreSQL")):
+        proc = run("restore", str(file), "--home", str(tmp_path / "r"), "--db", db)
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+        assert_plain_failure(proc)
+        assert not (tmp_path / "r").exists()

@@ -276,7 +276,7 @@ def test_a_backup_killed_at_any_moment_leaves_no_bad_file_under_a_final_name(hom
             if path.is_file():
                 data = path.read_bytes()
                 assert b"SQLite format 3" not in data and b"\x1f\x8b\x08" not in data, path
-    finals = [p for p in usb.iterdir() if not p.name.startswith(".")]
+    finals = [p for p in usb.iterdir() if not p.name.startswith(".")] if usb.exists() else []
     for path in finals:
         args = ["backup", "verify", str(path)] + (["--identity", str(ident_path)] if step == "encrypted" else [])
         assert run(*args).returncode == 0, path
@@ -356,9 +356,19 @@ def test_overdue_backup_is_a_fault_in_status(home, tmp_path):
         assert watcher.signal(signal.SIGTERM) == 0
 
 
-def test_a_postgresql_store_is_one_plain_line_not_a_half_backup(home, tmp_path):
+def test_an_unreachable_postgresql_store_is_one_plain_line_not_a_half_backup(home, tmp_path):
     proc = run("--home", str(home.root), "--db", "postgresql://nobody@127.0.0.1:1/none", "backup",
                "--to", str(tmp_path / "usb"))
     assert proc.returncode == 2 and "PostgreSQL" in proc.stderr
     assert_plain_failure(proc)
     assert not (tmp_path / "usb").exists()
+
+
+def test_restore_of_a_sqlite_backup_into_a_database_is_refused(home, tmp_path):
+    """--db on restore names an empty PostgreSQL database; a SQLite backup goes into the home."""
+    file = make(home, "--to", str(tmp_path / "usb"))
+    for db, words in (("postgresql://nobody@127.0.0.1:1/none", "SQLite store"), (str(tmp_path / "x.db"), "PostgreSQL")):
+        proc = run("restore", str(file), "--home", str(tmp_path / "r"), "--db", db)
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+        assert_plain_failure(proc)
+        assert not (tmp_path / "r").exists()

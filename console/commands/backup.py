@@ -31,7 +31,7 @@ def register(sub, common) -> None:
     q.add_argument("file", metavar="FILE")
     q.add_argument("--identity", metavar="PATH", help="the age identity file, for an encrypted backup")
     q.set_defaults(handler=cmd_backup_verify)
-    q = sub.add_parser("restore", parents=[common], help="verify a backup, then lay it out as a new home")
+    q = sub.add_parser("restore", parents=[common], help="verify a backup, then lay it out as a new home (a PostgreSQL one into the empty database --db names)")
     q.add_argument("file", metavar="FILE")
     q.add_argument("--identity", metavar="PATH", help="the age identity file, for an encrypted backup")
     q.set_defaults(handler=cmd_restore)
@@ -70,25 +70,53 @@ def cmd_backup(args, ctx) -> int:
     return 0
 
 
+def _pg_server(args, ctx) -> str | None:
+    """Where a PostgreSQL backup's dump may be restored for a check: ``--db``, else the home's store."""
+    from core.config import store_target
+    from core.store.backend import is_postgres_url
+
+    try:
+        target = getattr(args, "db", None) or store_target(ctx.home)
+    except ValueError:
+        return None
+    return target if is_postgres_url(target) else None
+
+
+def _note_verified(home, file: Path) -> None:
+    """A backup in this home's backup folder that verified is marked so in the console's list."""
+    from core.backup import schedule
+
+    try:
+        if Path(home.root).is_dir() and file.resolve().parent == load_backup_config(home.config).folder(home).resolve():
+            schedule.note_verified(home, file)
+    except (OSError, ValueError):
+        pass  # the mark is a convenience; the verdict above stands
+
+
 def cmd_backup_verify(args, ctx) -> int:
     try:
-        manifest = archive.verify(Path(args.file), args.identity)
+        manifest = archive.verify(Path(args.file), args.identity, server=_pg_server(args, ctx))
     except archive.CannotRun as exc:
         return _fail(str(exc), EXIT_CANNOT)
     except archive.BackupError as exc:
         if ctx.json:
             print_json({"file": args.file, "ok": False, "why": str(exc)})
         return _fail(f"BAD: {exc}", EXIT_BAD)
+    _note_verified(ctx.home, Path(args.file))
     if ctx.json:
         print_json({"file": args.file, "ok": True, "made_at": manifest["made_at"], "counts": manifest["counts"],
                     "checkpoint": manifest["checkpoint"], "software_version": manifest["software_version"],
-                    "schema_version": manifest["schema_version"]})
+                    "schema_version": manifest["schema_version"], "store_kind": archive.store_kind(manifest),
+                    **manifest["verified"]})
     else:
         c = manifest["counts"]
         make_console().print(Text.assemble("backup OK: ", safe(args.file, 1000),
                                            f" ({c['cases']} cases, {c['frames_kept']} frames kept, "
                                            f"{c['conflicts_open']} conflicts open, {c['audit_entries']} audit entries)"),
                              soft_wrap=True)
+        make_console().print(Text("checked: " + "; ".join(manifest["verified"]["checked"])), soft_wrap=True)
+    for words in manifest["verified"]["not_checked"]:
+        make_console(stderr=True).print(Text("note: not checked: ") + safe(words, 600), soft_wrap=True)
     return 0
 
 
@@ -97,14 +125,14 @@ def cmd_restore(args, ctx) -> int:
         return _fail("say where to restore with --home NEW (a new folder)", EXIT_CANNOT)
     home = Home.resolve(args.home)
     try:
-        manifest = archive.restore(Path(args.file), home, args.identity)
+        manifest = archive.restore(Path(args.file), home, args.identity, db=getattr(args, "db", None))
     except archive.CannotRun as exc:
         return _fail(str(exc), EXIT_CANNOT)
     except archive.BackupError as exc:
         return _fail(f"not restored, the backup is damaged: {exc}", EXIT_BAD)
     if ctx.json:
         print_json({"home": str(home.root), "restored": args.file, "counts": manifest["counts"],
-                    "checkpoint": manifest["checkpoint"]})
+                    "checkpoint": manifest["checkpoint"], "store_kind": archive.store_kind(manifest)})
     else:
         make_console().print(Text.assemble("restored into ", safe(str(home.root), 1000),
                                            f"; now: ussd-console --home {home.root} audit verify"), soft_wrap=True)

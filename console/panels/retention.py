@@ -10,6 +10,7 @@ from textual.widgets import Static
 from console.render import safe
 from console.ui_text import count, number, stamp
 from console.widgets.keyed_table import KeyedTable
+from core.backup.schedule import listing as backup_listing
 from core.rules.retention import EXCEPTION_BELOW, FLOOR_SECONDS, describe
 
 from .panel import Panel
@@ -28,6 +29,12 @@ EVICTION_COLUMNS = [
     ("oldest", "oldest"),
     ("newest", "newest"),
     ("by", "by"),
+]
+BACKUP_COLUMNS = [
+    ("at", "written at"),
+    ("file", "file"),
+    ("size", "size"),
+    ("verified", "verified"),
 ]
 
 
@@ -63,12 +70,15 @@ class RetentionPanel(Panel):
         yield KeyedTable(EXCEPTION_COLUMNS, id="exceptions-table")
         yield Static(Text("Eviction log (newest first)", style="bold"), classes="section")
         yield KeyedTable(EVICTION_COLUMNS, id="evictions-table")
+        yield Static(Text("Backups (newest first)", style="bold"), classes="section")
+        yield Static(id="backups-summary")
+        yield KeyedTable(BACKUP_COLUMNS, id="backups-table")
 
     def minute_bound(self) -> bool:
         return True  # the count due for eviction grows with the clock
 
     def params(self):
-        return (self.app.next_eviction_at,)
+        return (self.app.next_eviction_at, self.app.home)
 
     @staticmethod
     def load(receiver, params, now):
@@ -77,6 +87,7 @@ class RetentionPanel(Panel):
             "history": receiver.retention_history(limit=50),
             "witnesses": receiver.witnesses(now),
             "evictions": receiver.evictions(limit=100),
+            "backups": backup_listing(params[1]),
         }
 
     def show(self, data) -> None:
@@ -117,10 +128,31 @@ class RetentionPanel(Panel):
                             Text(stamp(e["newest"])), safe(e["started_by"], 24)))
             for e in data["evictions"]
         ])
+        self._show_backups(data["backups"])
         # Focused before this first show, the exceptions table may just have been hidden with the
         # keyboard on it: hand the keyboard to the table on display, as focus_main does.
         if self.app.focused in (None, self.query_one("#exceptions-table")) and self.app.panel() is self:
             self.focus_main()
+
+    def _show_backups(self, backups: dict) -> None:
+        line = Text()
+        if backups["fault"]:
+            line.append("FAULT", style="bold reverse")
+            line.append(" ")
+            line.append_text(safe(backups["fault"], 300))
+            line.append("\n")
+        if backups["folder"] is not None:
+            line.append(f"{count(len(backups['rows']))} in ")
+            line.append_text(safe(backups["folder"], 200))
+            line.append(f"; every {describe(backups['every'])}, keeping {backups['keep']}" if backups["every"]
+                        else "; not scheduled ([backup] every in config.toml)")
+        self.query_one("#backups-summary", Static).update(line)
+        self.query_one("#backups-table").display = bool(backups["rows"])
+        self.query_one("#backups-table", KeyedTable).sync([
+            (b["file"], (Text(stamp(b["at"])), safe(b["file"], 60), Text(f"{b['size']:,} B"),
+                         Text("verified" if b["verified"] else "NOT VERIFIED", style="" if b["verified"] else "bold")))
+            for b in backups["rows"]
+        ])
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "sign_exception":

@@ -7,13 +7,16 @@ DEAD", "! 2 CONFLICTS OPEN"); colour only repeats what the words say.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Callable
 
 from rich.text import Text
 from textual.widget import Widget
+from textual.worker import Worker, WorkerState
 
 from console.ui_text import count
 from core.alerts.deliverer import BACKLOG_FAULT
+from core.backup.schedule import warning as backup_warning
 from core.rules.text import escape_text
 
 OBSERVER = {
@@ -22,6 +25,7 @@ OBSERVER = {
     "off": ("watch off", "dim"),
     "restarting": ("watch restarting", "bad"),
 }
+BACKUP_CHECK_EVERY = 30.0  # seconds; backups are hours apart
 SWEEP = {
     "running": ("sweep ok", "ok"),
     "off": ("sweep off", "dim"),
@@ -59,9 +63,25 @@ class HeaderBar(Widget):
         self.service = False
         self.error: str | None = None
         self.unlocked: str | None = None  # whose signing key the session holds
+        self.backup: str | None = None  # "BACKUP OVERDUE" / "BACKUP FAILED" when backups need an operator
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.refresh)
+        self._check_backups()
+        self.set_interval(BACKUP_CHECK_EVERY, self._check_backups)
+
+    def _check_backups(self) -> None:
+        """The backups' state is files in the home: read on a worker thread, never on the UI thread."""
+        home = getattr(self.app, "home", None)
+        if home is not None:
+            self.run_worker(partial(backup_warning, home), thread=True, group="backup-warning", exclusive=True,
+                            exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "backup-warning" and event.state == WorkerState.SUCCESS:
+            if event.worker.result != self.backup:
+                self.backup = event.worker.result
+                self.refresh()
 
     def show(self, totals: dict | None, health: dict | None, service: bool, error: str | None = None) -> None:
         if totals is not None:
@@ -133,6 +153,9 @@ class HeaderBar(Widget):
             out.append("conflicts 0 | ")
         if t.get("retention_fault"):
             out.append(" ! RETENTION FAULT ", style=self._style("alert"))
+            out.append(" ")
+        if self.backup:
+            out.append(f" ! {self.backup} ", style=self._style("alert"))
             out.append(" ")
         out.append(f"cases {count(t['cases'])} | people {count(t['headcount_total'])} | "
                    f"duplicates {count(t['duplicates'])} | rejects {count(t['rejects'])}")

@@ -73,16 +73,65 @@ def status(home) -> dict:
         config = load_backup_config(home.config)
     except ValueError as exc:
         return {**_shape(state), "every": None, "overdue": False, "fault": one_line(exc)}
-    fault = None
+    overdue = None
     if config.every:
-        last = (state.get("last_verified") or {}).get("at")
-        if last is not None:
-            fault = overdue_words(state, config.every, last, time.time())
+        # Since the last verified backup, or, before the first, since watch first scheduled them.
+        since = (state.get("last_verified") or {}).get("at") or state.get("scheduled_since")
+        if isinstance(since, (int, float)):
+            overdue = overdue_words(state, config.every, since, time.time())
+    failed = None
     failure = state.get("last_failure")
     if failure and (not state.get("last_verified") or failure.get("at", 0) > state["last_verified"].get("at", 0)):
-        fault = fault or f"backup failed: {failure.get('why')}"
+        failed = f"backup failed: {failure.get('why')}"
     return {**_shape(state), "every": config.every, "dir": str(config.folder(home)), "keep": config.keep,
-            "overdue": bool(fault and fault.startswith("backup overdue")), "fault": fault}
+            "overdue": bool(overdue), "fault": failed or overdue}
+
+
+def warning(home) -> str | None:
+    """The console header's word when backups need an operator: a word, never only a colour."""
+    b = status(home)
+    if b["fault"] and b["fault"].startswith("backup failed"):
+        return "BACKUP FAILED"
+    if b["overdue"]:
+        return "BACKUP OVERDUE"
+    return "BACKUP FAULT" if b["fault"] else None
+
+
+def note_verified(home, file: Path, at: float | None = None) -> None:
+    """Remember that ``file`` (in this home's backup folder) verified, for the console's list."""
+    state = read_state(home)
+    names = state.get("verified") if isinstance(state.get("verified"), dict) else {}
+    folder = Path(file).parent
+    present = {p.name for p in backups_in(folder)}
+    names = {n: t for n, t in names.items() if n in present}  # removed backups are forgotten
+    names[Path(file).name] = time.time() if at is None else at
+    state["verified"] = names
+    _write_state(home, state)
+
+
+def listing(home) -> dict:
+    """The backups in the backup folder, newest first, each verified or not: the console's list."""
+    try:
+        config = load_backup_config(home.config)
+    except ValueError as exc:
+        return {"folder": None, "rows": [], "fault": one_line(exc), "every": None, "keep": None}
+    folder = config.folder(home)
+    state = read_state(home)
+    verified = dict(state.get("verified") or {}) if isinstance(state.get("verified"), dict) else {}
+    last = state.get("last_verified") or {}
+    if last.get("file") and Path(last["file"]).parent == folder:
+        verified.setdefault(Path(last["file"]).name, last.get("at"))
+    rows = []
+    for path in reversed(backups_in(folder)):
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        rows.append({"file": path.name, "at": info.st_mtime, "size": info.st_size,
+                     "encrypted": path.name.endswith(archive.SUFFIX_AGE), "verified": path.name in verified})
+    shown = "<home>/backups" if config.dir is None else str(folder)  # the home's own path is in the header
+    return {"folder": shown, "rows": rows, "fault": status(home)["fault"], "every": config.every,
+            "keep": config.keep}
 
 
 def words(b: dict) -> str:
@@ -130,6 +179,10 @@ class BackupSchedule:
         if not self.config.every:
             return
         now = time.time() if now is None else now
+        state = read_state(self.home)
+        if "scheduled_since" not in state:  # so that status and the console can tell none verified yet is late
+            state["scheduled_since"] = self.started_at
+            self._save(state)
         busy = self._thread is not None and self._thread.is_alive()
         if not busy and self.due(now):
             self._thread = threading.Thread(target=self.run_once, name="backup", daemon=True)
@@ -158,11 +211,17 @@ class BackupSchedule:
         state["last_verified"] = {"at": made.manifest["made_at"], "file": str(made.file), "size": made.size}
         self._save(state)
         removed = self._prune(folder, made.file)
+        try:
+            note_verified(self.home, made.file, made.manifest["made_at"])
+        except OSError as exc:
+            log.warning("could not record the backup state: %s", one_line(exc))
         if self._failing is not None:
             self._clear(FAULT_KEY)
             self._failing = None
         log.info("scheduled backup verified: %s (%d bytes)%s", made.file, made.size,
                  f"; {removed} older removed" if removed else "")
+        for words in (made.manifest.get("verified") or {}).get("not_checked", []):
+            log.warning("scheduled backup %s: not checked: %s", made.file.name, words)
         return True
 
     def _save(self, state: dict) -> None:

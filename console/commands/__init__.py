@@ -17,6 +17,7 @@ MODULES = [
     "console.commands.files",
     "console.commands.demo",
     "console.commands.operators",
+    "console.commands.pending",
     "console.commands.audit",
     "console.commands.cases",
     "console.commands.export",

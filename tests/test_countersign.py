@@ -238,6 +238,8 @@ def test_an_old_request_expires(old_request, tmp_path):
     one_line_refusal(signed_run(home, target, tmp_path, "bob", "approve", str(rid)), "expired")
     assert state(target) == before and retention_days(target) != 10
     assert verdict(home, target)["ok"]
+    assert signed_run(home, target, tmp_path, "bob", "reject", str(rid)).returncode == 0  # closed
+    assert waiting(home, target) == [] and verdict(home, target)["ok"]
 
 
 def test_verify_names_an_approval_made_after_expiry(old_request):

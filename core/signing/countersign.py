@@ -137,14 +137,14 @@ def _active(receiver, name: str):
     return row
 
 
-def _waiting(receiver, rid: int, at: float) -> held.Request:
+def _waiting(receiver, rid: int, at: float, verb: str) -> held.Request:
     request = requests(receiver).get(rid)
     if request is None:
         raise ActionError(f"no held request #{rid}: `ussd-console pending` lists those that wait")
     if request.state != held.WAITING:
         raise ActionError(f"request #{rid} is already {request.state} (entry #{request.decided_seq} by "
                           f"{request.decided_by})")
-    if request.expired(at):
+    if verb == "approve" and request.expired(at):  # an expired one may still be rejected, to close it
         raise ActionError(f"request #{rid} expired {request.hours:g} h after {request.operator} made it; "
                           "it can no longer be approved: sign the action again for a new request")
     return request
@@ -155,7 +155,7 @@ def decide_check(receiver, request_id, operator: str, verb: str, now: float | No
     rid = _request_id(request_id)
     _active(receiver, operator)
     roles.require(receiver, operator, held.APPROVE if verb == "approve" else held.REJECT)
-    request = _waiting(receiver, rid, time.time() if now is None else float(now))
+    request = _waiting(receiver, rid, time.time() if now is None else float(now), verb)
     if verb == "approve":
         if operator == request.operator:
             raise ActionError(f"{operator} made request #{rid}; a second admin approves it, never its requester")

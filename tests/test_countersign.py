@@ -300,3 +300,13 @@ def test_a_new_operator_without_a_role_is_refused_in_one_line(board, tmp_path):
     assert state(target) == before and not (home.operators / "eve.key").exists()
     with Receiver(target) as r, pytest.raises(ValueError, match="--role"):
         add_operator(home, r, "eve", PASSPHRASES["eve"], sponsor=load_signer(home, r, "alice", PASSPHRASES["alice"]))
+
+
+def test_verify_names_a_second_approval_of_a_decided_request(board, tmp_path):
+    home, target = board
+    rid = as_json(signed_run(home, target, tmp_path, "alice", "--json", "retention", "set", "10"))["pending"]
+    assert signed_run(home, target, tmp_path, "bob", "approve", str(rid)).returncode == 0
+    assert verdict(home, target)["ok"]
+    seq = forge(home, target, "bob", rid)
+    result = verdict(home, target)
+    assert not result["ok"] and result["first_bad_seq"] == seq and "decided twice" in result["why"], result

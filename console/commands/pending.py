@@ -70,7 +70,7 @@ def cmd_decide(args, ctx) -> int:
     entry = result["entry"]
     out = make_console()
     done = "approved and applied" if args.verb == "approve" else "rejected; nothing was applied"
-    out.print(Text(f"request {request.seq} ({result['what']}) {done}"), soft_wrap=True)
+    out.print(Text(f"request {request.seq} (") + safe(result["what"], 300) + Text(f") {done}"), soft_wrap=True)
     if result.get("key_file_moved_to"):
         out.print(Text(f"the key file of the operator it would have added is kept at {result['key_file_moved_to']}"),
                   soft_wrap=True)

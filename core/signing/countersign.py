@@ -10,6 +10,7 @@ it. The log's rules are in ``held``; ``audit verify`` replays them.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -67,9 +68,16 @@ def hold(receiver, signer: Signer, action: str, target: str, reason: str, payloa
 # -- the store's view of the held requests -------------------------------------------------
 def requests(receiver) -> dict[int, held.Request]:
     """Every request of the stored log and its state, as decided by the log's approvals and rejections."""
-    found = audit.entries(receiver)
+    db = receiver.db
+    cursor = db.execute_sql(f"SELECT {audit._columns(db)} FROM audit_log WHERE action IN "
+                            f"({', '.join([db.param] * len(held.ACTIONS))}) ORDER BY id", held.ACTIONS)
     out: dict[int, held.Request] = {}
-    for e in found:
+    for values in cursor.fetchall():
+        e = audit._Row(*values)._asdict()
+        try:
+            e["payload"] = json.loads(e["payload"])
+        except (TypeError, ValueError):
+            continue
         if e["action"] == held.REQUEST:
             request = held.read_request(e["seq"], e["target"], e["operator"], e["key"], e["at"], e["prev_hash"],
                                         e["hash"], e["reason"], e["payload"] if isinstance(e["payload"], dict) else None)

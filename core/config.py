@@ -25,6 +25,12 @@ The console's own settings live in a ``[console]`` table::
 
     [console]
     unlock_minutes = 15         # an unlocked signing key locks after this long without a signature
+
+Signing settings live in a ``[signing]`` table (docs/roles.md)::
+
+    [signing]
+    countersign = ["retention", "gateway", "operator"]  # these wait for a second admin's approval
+    countersign_hours = 72      # a held request expires after this long
 """
 
 from __future__ import annotations
@@ -100,7 +106,13 @@ _RULES: dict[str, tuple[type, float | None, float | None]] = {
     "unlock_minutes": (float, 0.0, 720.0),  # [console]; at most a long shift
     "every": (float, 1.0, 30 * 86400.0),  # [backup]: seconds between scheduled backups (core.backup.config)
     "keep": (int, 1, 10_000),  # [backup]: backups kept in the folder
+    "countersign": (tuple, 0, 3),  # [signing]: kinds of action a second admin approves (_CHOICES)
+    "countersign_hours": (float, 1.0, 720.0),  # [signing]: a held request expires after this long
 }
+
+# The values a list-of-choices setting (kind ``tuple`` in ``_RULES``) may hold.
+COUNTERSIGN_KINDS = ("retention", "gateway", "operator")
+_CHOICES = {"countersign": COUNTERSIGN_KINDS}
 
 
 _NAME_LISTS = ("id_columns", "text_columns", "phone_columns")
@@ -108,6 +120,14 @@ _NAME_LISTS = ("id_columns", "text_columns", "phone_columns")
 
 def _check(key: str, value: Any, section: str = "inbox") -> None:
     kind, low, high = _RULES[key]
+    if kind is tuple:
+        choices = _CHOICES[key]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v in choices for v in value):
+            raise ValueError(f"{section} setting {key} must be a list of {', '.join(map(repr, choices))}, "
+                             f"not {value!r}")
+        if len(set(value)) != len(value):
+            raise ValueError(f"{section} setting {key} names a kind twice: {value!r}")
+        return
     if kind is list:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise ValueError(f"{section} setting {key} must be a list of column names, not {value!r}")
@@ -191,6 +211,27 @@ def load_console_config(config_path: Path) -> ConsoleConfig:
         return ConsoleConfig(**table)
     except ValueError as exc:
         raise ValueError(f"{config_path} [console]: {exc}") from None
+
+
+@dataclass(frozen=True)
+class SigningConfig:
+    """``[signing]``: ``countersign`` lists the kinds of action (retention, gateway, operator)
+    that wait for a second admin's approval; a held request expires after ``countersign_hours``."""
+
+    countersign: tuple[str, ...] = ()
+    countersign_hours: float = 72.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            _check(f.name, getattr(self, f.name), section="signing")
+        object.__setattr__(self, "countersign", tuple(self.countersign))  # TOML gives a list
+
+
+def load_signing_config(config_path: Path) -> SigningConfig:
+    table = read_toml(config_path).get("signing", {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{config_path}: 'signing' must be a table ([signing])")
+    return from_table(SigningConfig, table, f"{config_path} [signing]")
 
 
 def store_target(home, given: str | None = None) -> str:

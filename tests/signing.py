@@ -24,6 +24,10 @@ B1_FIX = ("B-1", frame(1, "Dadaab", "WAT", 14, 90))
 C1 = ("C-1", frame(1, "Ifo", "SHE", 8, 80))
 
 
+# After the first operator, `operator add` names the roles; these helpers give every one.
+EVERY_ROLE = ("--role", "admin", "--role", "resolver", "--role", "dispatcher")
+
+
 def cli(home, *argv: str) -> int:
     return main(["--home", str(home.root), *argv])
 
@@ -44,7 +48,7 @@ def add_operators(home, tmp_path, *names: str, approver: str | None = None) -> N
     for i, name in enumerate(names):
         argv = ["operator", "add", name, "--passphrase-file", passfile(tmp_path, name)]
         if i or not empty:
-            argv += ["--operator", approver, "--operator-passphrase-file", passfile(tmp_path, approver)]
+            argv += ["--operator", approver, "--operator-passphrase-file", passfile(tmp_path, approver), *EVERY_ROLE]
         assert cli(home, *argv) == 0, argv
 
 

@@ -271,7 +271,7 @@ def test_6_a_passphrase_file_others_can_read_is_refused(world, tmp_path):
     assert f"run: chmod 600 {loose}" in done.stderr and "mode 0644" in done.stderr
     os.chmod(loose, 0o620)  # group-writable: refused too
     done = run(home, target, "operator", "add", "dave", "--passphrase-file", loose, "--operator", "bob",
-               "--operator-passphrase-file", passfile(tmp_path, "bob"))
+               "--operator-passphrase-file", passfile(tmp_path, "bob"), "--role", "resolver")
     assert done.returncode == 2 and "chmod 600" in done.stderr
     assert not (home.operators / "dave.key").exists()
 
@@ -323,7 +323,7 @@ def test_a_store_from_before_adopts_its_operators_once(home, new_store, tmp_path
     assert code == 1 and result["first_bad_seq"] == 1 and "operator adopt" in result["why"]
     # adding or retiring waits for the adoption
     done = run(home, target, "operator", "add", "carol", "--passphrase-file", passfile(tmp_path, "carol"),
-               "--operator", "alice", "--operator-passphrase-file", passfile(tmp_path, "alice"))
+               "--operator", "alice", "--operator-passphrase-file", passfile(tmp_path, "alice"), "--role", "resolver")
     assert done.returncode == 2 and "operator adopt" in done.stderr
     done = run(home, target, "operator", "adopt", "--operator", "alice", "--reason", "upgrade to signed operators",
                "--passphrase-file", passfile(tmp_path, "alice"))

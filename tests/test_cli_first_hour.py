@@ -216,7 +216,7 @@ def test_operator_list_says_active_or_retired_under_a_status_column(tmp_path):
     pf = tmp_path / "pf"
     pf.write_text("long enough passphrase\n")
     pf.chmod(0o600)
-    approved = ("--operator", "alice", "--operator-passphrase-file", str(pf))
+    approved = ("--operator", "alice", "--operator-passphrase-file", str(pf), "--role", "admin")
     for name, more in (("alice", ()), ("bob", approved)):
         proc = ussd("--home", "home", "operator", "add", name, "--passphrase-file", str(pf), *more, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr

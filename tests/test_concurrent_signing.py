@@ -31,7 +31,8 @@ def test_simultaneous_signers_keep_a_single_chain(new_store, tmp_path):
     target = new_store()
     with Receiver(target) as r:
         add_operator(home, r, "alice", PASSPHRASES["alice"])
-        add_operator(home, r, "bob", PASSPHRASES["bob"], sponsor=load_signer(home, r, "alice", PASSPHRASES["alice"]))
+        add_operator(home, r, "bob", PASSPHRASES["bob"], sponsor=load_signer(home, r, "alice", PASSPHRASES["alice"]),
+                     roles=["admin", "resolver", "dispatcher"])
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-c", SIGNER, str(home.root), target, name, "15"], env=env,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

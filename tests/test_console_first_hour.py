@@ -15,6 +15,7 @@ from console.widgets.keyed_table import KeyedTable
 from console.widgets.palette import PlainPalette
 from core import Receiver
 from core.signing.operators import add_operator, load_signer
+from core.signing.roles import ROLES
 from tests.console_support import fixed_app, press_and_settle, run_async, until
 from tests.test_console_signing import PASS, open_dialog
 
@@ -94,7 +95,7 @@ def operators(home, *names):
     with Receiver(str(home.db)) as r:
         for i, name in enumerate(names):
             sponsor = load_signer(home, r, names[0], PASS) if i else None
-            add_operator(home, r, name, PASS, sponsor=sponsor)
+            add_operator(home, r, name, PASS, sponsor=sponsor, roles=None if sponsor is None else list(ROLES))
 
 
 @run_async

@@ -13,8 +13,11 @@ from cryptography.hazmat.primitives import serialization
 from core import Receiver
 from core.signing.keys import ActionError, key_path
 from core.signing.operators import add_operator, list_operators, load_signer, retire_operator
+from core.signing.roles import ROLES
 
 from .signing import PASSPHRASES, add_operators, cli, json_lines, passfile, sign
+
+ALL = list(ROLES)
 
 
 @pytest.fixture
@@ -76,7 +79,7 @@ def _signer(home, r, name):
 
 def test_names_are_never_reused_and_short_passphrases_refused(home, receiver_at):
     add_operator(home, receiver_at, "alice", PASSPHRASES["alice"])
-    add_operator(home, receiver_at, "bob", PASSPHRASES["bob"], sponsor=_signer(home, receiver_at, "alice"))
+    add_operator(home, receiver_at, "bob", PASSPHRASES["bob"], sponsor=_signer(home, receiver_at, "alice"), roles=ALL)
     retire_operator(receiver_at, "alice", _signer(home, receiver_at, "bob"), "left the team")
     with pytest.raises(ActionError, match="never reused"):
         add_operator(home, receiver_at, "alice", "another passphrase", sponsor=_signer(home, receiver_at, "bob"))
@@ -88,7 +91,7 @@ def test_names_are_never_reused_and_short_passphrases_refused(home, receiver_at)
 
 def test_retired_operator_cannot_sign_but_stays_listed(home, receiver_at):
     add_operator(home, receiver_at, "alice", PASSPHRASES["alice"], now=100.0)
-    add_operator(home, receiver_at, "bob", PASSPHRASES["bob"], now=150.0, sponsor=_signer(home, receiver_at, "alice"))
+    add_operator(home, receiver_at, "bob", PASSPHRASES["bob"], now=150.0, sponsor=_signer(home, receiver_at, "alice"), roles=ALL)
     bob = _signer(home, receiver_at, "bob")
     retire_operator(receiver_at, "alice", bob, "left the team", now=200.0)
     with pytest.raises(ActionError, match="retired"):
@@ -103,7 +106,7 @@ def test_retired_operator_cannot_sign_but_stays_listed(home, receiver_at):
 
 def test_loose_key_file_mode_and_swapped_key_file_are_refused(home, receiver_at):
     add_operator(home, receiver_at, "alice", PASSPHRASES["alice"])
-    add_operator(home, receiver_at, "bob", PASSPHRASES["alice"], sponsor=_signer(home, receiver_at, "alice"))
+    add_operator(home, receiver_at, "bob", PASSPHRASES["alice"], sponsor=_signer(home, receiver_at, "alice"), roles=ALL)
     path = key_path(home, "alice")
     path.chmod(0o644)
     with pytest.raises(ActionError, match="chmod 600"):
@@ -155,7 +158,7 @@ def test_cli_asks_twice_without_echo_and_never_logs_the_passphrase(home, monkeyp
 
     # the approver's passphrase, then the new one mistyped three times: asked again, then given up
     answers = iter(["typed passphrase 1", *["first one 123", "second one 123"] * 3])
-    assert cli(home, "operator", "add", "bob", "--operator", "alice") == 2
+    assert cli(home, "operator", "add", "bob", "--operator", "alice", "--role", "resolver") == 2
     err = capsys.readouterr().err
     assert err.count("differ") == 3 and "nothing was created" in err
     assert prompts[-2:] == ["new passphrase for bob (at least 8 characters): ", "passphrase for bob (again): "]

@@ -20,7 +20,7 @@ from core.signing.operators import add_payload
 from core.store.backend import PostgresStore
 
 from .helpers import frame
-from .signing import A1, A1_FIX, B1_FIX, B2, C1, PASSPHRASES, passfile
+from .signing import A1, A1_FIX, B1_FIX, B2, C1, EVERY_ROLE, PASSPHRASES, passfile
 
 B7 = ("B-7", frame(7, "Dadaab", "WAT", 14, 90))  # the correction's values under another id
 C2 = ("C-2", frame(2, "Ifo", "SHE", 9, 80))  # stays open
@@ -45,7 +45,7 @@ def signed(home, target, tmp_path, operator: str, *argv: str, reason: str = "che
 def add(home, target, tmp_path, name: str, approver: str | None = None) -> None:
     argv = ["operator", "add", name, "--passphrase-file", passfile(tmp_path, name)]
     if approver:
-        argv += ["--operator", approver, "--operator-passphrase-file", passfile(tmp_path, approver)]
+        argv += ["--operator", approver, "--operator-passphrase-file", passfile(tmp_path, approver), *EVERY_ROLE]
     assert cli(home, target, *argv) == 0
 
 

@@ -16,7 +16,7 @@ from console.render import make_console, print_json, table, when
 from core.gateways import accounts, signed
 from core.gateways.adapters import KINDS
 
-from .operators import _passphrase, _reason, _signer_name, _signing_parser
+from .operators import _passphrase, _reason, _signer_name, _signing_parser, print_pending
 
 
 def examples(*lines: str) -> str:
@@ -63,6 +63,9 @@ def cmd_gateway_add(args, ctx) -> int:
     result = signed.add_gateway(ctx.home, receiver, gateway, args.kind, operator=name,
                                   passphrase=_passphrase(args, name), reason=reason, secret_file=args.secret_file,
                                   public_url=args.public_url, reply=args.reply)
+    if "pending" in result:
+        return print_pending(ctx, result, "once approved, paste this into the gateway's callback URL; it is shown only now:",
+                             f"  {result.get('url') or result['path']}")
     entry = result.pop("entry")
     if ctx.json:
         print_json({**result, "audit_seq": entry["seq"], "operator": entry["operator"]})
@@ -131,6 +134,8 @@ def cmd_gateway_retire(args, ctx) -> int:
     name, reason = _signer_name(args), _reason(args)
     result = signed.retire_gateway(ctx.home, ctx.receiver, args.name, operator=name,
                                      passphrase=_passphrase(args, name), reason=reason)
+    if "pending" in result:
+        return print_pending(ctx, result)
     if ctx.json:
         print_json({"name": result["name"], "retired_at": result["retired_at"], "audit_seq": result["entry"]["seq"]})
     else:

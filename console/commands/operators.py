@@ -19,7 +19,7 @@ from rich.text import Text
 from console.errors import CommandError
 from console.render import make_console, print_json, safe, table
 from core.rules.retention import describe
-from core.signing import actions, audit
+from core.signing import actions, audit, countersign
 from core.signing.keys import check_name, key_path, short_fingerprint
 from core.signing.operators import (
     ADD_REASON,
@@ -55,7 +55,7 @@ def register(sub, common) -> None:
     q.add_argument("--reason", metavar="TEXT", default=ADD_REASON, help=f"why (default: {ADD_REASON!r})")
     q.add_argument("--role", dest="roles", action="append", metavar="ROLE",
                    help=f"a role the new operator holds ({', '.join(ROLES)}); repeat for more; "
-                        "default every role; the first operator always holds every role")
+                        "required after the first operator, who always holds every role")
     q.set_defaults(handler=cmd_operator_add, writes=True)
     for verb, text in (("grant", "give an operator a role (signed by another admin)"),
                        ("revoke", "take a role from an operator (signed by another admin; never the last admin)")):
@@ -195,13 +195,20 @@ def cmd_operator_add(args, ctx) -> int:
     if list_operators(receiver):
         if not args.operator:
             raise CommandError("a new operator is approved by an active one: name them with --operator NAME")
+        if not args.roles:
+            raise CommandError(f"name the roles {name} holds with --role ROLE ({', '.join(ROLES)}; repeat for more); "
+                               "only the first operator of a home holds every role without asking")
         approver = check_name(args.operator)
+        countersign.check(ctx.home, receiver, approver, "operator.add")  # before any passphrase is asked
         pass_file = args.operator_passphrase_file
         secret = _read_passphrase_file(pass_file) if pass_file else _ask(f"passphrase for {approver} (approving): ")
         sponsor = load_signer(ctx.home, receiver, approver, secret)
     passphrase = _passphrase(args, name, twice=True)
     info = add_operator(ctx.home, receiver, name, passphrase, sponsor=sponsor, reason=reason, roles=args.roles)
     path = key_path(ctx.home, name)
+    if "pending" in info:
+        return print_pending(ctx, {**info, "key_file": str(path)},
+                             f"key file written (encrypted, mode 0600): {path}; {name} can sign once approved")
     if ctx.json:
         print_json({**info, "key_file": str(path)})
         return 0
@@ -232,8 +239,11 @@ def cmd_operator_list(args, ctx) -> int:
 def cmd_operator_retire(args, ctx) -> int:
     receiver = ctx.receiver
     name, reason = _signer_name(args), _reason(args)
+    countersign.check(ctx.home, receiver, name, "operator.retire")
     signer = load_signer(ctx.home, receiver, name, _passphrase(args, name))
-    info = retire_operator(receiver, check_name(args.name), signer, reason)
+    info = retire_operator(receiver, check_name(args.name), signer, reason, home=ctx.home)
+    if "pending" in info:
+        return print_pending(ctx, info)
     if ctx.json:
         print_json(info)
     else:
@@ -249,8 +259,11 @@ def cmd_operator_role(args, ctx) -> int:
     if name == target:  # refused before the passphrase is asked; the library refuses it again
         raise CommandError(f"nobody grants or revokes their own roles: another admin signs a change to {name}'s")
     change = grant_role if args.role_change == "grant" else revoke_role
+    countersign.check(ctx.home, receiver, name, f"operator.{args.role_change}")
     signer = load_signer(ctx.home, receiver, name, _passphrase(args, name))
-    info = change(receiver, target, args.role, signer, reason)
+    info = change(receiver, target, args.role, signer, reason, home=ctx.home)
+    if "pending" in info:
+        return print_pending(ctx, info)
     if ctx.json:
         print_json(info)
     else:
@@ -283,6 +296,23 @@ def cmd_operator_adopt(args, ctx) -> int:
 
 
 # -- signed actions ----------------------------------------------------------------
+def print_pending(ctx, result: dict, *more: str) -> int:
+    """A signed request held for a second admin ([signing] countersign): its id, and how to decide it."""
+    if ctx.json:
+        print_json(result)
+        return 0
+    rid, entry = result["pending"], result["entry"]
+    out = make_console()
+    out.print(Text(f"waiting for a second admin: request {rid} ({result['action']} {result['target']}); "
+                   f"nothing is applied until another admin runs `ussd-console approve {rid}`"), soft_wrap=True)
+    out.print(Text(f"it expires at {minute(result['expires_at'])}; `ussd-console pending` lists what waits"),
+              soft_wrap=True)
+    for line in more:
+        out.print(Text(line), soft_wrap=True)
+    out.print(Text(f"signed audit entry #{entry['seq']} by {entry['operator']}; head {entry['hash']}"), soft_wrap=True)
+    return 0
+
+
 def _show_preview(ctx, preview) -> None:
     if ctx.json:
         return
@@ -323,6 +353,8 @@ def cmd_retention_set(args, ctx) -> int:
     _show_preview(ctx, preview)
     result = actions.set_retention(ctx.home, receiver, args.days, operator=name,
                                    passphrase=_passphrase(args, name), reason=reason, expected=preview)
+    if "pending" in result:
+        return print_pending(ctx, result)
     policy = result["retention"]
     kind = "signed exception" if policy["is_exception"] else "policy"
     _print_signed(ctx, result, f"retention is now {describe(policy['retention_seconds'])} ({kind})")

@@ -49,6 +49,8 @@ class ExceptionDialog(SignForm):
         days = values["days"]
         done = actions.set_retention(self.home, receiver, days, operator=operator, signer=signer,
                                      reason=reason, expected=preview)
+        if "pending" in done:  # [signing] countersign: held until another admin approves it
+            return f"waiting for a second admin: request {done['pending']} (`ussd-console approve {done['pending']}`)"
         policy = done["retention"]
         kind = "signed exception" if policy["is_exception"] else "policy"
         return f"retention now {describe(policy['retention_seconds'])} ({kind}; audit entry #{done['entry']['seq']})"

@@ -206,6 +206,19 @@ def counts(db: Database) -> dict[str, dict]:
     return out
 
 
+def add_account(db: Database, payload: dict, *, at: float, by: str, seq: int) -> None:
+    """Write the account a signed ``gateway.add`` payload describes (directly or once approved)."""
+    gateway_models(db).Gateway.create(
+        name=payload["name"], kind=payload["kind"], token_hash=payload["token_hash"],
+        secret_file=payload["secret_file"], public_url=payload["public_url"], reply=payload["reply"],
+        added_at=at, added_by=by, added_seq=seq)
+
+
+def retire_account(db: Database, name: str, *, at: float, seq: int) -> None:
+    G = gateway_models(db).Gateway
+    G.update(retired_at=at, retired_seq=seq).where(G.name == name).execute()
+
+
 # -- reconciling with the signed log ------------------------------------------------------------
 def check_gateways(receiver, entries) -> list[str]:
     """Every gateway row must be the effect of its signed entries, and every entry's effect there."""

@@ -12,8 +12,9 @@ import secrets
 
 from core.signing.actions import sign_action
 
-from .accounts import (GATEWAY_ADD, GATEWAY_RETIRE, REPLIES, TOKEN_BYTES, GatewayError, check_kind, check_name,
-                       check_public_url, gateway_models, path_of, read_secret, source_label, token_hash)
+from .accounts import (GATEWAY_ADD, GATEWAY_RETIRE, REPLIES, TOKEN_BYTES, GatewayError, add_account, check_kind,
+                       check_name, check_public_url, gateway_models, path_of, read_secret, retire_account,
+                       source_label, token_hash)
 from .adapters import NEEDS_URL, SIGNED
 
 
@@ -48,12 +49,12 @@ def add_gateway(home, receiver, name, kind, *, operator: str, passphrase: str | 
         return _plan_add(receiver, name, kind, secret_file, public_url, reply, digest)
 
     def apply(payload, entry, at):
-        gateway_models(receiver.db).Gateway.create(
-            name=name, kind=kind, token_hash=digest, secret_file=secret_file, public_url=public_url, reply=reply,
-            added_at=at, added_by=entry["operator"], added_seq=entry["seq"])
+        add_account(receiver.db, payload, at=at, by=entry["operator"], seq=entry["seq"])
         return {"name": name, "kind": kind, "path": path_of(name, token), "source": source_label(name)}
 
     result = sign_action(home, receiver, plan, apply, operator, passphrase, reason, now, None, signer)
+    if "pending" in result:  # held for a second admin: the token is shown now, or never
+        result.update(name=name, kind=kind, path=path_of(name, token), source=source_label(name))
     if public_url:
         result["url"] = public_url + result["path"]
     return result
@@ -74,7 +75,7 @@ def retire_gateway(home, receiver, name, *, operator: str, passphrase: str | Non
         return GATEWAY_RETIRE, f"gateway:{name}", {"name": name, "token_hash": row.token_hash}
 
     def apply(payload, entry, at):
-        g.Gateway.update(retired_at=at, retired_seq=entry["seq"]).where(g.Gateway.name == name).execute()
+        retire_account(receiver.db, name, at=at, seq=entry["seq"])
         return {"name": name, "retired_at": at}
 
     return sign_action(home, receiver, plan, apply, operator, passphrase, reason, now, None, signer)

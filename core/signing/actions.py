@@ -22,7 +22,7 @@ from core.signing import audit
 from core.store.database import write_transaction
 from core.store.signed_writes import apply_resolve
 
-from . import roles
+from . import countersign, roles
 from .keys import ActionError, check_name, short_fingerprint
 from .operators import active_operator, load_signer
 
@@ -219,6 +219,8 @@ def sign_action(home, receiver, plan_fn, apply_fn, operator, passphrase, reason,
 
     ``signer`` is a key the operator already unlocked (the console's signing
     session); without it the passphrase unlocks the key for this action only.
+    An action ``[signing] countersign`` covers is signed as a request and
+    nothing applies: the result is then ``{"pending": ID, ...}`` (``countersign.hold``).
     """
     check_name(operator)
     reason = audit.check_reason(reason)
@@ -227,6 +229,7 @@ def sign_action(home, receiver, plan_fn, apply_fn, operator, passphrase, reason,
         raise ActionError(f"the unlocked key is {signer.name}'s, not {operator}'s")
     active_operator(receiver, operator)
     roles.require(receiver, operator, action)  # and a missing role
+    hours = countersign.check(home, receiver, operator, action)  # and a request nobody could approve
     if signer is None:
         signer = load_signer(home, receiver, operator, passphrase)
     at = time.time() if now is None else float(now)
@@ -239,6 +242,8 @@ def sign_action(home, receiver, plan_fn, apply_fn, operator, passphrase, reason,
             fields.pop("at")
             if fields != expected.fields:
                 raise ActionError("the store changed since this action was shown; review it again before signing")
+        if hours is not None:
+            return countersign.hold(receiver, signer, action, target, reason, payload, hours, now=at)
         entry = audit.append(receiver, signer, action, target, reason, payload, now=at)
         result = apply_fn(payload, entry, entry["at"])  # the signed time, which never goes back
     return {"entry": entry, **result}

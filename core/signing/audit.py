@@ -20,6 +20,7 @@ from typing import NamedTuple
 from core.rules.text import escape_text
 from core.store.database import write_transaction
 
+from . import held
 from . import registry as registry_
 from .audit_models import audit_models
 from .keys import ActionError, Signer, verify_signature
@@ -361,7 +362,7 @@ def verify(receiver, expect_head: str | None = None, checkpoint=None) -> VerifyR
         if problem:
             seq = min(checkpoint.count, count + 1)
             return VerifyResult(False, max(seq - 1, 0), seq, problem)
-    differences = tuple(reconcile(receiver, decoded(walk.rows)))
+    differences = tuple(reconcile(receiver, held.effects(decoded(walk.rows))))
     if differences:
         return VerifyResult(False, count, None,
                             f"the tables differ from the signed log in {len(differences)} "

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from core.store.database import write_transaction
 
+from . import countersign
 from . import roles as roles_
 from . import unlock_guard
 from .audit_models import audit_models
@@ -71,8 +72,10 @@ def add_operator(home, receiver, name: str, passphrase: str, now: float | None =
     The first operator of a store signs its own entry; every later one is
     approved by an active operator (``sponsor``), and the new key signs its
     proof of possession inside the entry, so neither can add a key alone.
-    The sponsor must be an admin; ``roles`` (default: every role) are the new
-    operator's, and the first operator holds every role whatever is asked.
+    The sponsor must be an admin and name the new operator's ``roles``; the
+    first operator holds every role whatever is asked. With ``[signing]
+    countersign`` on for operators the entry is a request for a second admin:
+    the key file is written, the operator is registered once it is approved.
     """
     from . import audit
 
@@ -81,6 +84,7 @@ def add_operator(home, receiver, name: str, passphrase: str, now: float | None =
         wanted = roles_.check_roles(roles_.ROLES if roles is None else roles)
     except roles_.RoleError as exc:
         raise ActionError(str(exc)) from None
+    hours = None if sponsor is None else countersign.hours_for(home, OPERATOR_ADD)
     check_new_passphrase(passphrase, name)
     reason = audit.check_reason(reason)
     folder = operators_folder(home, create=True)
@@ -106,12 +110,21 @@ def add_operator(home, receiver, name: str, passphrase: str, now: float | None =
                 wanted = list(roles_.ROLES)
             elif sponsor is None:
                 raise ActionError("a new operator is approved by an admin: name them with --operator NAME")
+            elif roles is None:
+                raise ActionError(f"name the roles {name} holds with --role ROLE ({', '.join(roles_.ROLES)}); "
+                                  "only the first operator of a home holds every role without asking")
             else:
                 active_operator(receiver, sponsor.name)  # not retired since the key was unlocked
                 roles_.require(receiver, sponsor.name, OPERATOR_ADD)
                 signer = sponsor
             current = audit.head(receiver)
             payload = add_payload(current.count + 1, current.hash, name, key, signer.name, sorted(wanted))
+            if hours is not None and not first:
+                result = countersign.hold(receiver, signer, OPERATOR_ADD, f"operator:{name}", reason, payload,
+                                          hours, now=now)
+                write_key_file(folder / path.name, pem)
+                written = True
+                return {**result, "name": name, "fingerprint": fp, "roles": sorted(wanted)}
             entry = audit.append(receiver, signer, OPERATOR_ADD, f"operator:{name}", reason, payload, now=now)
             O.create(name=name, public_key=raw.hex(), fingerprint=fp, added_at=entry["at"])
             write_key_file(folder / path.name, pem)
@@ -149,12 +162,15 @@ def list_operators(receiver, include_retired: bool = True) -> list[dict]:
     return [{**_as_info(row), "roles": sorted(held.get(row.name, (frozenset(), False))[0])} for row in q]
 
 
-def retire_operator(receiver, name: str, signer: Signer, reason: str, now: float | None = None) -> dict:
-    """Stop a key from signing, signed by an active operator; its public half stays for verifying."""
+def retire_operator(receiver, name: str, signer: Signer, reason: str, now: float | None = None, *,
+                    home=None) -> dict:
+    """Stop a key from signing, signed by an admin; its public half stays for verifying.
+    With ``home``'s ``[signing] countersign`` on for operators, a request is held instead."""
     from . import audit
 
     check_name(name)
     reason = audit.check_reason(reason)
+    hours = countersign.hours_for(home, OPERATOR_RETIRE)
     O = audit_models(receiver.db).Operator
     with write_transaction(receiver.db):
         row = O.get_or_none(O.name == name)
@@ -170,8 +186,11 @@ def retire_operator(receiver, name: str, signer: Signer, reason: str, now: float
         if not O.select().where(O.retired_at.is_null() & (O.id != row.id)).exists():
             raise ActionError(f"{name} is the last active operator; add another one before retiring this one")
         _keep_an_admin(receiver, name, "retire")
-        entry = audit.append(receiver, signer, OPERATOR_RETIRE, f"operator:{name}", reason,
-                             {"name": name, "fingerprint": row.fingerprint}, now=now)
+        payload = {"name": name, "fingerprint": row.fingerprint}
+        if hours is not None:
+            return {**countersign.hold(receiver, signer, OPERATOR_RETIRE, f"operator:{name}", reason, payload,
+                                       hours, now=now), "name": name}
+        entry = audit.append(receiver, signer, OPERATOR_RETIRE, f"operator:{name}", reason, payload, now=now)
         O.update(retired_at=entry["at"]).where(O.id == row.id).execute()
     return {**operator_info(receiver, name), "entry": entry}
 
@@ -184,12 +203,14 @@ def _keep_an_admin(receiver, name: str, what: str) -> None:
 
 
 def change_role(receiver, action: str, name: str, role: str, signer: Signer, reason: str,
-                now: float | None = None) -> dict:
-    """Grant or revoke one role (``operator.grant`` / ``operator.revoke``), signed by another admin."""
+                now: float | None = None, *, home=None) -> dict:
+    """Grant or revoke one role (``operator.grant`` / ``operator.revoke``), signed by another admin
+    (held for a second admin when ``home``'s ``[signing] countersign`` covers operators)."""
     from . import audit
 
     check_name(name)
     reason = audit.check_reason(reason)
+    hours = countersign.hours_for(home, action)
     try:
         role = roles_.check_role(role)
     except roles_.RoleError as exc:
@@ -211,17 +232,22 @@ def change_role(receiver, action: str, name: str, role: str, signer: Signer, rea
                 raise ActionError(f"{name} does not hold the {role} role; nothing to sign")
             if role == roles_.ADMIN:
                 _keep_an_admin(receiver, name, "revoke")
-        entry = audit.append(receiver, signer, action, f"operator:{name}", reason,
-                             {"name": name, "fingerprint": row.fingerprint, "role": role}, now=now)
+        payload = {"name": name, "fingerprint": row.fingerprint, "role": role}
+        if hours is not None:
+            return {**countersign.hold(receiver, signer, action, f"operator:{name}", reason, payload, hours,
+                                       now=now), "name": name, "roles": held}
+        entry = audit.append(receiver, signer, action, f"operator:{name}", reason, payload, now=now)
     return {**operator_info(receiver, name), "entry": entry}
 
 
-def grant_role(receiver, name: str, role: str, signer: Signer, reason: str, now: float | None = None) -> dict:
-    return change_role(receiver, roles_.OPERATOR_GRANT, name, role, signer, reason, now)
+def grant_role(receiver, name: str, role: str, signer: Signer, reason: str, now: float | None = None, *,
+               home=None) -> dict:
+    return change_role(receiver, roles_.OPERATOR_GRANT, name, role, signer, reason, now, home=home)
 
 
-def revoke_role(receiver, name: str, role: str, signer: Signer, reason: str, now: float | None = None) -> dict:
-    return change_role(receiver, roles_.OPERATOR_REVOKE, name, role, signer, reason, now)
+def revoke_role(receiver, name: str, role: str, signer: Signer, reason: str, now: float | None = None, *,
+                home=None) -> dict:
+    return change_role(receiver, roles_.OPERATOR_REVOKE, name, role, signer, reason, now, home=home)
 
 
 def adoption_list(receiver) -> list[dict]:

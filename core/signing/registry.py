@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from types import SimpleNamespace
+
+from . import held as held_
 from . import roles as roles_
 from .keys import NAME_RE, fingerprint, proof_message, verify_signature
 
@@ -41,6 +44,7 @@ class Registry:
     by_name: dict[str, Key] = field(default_factory=dict)
     adoption_seq: int | None = None  # the adoption entry the registry was seeded from
     adopted: list = field(default_factory=list)
+    requests: dict = field(default_factory=dict)  # seq -> held_.Request: the held requests so far
 
     def register(self, key: Key) -> None:
         self.by_fp[key.fingerprint] = key
@@ -121,11 +125,50 @@ def self_registration(row, registry: Registry) -> str | None:
     return None
 
 
-def apply(row, pos: int, registry: Registry) -> str | None:
+def _countersign(row, pos: int, registry: Registry, p: dict | None, signer: Key | None) -> str | None:
+    """A held request (checked as the action it holds, by its signer, now) or its approval or
+    rejection (bound to a waiting request; an approval applies the held action here)."""
+    if row.action == held_.REQUEST:
+        request = held_.read_request(pos, row.target, row.operator, row.key, row.at, row.prev_hash, row.hash,
+                                     row.reason, p)
+        if isinstance(request, str):
+            return request
+        problem = roles_.entry_problem(pos, request.action, str(row.operator),
+                                       None if signer is None else signer.roles, request.payload, registry.holders())
+        if problem:
+            return problem
+        registry.requests[pos] = request
+        return None
+    problem = roles_.entry_problem(pos, row.action, str(row.operator), None if signer is None else signer.roles,
+                                   p, registry.holders())
+    if problem:
+        return problem
+    problem, request = held_.decision_problem(pos, row.action, row.target, str(row.operator), float(row.at), p,
+                                              registry.requests)
+    if problem:
+        return problem
+    if row.action == held_.APPROVE:
+        requester = registry.by_fp.get(request.key)
+        if requester is None or requester.retired_seq is not None or requester.legacy_retired_at is not None:
+            return f"retired: entry #{pos} approves request #{request.seq}, whose requester can no longer sign"
+        effect = SimpleNamespace(action=request.action, target=request.target, operator=request.operator,
+                                 key=request.key, prev_hash=request.prev_hash,
+                                 payload=json.dumps(request.payload))
+        problem = apply(effect, pos, registry, request)
+        if problem:
+            return f"{problem} (the action of request #{request.seq}, approved by entry #{pos})"
+    held_.decide(request, row.action, pos, str(row.operator))
+    return None
+
+
+def apply(row, pos: int, registry: Registry, request: held_.Request | None = None) -> str | None:
     """Check an entry whose signature holds against the role rules, and an operator entry's
-    effect; record that effect; say why it is bad, or None."""
+    effect; record that effect; say why it is bad, or None. ``request`` is the held request
+    an approval at ``pos`` applies (its key proof was made at the request's point)."""
     p = _payload(row.payload)
     signer = registry.by_fp.get(row.key)
+    if row.action in held_.ACTIONS:
+        return _countersign(row, pos, registry, p, signer)
     problem = roles_.entry_problem(pos, row.action, str(row.operator), None if signer is None else signer.roles,
                                    p, registry.holders())
     if problem:
@@ -168,7 +211,8 @@ def apply(row, pos: int, registry: Registry) -> str | None:
     if first != (row.operator == name):
         return (f"unapproved: entry #{pos} adds {name} without an active operator's signature" if not first
                 else f"malformed: entry #{pos} registers the first operator but is signed by someone else")
-    if not verify_signature(pub, proof, proof_message(pos, row.prev_hash, name, pub, row.operator)):
+    proof_seq, proof_prev = (pos, row.prev_hash) if request is None else (request.seq, request.prev_hash)
+    if not verify_signature(pub, proof, proof_message(proof_seq, proof_prev, name, pub, row.operator)):
         return f"bad signature: entry #{pos} adds {name} without a proof made by the new key"
     held = roles_.payload_roles(p)
     if held is None:

@@ -20,6 +20,7 @@ from core.rules.retention import DEFAULT_SECONDS, FLOOR_SECONDS, describe
 from core.rules.text import escape_text
 
 RETENTION_SET = "retention.set"
+REQUEST, APPROVE = "countersign.request", "countersign.approve"  # held.REQUEST, held.APPROVE
 ROWS_CHECKED = 200  # newest policy rows looked at; rows are one per signed change
 
 
@@ -31,10 +32,48 @@ def _entry(receiver, seq):
     return None if found is None else _Row(*found)
 
 
-def _problem(receiver, row: dict) -> str | None:
-    """Why a policy row must not be applied, or None."""
+def _signed(receiver, entry) -> bool:
+    """Whether an entry is signed by the registered key of the operator it names, unedited."""
     from .audit import _fields_of, entry_hash, message
 
+    try:
+        msg = message(_fields_of(entry))
+    except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
+        return False
+    O = audit_models(receiver.db).Operator
+    key = O.get_or_none((O.fingerprint == entry.key) & (O.name == entry.operator))
+    return key is not None and verify_signature(key.public_key, entry.signature, msg) \
+        and entry_hash(msg, entry.signature) == entry.hash
+
+
+def _what_it_set(receiver, entry) -> tuple[dict, str] | None:
+    """The retention payload an entry set and who set it: a ``retention.set`` entry, or the
+    approval of a held ``retention.set`` request (set by its requester, when approved)."""
+    try:
+        payload = json.loads(entry.payload)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(payload, dict):
+        return None
+    if entry.action == RETENTION_SET:
+        return payload, entry.operator
+    if entry.action != APPROVE or isinstance(payload.get("request"), bool) or not isinstance(payload.get("request"), int):
+        return None
+    request = _entry(receiver, payload["request"])
+    if request is None or request.action != REQUEST or request.hash != payload.get("request_hash") \
+            or not _signed(receiver, request):
+        return None
+    try:
+        held = json.loads(request.payload)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(held, dict) or held.get("action") != RETENTION_SET or not isinstance(held.get("payload"), dict):
+        return None
+    return held["payload"], request.operator
+
+
+def _problem(receiver, row: dict) -> str | None:
+    """Why a policy row must not be applied, or None."""
     seconds = row["retention_seconds"]
     if not isinstance(seconds, int) or seconds < FLOOR_SECONDS:
         return "it is below the 72-hour floor"
@@ -43,20 +82,15 @@ def _problem(receiver, row: dict) -> str | None:
     entry = _entry(receiver, row["audit_id"])
     if entry is None:
         return f"its audit entry #{row['audit_id']} is not in the log"
-    try:
-        payload = json.loads(entry.payload)
-        msg = message(_fields_of(entry))
-    except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
-        return f"its audit entry #{row['audit_id']} cannot be read"
-    if (entry.action != RETENTION_SET or not isinstance(payload, dict) or payload.get("to_seconds") != seconds
-            or entry.operator != row["set_by"] or entry.at != row["set_at"]
+    found = _what_it_set(receiver, entry)
+    if found is None:
+        return f"audit entry #{row['audit_id']} did not set this policy"
+    payload, by = found
+    if (payload.get("to_seconds") != seconds or by != row["set_by"] or entry.at != row["set_at"]
             or bool(payload.get("exception")) != bool(row["is_exception"])):
         return f"audit entry #{row['audit_id']} did not set this policy"
-    O = audit_models(receiver.db).Operator
-    key = O.get_or_none((O.fingerprint == entry.key) & (O.name == entry.operator))
-    if key is None or not verify_signature(key.public_key, entry.signature, msg) \
-            or entry_hash(msg, entry.signature) != entry.hash:
-        return f"audit entry #{row['audit_id']} is not signed by {escape_text(row['set_by'], 24)}"
+    if not _signed(receiver, entry):
+        return f"audit entry #{row['audit_id']} is not signed by {escape_text(entry.operator, 24)}"
     return None
 
 

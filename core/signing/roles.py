@@ -36,6 +36,8 @@ _BY_ACTION = {
     OPERATOR_GRANT: ADMIN,
     OPERATOR_REVOKE: ADMIN,
     "case.mark": DISPATCHER,
+    "countersign.approve": ADMIN,  # a request holds its action and needs that action's role
+    "countersign.reject": ADMIN,
 }
 
 # What each role lets an operator sign, for the docs, the help screen and refusals.
@@ -138,7 +140,8 @@ def changed(action: str, payload: dict, roles: frozenset) -> frozenset:
 
 
 # -- the store's view, for signing ---------------------------------------------------
-_OPERATOR_ACTIONS = ("operator.add", "operator.adopt", "operator.retire", OPERATOR_GRANT, OPERATOR_REVOKE)
+_OPERATOR_ACTIONS = ("operator.add", "operator.adopt", "operator.retire", OPERATOR_GRANT, OPERATOR_REVOKE,
+                     "countersign.request", "countersign.approve")
 
 
 def holders(receiver) -> dict[str, tuple[frozenset, bool]]:
@@ -151,16 +154,25 @@ def holders(receiver) -> dict[str, tuple[frozenset, bool]]:
 
     db = receiver.db
     found = db.execute_sql(
-        f"SELECT action, payload FROM audit_log WHERE action IN ({', '.join([db.param] * len(_OPERATOR_ACTIONS))})"
+        f"SELECT seq, action, payload FROM audit_log WHERE action IN ({', '.join([db.param] * len(_OPERATOR_ACTIONS))})"
         " ORDER BY id", _OPERATOR_ACTIONS).fetchall()
     out: dict[str, tuple[frozenset, bool]] = {}
-    for action, raw in found:
+    held: dict[object, tuple[str, dict]] = {}  # held operator requests: seq -> (action, payload)
+    for seq, action, raw in found:
         try:
             payload = json.loads(raw)
         except (TypeError, ValueError):
             continue
         if not isinstance(payload, dict):
             continue
+        if action == "countersign.request":
+            if payload.get("action") in _OPERATOR_ACTIONS and isinstance(payload.get("payload"), dict):
+                held[seq] = (payload["action"], payload["payload"])
+            continue
+        if action == "countersign.approve":  # the held action takes effect here
+            if payload.get("request") not in held:
+                continue
+            action, payload = held.pop(payload["request"])
         if action == "operator.adopt":
             for op in payload.get("operators") or []:
                 if isinstance(op, dict) and isinstance(op.get("name"), str):

@@ -1,0 +1,78 @@
+"""``ussd-console pending``, ``approve ID`` and ``reject ID``: the second pair of eyes.
+
+With ``[signing] countersign`` in ``config.toml``, an admin's signed retention,
+gateway or operator change is held as a request (docs/roles.md). Another
+admin approves it (the action applies with the approval, bound to the
+request's hash) or any admin rejects it; the requester cannot approve their own.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from console.render import make_console, print_json, safe, table
+from core.signing import countersign
+from core.signing.operators import load_signer
+
+from .common import minute
+from .operators import _passphrase, _reason, _signer_name, _signing_parser
+
+
+def register(sub, common) -> None:
+    signing = _signing_parser()
+    p = sub.add_parser("pending", parents=[common],
+                       help="signed requests waiting for a second admin ([signing] countersign)")
+    p.set_defaults(handler=cmd_pending)
+    for verb, text in (("approve", "approve a waiting request as a second admin (signed); its action applies"),
+                       ("reject", "reject a waiting request (signed by an admin); nothing applies")):
+        p = sub.add_parser(verb, parents=[common, signing], help=text)
+        p.add_argument("id", metavar="ID", help="the request's id: the id column of `ussd-console pending`")
+        p.set_defaults(handler=cmd_decide, verb=verb, writes=True)
+
+
+def cmd_pending(args, ctx) -> int:
+    rows = countersign.pending(ctx.receiver)
+    if ctx.json:
+        for row in rows:
+            print_json(row)
+        return 0
+    out = make_console()
+    if not rows:
+        out.print(Text("nothing waits for a second admin"))
+        return 0
+    out.print(table(
+        "Waiting for a second admin", ["id", "what", "by", "expires", "status"],
+        [(r["id"], r["what"], r["requested_by"], minute(r["expires_at"]), r["status"]) for r in rows],
+        codes=("id", "by", "expires", "status"),
+    ))
+    out.print(Text("approve with `ussd-console approve ID`, reject with `ussd-console reject ID` "
+                   "(--json shows each request's reason)"), soft_wrap=True)
+    return 0
+
+
+def cmd_decide(args, ctx) -> int:
+    receiver = ctx.receiver
+    name, reason = _signer_name(args), _reason(args)
+    request = countersign.decide_check(receiver, args.id, name, args.verb)  # refused before the passphrase
+    if not ctx.json:
+        out = make_console()
+        out.print(Text(f"About to sign: {args.verb} request {request.seq} by {request.operator}:", style="bold"))
+        out.print(Text("  ") + safe(countersign.what(request), 300), soft_wrap=True)
+        out.print(Text("  their reason: ") + safe(request.reason, 500), soft_wrap=True)
+    signer = load_signer(ctx.home, receiver, name, _passphrase(args, name))
+    if args.verb == "approve":
+        result = countersign.approve(receiver, args.id, signer, reason)
+    else:
+        result = countersign.reject(ctx.home, receiver, args.id, signer, reason)
+    if ctx.json:
+        print_json(result)
+        return 0
+    entry = result["entry"]
+    out = make_console()
+    done = "approved and applied" if args.verb == "approve" else "rejected; nothing was applied"
+    out.print(Text(f"request {request.seq} (") + safe(result["what"], 300) + Text(f") {done}"), soft_wrap=True)
+    if result.get("key_file_moved_to"):
+        out.print(Text(f"the key file of the operator it would have added is kept at {result['key_file_moved_to']}"),
+                  soft_wrap=True)
+    out.print(Text(f"signed audit entry #{entry['seq']} by {entry['operator']}; head {entry['hash']}"), soft_wrap=True)
+    return 0

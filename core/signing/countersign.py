@@ -1,0 +1,258 @@
+"""A second pair of eyes: holding an admin's signed action until another admin approves it.
+
+Opt-in per kind of action with ``[signing] countersign`` in ``config.toml``
+(``core.config.SigningConfig``). A held action is signed as a request and
+nothing applies (``hold``); ``approve`` by another admin signs an entry bound
+to the request's hash and applies the action in the same transaction, as the
+requester's action at the approval's point of the chain; ``reject`` closes
+it. The log's rules are in ``held``; ``audit verify`` replays them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from core.config import SigningConfig, load_signing_config
+from core.gateways.accounts import add_account, gateway_models, retire_account
+from core.rules.retention import describe as describe_seconds
+from core.store.database import write_transaction
+
+from . import audit, held, roles
+from .audit_models import audit_models
+from .keys import ActionError, Signer, check_name, key_path
+
+
+def policy(home) -> SigningConfig:
+    """The home's ``[signing]`` settings (none without a home: a library caller signs directly)."""
+    return SigningConfig() if home is None else load_signing_config(home.config)
+
+
+def hours_for(home, action: str) -> float | None:
+    """How long ``action`` would wait for a second admin, or None when it applies at once."""
+    settings = policy(home)
+    return settings.countersign_hours if held.KIND_OF.get(action) in settings.countersign else None
+
+
+def _alone(receiver, operator: str, action: str) -> None:
+    """Refuse to hold a request no one could approve: the requester is the only active admin."""
+    if roles.other_admin(roles.holders(receiver), operator):
+        return
+    kind = held.KIND_OF[action]
+    fix = (f"take {kind} out of [signing] countersign in config.toml until a second admin exists"
+           if kind == "operator" else "grant a second operator the admin role first")
+    raise ActionError(f"{action} waits for a second admin ([signing] countersign = {kind}), but {operator} is the "
+                      f"only active admin, so nobody could approve it; {fix} (nothing was signed)")
+
+
+def check(home, receiver, operator: str, action: str) -> float | None:
+    """Before a passphrase is asked: the hours ``action`` would wait, refused when nobody could approve."""
+    hours = hours_for(home, action)
+    if hours is not None:
+        _alone(receiver, operator, action)
+    return hours
+
+
+def hold(receiver, signer: Signer, action: str, target: str, reason: str, payload: dict, hours: float,
+         now: float | None = None) -> dict:
+    """Sign ``action`` as a request for a second admin (inside the caller's transaction); nothing applies."""
+    with write_transaction(receiver.db):
+        _alone(receiver, signer.name, action)
+        entry = audit.append(receiver, signer, held.REQUEST, target, reason,
+                             held.request_payload(action, target, payload, hours), now=now)
+    return {"pending": entry["seq"], "action": action, "target": target, "requested_by": signer.name,
+            "expires_at": entry["at"] + hours * held.HOUR, "entry": entry}
+
+
+# -- the store's view of the held requests -------------------------------------------------
+def requests(receiver) -> dict[int, held.Request]:
+    """Every request of the stored log and its state, as decided by the log's approvals and rejections."""
+    db = receiver.db
+    cursor = db.execute_sql(f"SELECT {audit._columns(db)} FROM audit_log WHERE action IN "
+                            f"({', '.join([db.param] * len(held.ACTIONS))}) ORDER BY id", held.ACTIONS)
+    out: dict[int, held.Request] = {}
+    for values in cursor.fetchall():
+        e = audit._Row(*values)._asdict()
+        try:
+            e["payload"] = json.loads(e["payload"])
+        except (TypeError, ValueError):
+            continue
+        if e["action"] == held.REQUEST:
+            request = held.read_request(e["seq"], e["target"], e["operator"], e["key"], e["at"], e["prev_hash"],
+                                        e["hash"], e["reason"], e["payload"] if isinstance(e["payload"], dict) else None)
+            if isinstance(request, held.Request):
+                out[request.seq] = request
+        elif e["action"] in held.DECISIONS:
+            problem, request = held.decision_problem(e["seq"], e["action"], e["target"], e["operator"],
+                                                     float(e["at"]), e["payload"], out)
+            if problem is None:
+                held.decide(request, e["action"], e["seq"], e["operator"])
+    return out
+
+
+def what(request: held.Request) -> str:
+    """One line saying what a held request would do."""
+    p, action = request.payload, request.action
+    if action == "retention.set":
+        return f"change retention from {describe_seconds(p.get('from_seconds', 0))} to {describe_seconds(p.get('to_seconds', 0))}"
+    if action == "gateway.add":
+        return f"add gateway {p.get('name')} ({p.get('kind')})"
+    if action == "gateway.retire":
+        return f"retire gateway {p.get('name')}"
+    if action == "operator.add":
+        return f"add operator {p.get('name')} (roles: {', '.join(p.get('roles') or roles.ROLES)})"
+    if action == "operator.retire":
+        return f"retire operator {p.get('name')}"
+    if action == roles.OPERATOR_GRANT:
+        return f"grant {p.get('name')} the {p.get('role')} role"
+    return f"revoke the {p.get('role')} role from {p.get('name')}"
+
+
+def as_dict(request: held.Request, now: float) -> dict:
+    state = request.state
+    if state == held.WAITING and request.expired(now):
+        state = "expired"
+    return {"id": request.seq, "action": request.action, "target": request.target, "what": what(request),
+            "requested_by": request.operator, "requested_at": request.at, "reason": request.reason,
+            "expires_at": request.expires_at, "status": state, "request_hash": request.hash}
+
+
+def pending(receiver, now: float | None = None) -> list[dict]:
+    """The requests still waiting for a second admin (expired ones say so), oldest first."""
+    at = time.time() if now is None else float(now)
+    return [as_dict(r, at) for r in requests(receiver).values() if r.state == held.WAITING]
+
+
+# -- deciding --------------------------------------------------------------------------------
+def _request_id(value: object) -> int:
+    try:
+        rid = int(str(value).lstrip("#"))
+    except (TypeError, ValueError):
+        raise ActionError("a request's id is a whole number: the id column of `ussd-console pending`") from None
+    if rid < 1:
+        raise ActionError(f"no held request #{rid}")
+    return rid
+
+
+def _active(receiver, name: str):
+    O = audit_models(receiver.db).Operator
+    row = O.get_or_none(O.name == check_name(name))
+    if row is None:
+        raise ActionError(f"no operator named {name}")
+    if row.retired_at is not None:
+        raise ActionError(f"operator {name} is retired and can no longer sign")
+    return row
+
+
+def _waiting(receiver, rid: int, at: float, verb: str) -> held.Request:
+    request = requests(receiver).get(rid)
+    if request is None:
+        raise ActionError(f"no held request #{rid}: `ussd-console pending` lists those that wait")
+    if request.state != held.WAITING:
+        raise ActionError(f"request #{rid} is already {request.state} (entry #{request.decided_seq} by "
+                          f"{request.decided_by})")
+    if verb == "approve" and request.expired(at):  # an expired one may still be rejected, to close it
+        raise ActionError(f"request #{rid} expired {request.hours:g} h after {request.operator} made it; "
+                          "it can no longer be approved: sign the action again for a new request")
+    return request
+
+
+def decide_check(receiver, request_id, operator: str, verb: str, now: float | None = None) -> held.Request:
+    """Refuse, before a passphrase is asked, a decision ``operator`` may not sign."""
+    rid = _request_id(request_id)
+    _active(receiver, operator)
+    roles.require(receiver, operator, held.APPROVE if verb == "approve" else held.REJECT)
+    request = _waiting(receiver, rid, time.time() if now is None else float(now), verb)
+    if verb == "approve":
+        if operator == request.operator:
+            raise ActionError(f"{operator} made request #{rid}; a second admin approves it, never its requester")
+        if request.action in (roles.OPERATOR_GRANT, roles.OPERATOR_REVOKE) and request.payload.get("name") == operator:
+            raise ActionError(f"request #{rid} changes {operator}'s own roles; another admin approves it")
+    return request
+
+
+def _apply(receiver, request: held.Request, effect: dict, holders: dict) -> dict:
+    """Check the held action still fits the store (``holders``: the roles before the approval),
+    then write what it does, as signed at ``effect``."""
+    p, action, rid = request.payload, request.action, request.seq
+    roles_now = holders.get(request.operator, (frozenset(), False))
+    if not roles_now[1]:
+        raise ActionError(f"{request.operator}, who made request #{rid}, is retired: reject it")
+    problem = roles.entry_problem(effect["seq"], action, request.operator, roles_now[0], p, holders)
+    if problem:
+        raise ActionError(f"request #{rid} can no longer be applied ({problem}); reject it")
+    at, by, seq = effect["at"], request.operator, effect["seq"]
+    if action == "retention.set":
+        current = receiver.retention_seconds()
+        if current != p["from_seconds"]:
+            raise ActionError(f"retention is {describe_seconds(current)} now, not the "
+                              f"{describe_seconds(p['from_seconds'])} request #{rid} changes; reject it")
+        policy_row = receiver.set_retention(p["to_seconds"], set_by=by, reason=request.reason, signed=True,
+                                            audit_id=seq, now=at)
+        return {"retention": policy_row}
+    if action == "gateway.add":
+        G = gateway_models(receiver.db).Gateway
+        if G.select().where(G.name == p["name"]).exists():
+            raise ActionError(f"gateway {p['name']} exists already; reject request #{rid}")
+        add_account(receiver.db, p, at=at, by=by, seq=seq)
+        return {"name": p["name"], "kind": p["kind"]}
+    if action == "gateway.retire":
+        G = gateway_models(receiver.db).Gateway
+        row = G.get_or_none(G.name == p["name"])
+        if row is None or row.retired_at is not None or row.token_hash != p["token_hash"]:
+            raise ActionError(f"gateway {p['name']} is no longer the active account request #{rid} retires; reject it")
+        retire_account(receiver.db, p["name"], at=at, seq=seq)
+        return {"name": p["name"], "retired_at": at}
+    O = audit_models(receiver.db).Operator
+    if action == "operator.add":
+        if O.select().where((O.name == p["name"]) | (O.fingerprint == p["fingerprint"])).exists():
+            raise ActionError(f"operator {p['name']} (or that key) is registered already; reject request #{rid}")
+        O.create(name=p["name"], public_key=p["public_key"], fingerprint=p["fingerprint"], added_at=at)
+    elif action == "operator.retire":
+        row = O.get_or_none(O.name == p["name"])
+        if row is None or row.retired_at is not None or row.fingerprint != p["fingerprint"]:
+            raise ActionError(f"operator {p['name']} is no longer the active operator request #{rid} retires; "
+                              "reject it")
+        if not O.select().where(O.retired_at.is_null() & (O.id != row.id)).exists():
+            raise ActionError(f"{p['name']} is the last active operator; reject request #{rid}")
+        O.update(retired_at=at).where(O.id == row.id).execute()
+    return {"name": p["name"], "roles": roles.roles_of(receiver, p["name"])}
+
+
+def approve(receiver, request_id, signer: Signer, reason: str, now: float | None = None) -> dict:
+    """Another admin's approval, bound to the request's hash; the held action applies with it."""
+    reason = audit.check_reason(reason)
+    with write_transaction(receiver.db):
+        request = decide_check(receiver, request_id, signer.name, "approve", now)
+        holders = roles.holders(receiver)
+        entry = audit.append(receiver, signer, held.APPROVE, f"request:{request.seq}", reason,
+                             {"request": request.seq, "request_hash": request.hash}, now=now)
+        if request.expired(entry["at"]):
+            raise ActionError(f"request #{request.seq} expired while it was being approved")
+        done = _apply(receiver, request, {"seq": entry["seq"], "at": entry["at"]}, holders)
+    return {"approved": request.seq, "action": request.action, "what": what(request),
+            "requested_by": request.operator, "entry": entry, **done}
+
+
+def reject(home, receiver, request_id, signer: Signer, reason: str, now: float | None = None) -> dict:
+    """Close a waiting request with no effect (any admin, its requester too: a withdrawal).
+
+    A held ``operator.add`` wrote the new operator's key file when it was
+    requested; it is moved aside (``NAME.key.rejected-N``, kept) so the name
+    can be asked for again.
+    """
+    reason = audit.check_reason(reason)
+    with write_transaction(receiver.db):
+        request = decide_check(receiver, request_id, signer.name, "reject", now)
+        entry = audit.append(receiver, signer, held.REJECT, f"request:{request.seq}", reason,
+                             {"request": request.seq, "request_hash": request.hash}, now=now)
+    moved = None
+    if request.action == "operator.add" and home is not None:
+        path = key_path(home, request.payload["name"])
+        aside = path.with_name(f"{path.name}.rejected-{request.seq}")
+        if path.exists() and not aside.exists():
+            os.replace(path, aside)
+            moved = str(aside)
+    return {"rejected": request.seq, "action": request.action, "what": what(request),
+            "requested_by": request.operator, "entry": entry, "key_file_moved_to": moved}

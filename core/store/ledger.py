@@ -11,18 +11,21 @@ frame's dedup row and its applied case commit together or not at all).
 from __future__ import annotations
 
 import logging
+import random
 import time
+from operator import itemgetter
 from typing import Callable, Iterable, Sequence
 
 from core.rules.batch import (
     ACTIVITY_KEEP, ActivityRow, CaseRow, Facts, Offer, QuarantineRow, RejectRow, SeenRow, Verdict, Writes,
-    as_offers, decide_batch, needs_facts,
+    as_offers, decide_batch, decide_batch_fast, needs_facts,
 )
 from core.rules import events
 from core.rules.decide import CaseRef, payload_from_key
 from core.rules.frame import Frame, parse
 from core.rules.retention import RetentionError, check_retention
 
+from .backend import PG_WRITE_LOCK
 from .database import write_transaction
 from .outbox import record_many as record_events
 from .totals import add_counts, bump_total
@@ -32,6 +35,27 @@ log = logging.getLogger("ussd.receiver")
 CHUNK = 20_000  # frames per transaction
 _IN_BATCH = 500  # ids per IN (...) lookup
 SOURCE_MAX = 16
+RACE_RETRIES = 50  # PostgreSQL: a batch decided again after losing a race to another receiver
+# peewee field types -> PostgreSQL array element types, for ``unnest`` inserts
+_PG_TYPES = {"TEXT": "text", "DOUBLE": "float8", "INT": "int8", "BIGINT": "int8", "AUTO": "int8", "BOOL": "bool"}
+_RACE_STATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
+
+
+class LostRace(Exception):
+    """Another receiver committed a row this batch claimed (PostgreSQL): decide the batch again."""
+
+
+def _is_race(exc: BaseException) -> bool:
+    """A lost claim, a serialization failure or a deadlock, raw or wrapped by peewee."""
+    seen = exc
+    for _ in range(6):
+        if seen is None:
+            return False
+        if isinstance(seen, LostRace) or getattr(seen, "sqlstate", None) in _RACE_STATES:
+            return True
+        inner = seen.args[0] if seen.args and isinstance(seen.args[0], BaseException) else None
+        seen = seen.__cause__ or inner or seen.__context__
+    return False
 
 
 def _slices(seq: Sequence, size: int):
@@ -41,6 +65,11 @@ def _slices(seq: Sequence, size: int):
 
 class LedgerWrites:
     """The writing half of ``Receiver`` (needs ``self.db`` and ``self.m``)."""
+
+    # The fast path decides the common verdicts inline and writes through set-based SQL; the
+    # reference (``decide_batch``, one ``decide`` per frame) is kept for the differential test.
+    fast_ingest = True
+    chunk_frames = CHUNK
 
     # -- low-level helpers (the one place that writes raw SQL) ------------------
     def _insert(self, model, fields: Sequence[str], rows: list, on_conflict: str = "") -> None:
@@ -81,7 +110,7 @@ class LedgerWrites:
                 with write_transaction(self.db):
                     within()
             return verdicts
-        parts = list(_slices(items, CHUNK))
+        parts = list(_slices(items, self.chunk_frames))
         for i, chunk in enumerate(parts):
             stamp = time.time() if now is None else float(now)
             last = i == len(parts) - 1
@@ -93,10 +122,15 @@ class LedgerWrites:
 
         Built by hand rather than through the query builder: for thousands of
         ids per batch, peewee's per-value SQL generation cost more than the
-        lookups themselves.
+        lookups themselves. PostgreSQL takes the whole list as one array.
         """
         rows: list[tuple] = []
+        if not values:
+            return rows
         cursor = self.db.cursor()
+        if self.db.dialect == "postgresql":
+            cursor.execute(sql.replace("IN ({})", "= ANY(%s)"), (values,))
+            return cursor.fetchall()
         for part in _slices(values, _IN_BATCH):
             marks = ", ".join([self.db.param] * len(part))
             cursor.execute(sql.format(marks), part)
@@ -113,7 +147,7 @@ class LedgerWrites:
         seen = dict(
             self._select_in(
                 "SELECT frame_id, frame_text FROM seen_frames WHERE frame_id IN ({})",
-                list({f.frame_id for f in frames}),
+                sorted({f.frame_id for f in frames}),
             )
         )
         cases = {
@@ -121,7 +155,7 @@ class LedgerWrites:
             for key, fid, text, site, need, hc, pri in self._select_in(
                 "SELECT case_key, frame_id, frame_text, site, need, headcount, pri FROM cases "
                 "WHERE case_key IN ({})",
-                list({f.case_key for f in frames}),
+                sorted({f.case_key for f in frames}),
             )
         }
         hit_ids = list({f.frame_id for f in frames if f.frame_id in seen or f.case_key in cases})
@@ -138,46 +172,107 @@ class LedgerWrites:
         return Facts(seen, quarantined, cases, settled_texts, settled_payloads)
 
     def _ingest_chunk(self, chunk: list[Offer], now: float, source: str, within) -> list[Verdict]:
-        results = [parse(offer.frame_id, offer.text) for offer in chunk]
-        with write_transaction(self.db):
-            verdicts, writes = decide_batch(chunk, results, self._gather(needs_facts(results)), now, source)
-            self._write(now, source, writes)
-            if within is not None:
-                within()
+        results = [parse(offer[0], offer[1]) for offer in chunk]
+        asked = needs_facts(results)
+        decide = decide_batch_fast if self.fast_ingest else decide_batch
+        for attempt in range(RACE_RETRIES + 1):
+            try:
+                with write_transaction(self.db, shared=True):
+                    verdicts, writes = decide(chunk, results, self._gather(asked), now, source)
+                    self._write(now, source, writes)
+                    if within is not None:
+                        within()
+                break
+            except Exception as exc:
+                # PostgreSQL only: another receiver won a row this batch decided on, or the two
+                # deadlocked. Rolled back whole; decided again on what the winner committed.
+                if attempt == RACE_RETRIES or not _is_race(exc):
+                    raise
+                log.debug("ingest raced another receiver (%s); deciding the batch again", type(exc).__name__)
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+        if self.db.dialect == "postgresql":
+            self._prune_activity_shared()
         # Told once, after the commit: a transaction that fails and is retried logged nothing.
         for row in writes.new_quarantine:
             log.info("conflict quarantined: %s %s (%s; first was %s %s)", row.frame_id, row.frame_text,
                      row.reason, row.first_frame_id, row.first_text)
         return verdicts
 
+    def _claim(self, model, fields: Sequence[str], rows: list, key) -> None:
+        """Insert rows that each claim a unique key (a witness, a case, a queued conflict).
+
+        On SQLite the batch holds the one write lock, so every claim is won.
+        On PostgreSQL rows go in sorted by ``key`` (two receivers wait for each
+        other's rows in one order, never in a cycle); ``ON CONFLICT DO NOTHING
+        RETURNING`` says which were won, and a claim lost to another receiver
+        means the batch decided on facts that were out of date: ``LostRace``
+        rolls it back to be decided again.
+        """
+        if not rows:
+            return
+        meta = model._meta
+        columns = [meta.fields[f].column_name for f in fields]
+        if self.db.dialect != "postgresql":
+            self.db.insert_rows(meta.table_name, columns, rows)
+            return
+        types = [_PG_TYPES[meta.fields[f].field_type] for f in fields]
+        has_id = "id" in meta.fields and meta.fields["id"].field_type == "AUTO"
+        if has_id:
+            # ids in arrival order, as one writer would give them, though the rows go in by key
+            cursor = self.db.cursor()
+            cursor.execute(f"SELECT nextval(pg_get_serial_sequence('{meta.table_name}', 'id')) "
+                           "FROM generate_series(1, %s)", (len(rows),))
+            ids = [r[0] for r in cursor.fetchall()]
+            rows = [(i, *row) for i, row in zip(ids, rows)]
+            columns, types = ["id", *columns], ["int8", *types]
+            order = sorted(rows, key=lambda row: key(row[1:]))
+        else:
+            order = sorted(rows, key=key)
+        won = self.db.claim_rows(meta.table_name, columns, types, order)
+        if won != len(rows):
+            raise LostRace(f"{len(rows) - won} of {len(rows)} {meta.table_name} rows were claimed by another receiver")
+
     def _write(self, now: float, source: str, w: Writes) -> None:
         m = self.m
+        by_first = itemgetter(0)
+        # The claims first, in one table order for every writer (see ``_claim``).
+        self._claim(m.SeenFrame, SeenRow._fields, sorted(w.seen_rows, key=by_first), by_first)
+        self._claim(m.Case, CaseRow._fields, w.case_rows, by_first)
+        self._claim(m.Quarantine, QuarantineRow._fields, w.new_quarantine, itemgetter(0, 2))
         # The alerts commit with their conflicts.
         record_events(self.db, [events.conflict(row) for row in w.new_quarantine], at=now)
         # Each row type's fields are its table's insert columns (core.rules.batch).
-        self._insert(m.SeenFrame, SeenRow._fields, w.seen_rows)
-        self._insert(m.Case, CaseRow._fields, w.case_rows)
-        self._insert(m.Quarantine, QuarantineRow._fields, w.new_quarantine)
         self._insert(m.Reject, RejectRow._fields, w.reject_rows)
         self._insert(m.Activity, ActivityRow._fields, w.activity_rows)
         self._execute_many(
             "UPDATE seen_frames SET seen_count = seen_count + ?, last_seen = ?, last_source = ? "
             "WHERE frame_id = ?",
-            [(n, now, source, fid) for fid, n in w.seen_bumps.items()],
+            [(n, now, source, fid) for fid, n in sorted(w.seen_bumps.items())],
         )
         self._execute_many(
             "UPDATE quarantine SET seen_count = seen_count + ?, last_seen = ? "
             "WHERE frame_id = ? AND frame_text = ?",
-            [(n, now, fid, text) for (fid, text), n in w.quarantine_bumps.items()],
+            [(n, now, fid, text) for (fid, text), n in sorted(w.quarantine_bumps.items())],
         )
         self._add(m.Counter, ["source", "outcome"], "count", [(source, o, n) for o, n in w.outcomes.items()])
         self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, sum(w.outcomes.values()))])
         totals = [("cases", w.added_cases), ("headcount", w.added_headcount), ("seen_frames", len(w.seen_rows))]
         bump_total(self.db, m, totals)
+        if self.db.dialect != "postgresql":
+            self._prune_activity()
+
+    def _prune_activity(self) -> None:
         self.db.execute_sql(
             "DELETE FROM activity WHERE id <= (SELECT MAX(id) FROM activity) - ?".replace("?", self.db.param),
             (ACTIVITY_KEEP,),
         )
+
+    def _prune_activity_shared(self) -> None:
+        """PostgreSQL: the live feed is cut after the commit, by one receiver at a time (the others
+        skip it: rows every writer deletes would make them wait on each other)."""
+        with self.db.atomic():
+            if self.db.execute_sql("SELECT pg_try_advisory_xact_lock(%s, 2)", (PG_WRITE_LOCK,)).fetchone()[0]:
+                self._prune_activity()
 
     # -- retention (R7) --------------------------------------------------------
     def set_retention(self, seconds: int, set_by: str = "operator", reason: str = "",

@@ -67,7 +67,8 @@ class LedgerWrites:
     """The writing half of ``Receiver`` (needs ``self.db`` and ``self.m``)."""
 
     # The fast path decides the common verdicts inline and writes through set-based SQL; the
-    # reference (``decide_batch``, one ``decide`` per frame) is kept for the differential test.
+    # reference (``decide_batch``, one ``decide`` per frame, plain inserts under the exclusive
+    # lock) is kept for the differential test and the benchmark's A/B.
     fast_ingest = True
     chunk_frames = CHUNK
 
@@ -174,11 +175,12 @@ class LedgerWrites:
     def _ingest_chunk(self, chunk: list[Offer], now: float, source: str, within) -> list[Verdict]:
         results = [parse(offer[0], offer[1]) for offer in chunk]
         asked = needs_facts(results)
-        decide = decide_batch_fast if self.fast_ingest else decide_batch
+        if not self.fast_ingest:
+            return self._ingest_chunk_reference(chunk, results, asked, now, source, within)
         for attempt in range(RACE_RETRIES + 1):
             try:
                 with write_transaction(self.db, shared=True):
-                    verdicts, writes = decide(chunk, results, self._gather(asked), now, source)
+                    verdicts, writes = decide_batch_fast(chunk, results, self._gather(asked), now, source)
                     self._write(now, source, writes)
                     if within is not None:
                         within()
@@ -192,11 +194,50 @@ class LedgerWrites:
                 time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
         if self.db.dialect == "postgresql":
             self._prune_activity_shared()
-        # Told once, after the commit: a transaction that fails and is retried logged nothing.
+        self._told(writes)
+        return verdicts
+
+    def _told(self, writes: Writes) -> None:
+        """Told once, after the commit: a transaction that fails and is retried logged nothing."""
         for row in writes.new_quarantine:
             log.info("conflict quarantined: %s %s (%s; first was %s %s)", row.frame_id, row.frame_text,
                      row.reason, row.first_frame_id, row.first_text)
+
+    def _ingest_chunk_reference(self, chunk, results, asked, now: float, source: str, within) -> list[Verdict]:
+        """The reference ingest: the pure ``decide_batch`` and plain inserts under the store's
+        exclusive write lock, as the receiver worked before the fast path. Kept so the
+        differential test and ``make bench`` compare the fast path with it."""
+        with write_transaction(self.db):
+            verdicts, writes = decide_batch(chunk, results, self._gather(asked), now, source)
+            self._write_reference(now, source, writes)
+            if within is not None:
+                within()
+        self._told(writes)
         return verdicts
+
+    def _write_reference(self, now: float, source: str, w: Writes) -> None:
+        m = self.m
+        record_events(self.db, [events.conflict(row) for row in w.new_quarantine], at=now)
+        self._insert(m.SeenFrame, SeenRow._fields, w.seen_rows)
+        self._insert(m.Case, CaseRow._fields, w.case_rows)
+        self._insert(m.Quarantine, QuarantineRow._fields, w.new_quarantine)
+        self._insert(m.Reject, RejectRow._fields, w.reject_rows)
+        self._insert(m.Activity, ActivityRow._fields, w.activity_rows)
+        self._execute_many(
+            "UPDATE seen_frames SET seen_count = seen_count + ?, last_seen = ?, last_source = ? "
+            "WHERE frame_id = ?",
+            [(n, now, source, fid) for fid, n in w.seen_bumps.items()],
+        )
+        self._execute_many(
+            "UPDATE quarantine SET seen_count = seen_count + ?, last_seen = ? "
+            "WHERE frame_id = ? AND frame_text = ?",
+            [(n, now, fid, text) for (fid, text), n in w.quarantine_bumps.items()],
+        )
+        self._add(m.Counter, ["source", "outcome"], "count", [(source, o, n) for o, n in w.outcomes.items()])
+        self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, sum(w.outcomes.values()))])
+        bump_total(self.db, m, [("cases", w.added_cases), ("headcount", w.added_headcount),
+                                ("seen_frames", len(w.seen_rows))])
+        self._prune_activity()
 
     def _claim(self, model, fields: Sequence[str], rows: list, key) -> None:
         """Insert rows that each claim a unique key (a witness, a case, a queued conflict).
@@ -239,7 +280,7 @@ class LedgerWrites:
         by_first = itemgetter(0)
         # The claims first, in one table order for every writer (see ``_claim``).
         seen_rows = w.seen_rows
-        staged = self.db.dialect != "postgresql" and self.fast_ingest and bool(w.case_rows)
+        staged = self.db.dialect != "postgresql" and bool(w.case_rows)
         if staged:
             seen_rows = self._stage_applied(w.case_rows, seen_rows)
         self._claim(m.SeenFrame, SeenRow._fields, seen_rows, by_first)
@@ -251,22 +292,54 @@ class LedgerWrites:
         # Each row type's fields are its table's insert columns (core.rules.batch).
         self._insert(m.Reject, RejectRow._fields, w.reject_rows)
         self._insert(m.Activity, ActivityRow._fields, w.activity_rows)
-        self._execute_many(
-            "UPDATE seen_frames SET seen_count = seen_count + ?, last_seen = ?, last_source = ? "
-            "WHERE frame_id = ?",
-            [(n, now, source, fid) for fid, n in sorted(w.seen_bumps.items())],
-        )
-        self._execute_many(
-            "UPDATE quarantine SET seen_count = seen_count + ?, last_seen = ? "
-            "WHERE frame_id = ? AND frame_text = ?",
-            [(n, now, fid, text) for (fid, text), n in sorted(w.quarantine_bumps.items())],
-        )
+        if self.db.dialect == "postgresql":
+            self._bump_postgres(now, source, w)
+        else:
+            self._execute_many(
+                "UPDATE seen_frames SET seen_count = seen_count + ?, last_seen = ?, last_source = ? "
+                "WHERE frame_id = ?",
+                [(n, now, source, fid) for fid, n in w.seen_bumps.items()],
+            )
+            self._execute_many(
+                "UPDATE quarantine SET seen_count = seen_count + ?, last_seen = ? "
+                "WHERE frame_id = ? AND frame_text = ?",
+                [(n, now, fid, text) for (fid, text), n in w.quarantine_bumps.items()],
+            )
         self._add(m.Counter, ["source", "outcome"], "count", [(source, o, n) for o, n in w.outcomes.items()])
         self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, sum(w.outcomes.values()))])
         totals = [("cases", w.added_cases), ("headcount", w.added_headcount), ("seen_frames", len(w.seen_rows))]
         bump_total(self.db, m, totals)
         if self.db.dialect != "postgresql":
             self._prune_activity()
+
+    def _bump_postgres(self, now: float, source: str, w: Writes) -> None:
+        """The re-sends' counts in two statements per table, not one per row: the rows are locked
+        first in key order (``ORDER BY ... FOR UPDATE`` locks as it sorts), so receivers that
+        bump the same witnesses wait in one order, then one ``UPDATE ... FROM unnest`` adds."""
+        cursor = self.db.cursor()
+        if w.seen_bumps:
+            ids, counts = zip(*sorted(w.seen_bumps.items()))
+            cursor.execute("SELECT 1 FROM seen_frames WHERE frame_id = ANY(%s) ORDER BY frame_id FOR UPDATE",
+                           (list(ids),))
+            cursor.execute(
+                "UPDATE seen_frames s SET seen_count = s.seen_count + v.n, last_seen = %s, last_source = %s "
+                "FROM unnest(%s::text[], %s::int8[]) AS v(fid, n) WHERE s.frame_id = v.fid",
+                (now, source, list(ids), list(counts)),
+            )
+        if w.quarantine_bumps:
+            keys, counts = zip(*sorted(w.quarantine_bumps.items()))
+            ids, texts = [k[0] for k in keys], [k[1] for k in keys]
+            cursor.execute(
+                "SELECT 1 FROM quarantine q JOIN unnest(%s::text[], %s::text[]) AS v(fid, t) "
+                "ON q.frame_id = v.fid AND q.frame_text = v.t ORDER BY q.frame_id, q.frame_text FOR UPDATE OF q",
+                (ids, texts),
+            )
+            cursor.execute(
+                "UPDATE quarantine q SET seen_count = q.seen_count + v.n, last_seen = %s "
+                "FROM unnest(%s::text[], %s::text[], %s::int8[]) AS v(fid, t, n) "
+                "WHERE q.frame_id = v.fid AND q.frame_text = v.t",
+                (now, ids, texts, list(counts)),
+            )
 
     def _stage_applied(self, case_rows: list, seen_rows: list) -> list:
         """SQLite: the applied frames' cases and witnesses from one staging table.

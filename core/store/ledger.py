@@ -3,13 +3,21 @@
 ``ingest_many`` is the only code that writes the ledger. It parses a batch
 with the pure ``core.rules.frame.parse``, gathers what the store knows about
 the batch's ids in a few set-based queries (``_gather``), lets the pure
-``core.rules.batch.BatchState`` decide every frame, and writes the rows it
-holds with ``executemany`` (COPY on PostgreSQL) in one transaction (R8: a
-frame's dedup row and its applied case commit together or not at all).
+``core.rules.batch.BatchState`` decide every frame (``decide_all``: the common
+verdicts inline, the rest through ``decide``), and writes the rows it holds in
+one transaction (R8: a frame's dedup row and its applied case commit together
+or not at all): on SQLite the applied frames through one staging table and
+``INSERT ... SELECT``, on PostgreSQL with ``unnest`` arrays and ``ON CONFLICT
+DO NOTHING RETURNING``, so receivers sharing the store settle "first arrival"
+between themselves through the unique keys and a batch that lost a race is
+decided again. ``fast_ingest = False`` keeps the reference path (the pure
+``decide_batch``, plain inserts, the exclusive lock) that
+tests/test_fast_path_differential.py compares the fast path with.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -25,9 +33,10 @@ from core.rules import events
 from core.rules.decide import CaseRef, payload_from_key
 from core.rules.frame import Frame, parse
 from core.rules.retention import RetentionError, check_retention
+from core.rules.text import one_line
 
 from .backend import PG_WRITE_LOCK
-from .database import write_transaction
+from .database import is_database_error, write_transaction
 from .outbox import record_many as record_events
 from .totals import add_counts, bump_total
 
@@ -138,25 +147,27 @@ class LedgerWrites:
                 ahead.shutdown(wait=True, cancel_futures=True)
         return verdicts
 
-    def _select_in(self, sql: str, values: list) -> list[tuple]:
-        """Run ``sql`` (with one ``IN ({})`` slot) over ``values`` in slices; raw rows.
+    def _lookup(self, columns: str, table: str, key: str, values: Iterable[str]) -> list[tuple]:
+        """``columns`` of ``table``'s rows whose ``key`` is one of ``values``: one statement, raw rows.
 
         Built by hand rather than through the query builder: for thousands of
         ids per batch, peewee's per-value SQL generation cost more than the
-        lookups themselves. PostgreSQL takes the whole list as one array.
+        lookups themselves. SQLite walks the values as one JSON array
+        (``json_each``) in sorted order, seeking the key's index for each (a
+        sorted walk stays in the pages it has just read: measured 2-3x faster
+        than slices of ``IN (?, ...)``); PostgreSQL takes them as one array.
         """
-        rows: list[tuple] = []
+        values = sorted(values)
         if not values:
-            return rows
+            return []
         cursor = self.db.cursor()
+        listed = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
         if self.db.dialect == "postgresql":
-            cursor.execute(sql.replace("IN ({})", "= ANY(%s)"), (values,))
-            return cursor.fetchall()
-        for part in _slices(values, _IN_BATCH):
-            marks = ", ".join([self.db.param] * len(part))
-            cursor.execute(sql.format(marks), part)
-            rows.extend(cursor.fetchall())
-        return rows
+            cursor.execute(f"SELECT {listed} FROM {table} t WHERE t.{key} = ANY(%s)", (values,))
+        else:
+            cursor.execute(f"SELECT {listed} FROM json_each(?) AS j CROSS JOIN {table} AS t ON t.{key} = j.value",
+                           (json.dumps(values),))
+        return cursor.fetchall()
 
     def _gather(self, frames: list[Frame]) -> Facts:
         """Set-based lookups of everything the batch's ids and case keys touch.
@@ -165,29 +176,19 @@ class LedgerWrites:
         the settlements only for frames that hit one of those, since a frame
         with neither is new and cannot be in either.
         """
-        seen = dict(
-            self._select_in(
-                "SELECT frame_id, frame_text FROM seen_frames WHERE frame_id IN ({})",
-                list({f.frame_id for f in frames}),
-            )
-        )
+        seen = dict(self._lookup("frame_id, frame_text", "seen_frames", "frame_id", {f.frame_id for f in frames}))
         cases = {
             key: CaseRef(fid, text, (site, need, hc, pri))
-            for key, fid, text, site, need, hc, pri in self._select_in(
-                "SELECT case_key, frame_id, frame_text, site, need, headcount, pri FROM cases "
-                "WHERE case_key IN ({})",
-                list({f.case_key for f in frames}),
+            for key, fid, text, site, need, hc, pri in self._lookup(
+                "case_key, frame_id, frame_text, site, need, headcount, pri", "cases", "case_key",
+                {f.case_key for f in frames},
             )
         }
-        hit_ids = list({f.frame_id for f in frames if f.frame_id in seen or f.case_key in cases})
-        quarantined = set(
-            self._select_in("SELECT frame_id, frame_text FROM quarantine WHERE frame_id IN ({})", hit_ids)
-        )
+        hit_ids = {f.frame_id for f in frames if f.frame_id in seen or f.case_key in cases}
+        quarantined = set(self._lookup("frame_id, frame_text", "quarantine", "frame_id", hit_ids))
         settled_texts: dict[str, set[str]] = {}
         settled_payloads: dict[str, set[tuple]] = {}
-        for key, text, payload in self._select_in(
-            "SELECT case_key, frame_text, payload FROM settlements WHERE case_key IN ({})", list(cases)
-        ):
+        for key, text, payload in self._lookup("case_key, frame_text, payload", "settlements", "case_key", cases):
             settled_texts.setdefault(key, set()).add(text)
             settled_payloads.setdefault(key, set()).add(payload_from_key(payload))
         return Facts(seen, quarantined, cases, settled_texts, settled_payloads)
@@ -397,9 +398,14 @@ class LedgerWrites:
     def _prune_activity_shared(self) -> None:
         """PostgreSQL: the live feed is cut after the commit, by one receiver at a time (the others
         skip it: rows every writer deletes would make them wait on each other)."""
-        with self.db.atomic():
-            if self.db.execute_sql("SELECT pg_try_advisory_xact_lock(%s, 2)", (PG_WRITE_LOCK,)).fetchone()[0]:
-                self._prune_activity()
+        try:
+            with self.db.atomic():
+                if self.db.execute_sql("SELECT pg_try_advisory_xact_lock(%s, 2)", (PG_WRITE_LOCK,)).fetchone()[0]:
+                    self._prune_activity()
+        except Exception as exc:  # the batch is committed: a feed cut that failed is tried again next batch
+            if not is_database_error(exc):
+                raise
+            log.warning("the live feed was not cut this time: %s", one_line(exc))
 
     # -- retention (R7) --------------------------------------------------------
     def set_retention(self, seconds: int, set_by: str = "operator", reason: str = "",

@@ -365,8 +365,8 @@ class LedgerWrites:
         """SQLite: the applied frames' cases and witnesses from one staging table.
 
         One ``executemany`` into a TEMP table with no index, then two ``INSERT ...
-        SELECT``s that SQLite runs in C: the cases in arrival order (their ids as
-        one insert each would give), the witnesses sorted by id (a new frame's
+        SELECT``s that SQLite runs in C: the cases sorted by key with the ids one
+        insert each would give in arrival order, the witnesses sorted by id (a new frame's
         witness is its case row's id, text and times: ``SeenRow`` of a ``NEW``).
         Returns the witnesses of frames that were not applied (re-ranks, frames
         after eviction), for the plain insert.
@@ -378,7 +378,11 @@ class LedgerWrites:
         cursor.execute("DELETE FROM temp.ingest_stage")
         cursor.executemany(f"INSERT INTO temp.ingest_stage VALUES ({', '.join('?' * len(CaseRow._fields))})",
                            case_rows)
-        cursor.execute(f"INSERT INTO cases ({case_cols}) SELECT {case_cols} FROM temp.ingest_stage ORDER BY rowid")
+        # The ids one insert per case would give (next after the highest, in arrival order), the rows
+        # sorted by case key: the unique index of a big ledger then takes them in one sweep.
+        base = cursor.execute("SELECT COALESCE(MAX(id), 0) FROM cases").fetchone()[0]
+        cursor.execute(f"INSERT INTO cases (id, {case_cols}) SELECT ? + rowid, {case_cols} FROM temp.ingest_stage "
+                       "ORDER BY case_key", (base,))
         cursor.execute(
             "INSERT INTO seen_frames (frame_id, frame_text, crc8, first_seen, last_seen, seen_count, last_source) "
             "SELECT frame_id, frame_text, substr(frame_text, -2), first_seen, updated_at, 1, source "

@@ -141,6 +141,8 @@ def main() -> None:
     ap.add_argument("--stored", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3, help="A/B rounds of the empty-store ingest (median shown)")
     ap.add_argument("--quick", action="store_true", help="small sizes, to check the bench itself runs")
+    ap.add_argument("--only-sqlite", action="store_true", help="the file-store ingest figures only (no backup, "
+                    "eviction, PostgreSQL, inbox, gateway or console figures)")
     args = ap.parse_args()
     if args.quick:
         args.frames, args.stored = 5_000, 20_000
@@ -174,12 +176,15 @@ def main() -> None:
             loaded_rate = n / seconds
             print(f"ingest, {args.stored:,} stored: {loaded_rate:>10,.0f} frames/s  "
                   f"({loaded_rate / empty_rate:.0%} of the empty-store rate)")
+            if args.only_sqlite:
+                return
             backup_figure(tmp, r.store_target, args.stored + n)
             stall = eviction_stall(r, now=time.time())
             print(f"evict {stall['removed']:,} expired rows: {stall['seconds']:.1f} s; a console read meanwhile "
                   f"waited at most {stall['max_read_ms']:.1f} ms (p99 {stall['p99_read_ms']:.1f} ms, {stall['reads']} reads)")
-        postgres_rates(tmp, args.frames)
-        extras(tmp, args)
+        if not args.only_sqlite:
+            postgres_rates(tmp, args.frames)
+            extras(tmp, args)
 
 
 def backup_figure(tmp: Path, db: str, frames: int) -> None:

@@ -17,6 +17,8 @@ def escape_text(value: object, limit: int = 200) -> str:
     if isinstance(value, bytes):
         value = value.decode("utf-8", "backslashreplace")
     s = str(value)
+    if s.isascii() and s.isprintable() and "\\" not in s:  # nothing to escape: the loop below, in C
+        return s if len(s) < limit else s[:limit] + "..."
     out = []
     size = 0
     for ch in s:

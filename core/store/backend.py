@@ -23,10 +23,16 @@ SQLITE_PRAGMAS = {
 }
 
 # Every writing transaction on PostgreSQL first takes this transaction-scoped
-# advisory lock: the same effect as SQLite's BEGIN IMMEDIATE. Decisions are
-# made on a snapshot no other writer can change until commit, and the unique
-# constraints stay underneath as the backstop.
+# advisory lock. Signed actions, eviction and migrations take it exclusively: the
+# same effect as SQLite's BEGIN IMMEDIATE. The ingest takes it shared, so several
+# receivers ingest at once and decide "first arrival" between themselves through
+# the unique constraints (``INSERT ... ON CONFLICT DO NOTHING RETURNING``, see
+# ``ledger``), while no signed action or eviction changes what they decide on.
 PG_WRITE_LOCK = 0x55_53_53_44  # "USSD"
+# Writer slots: each connection that writes claims one with a session-level advisory
+# lock on (PG_SLOT_LOCK, n), and adds to its own counter rows (``totals.add_counts``).
+PG_SLOT_LOCK = 0x55_53_53_53
+WRITER_SLOTS = 64
 
 
 def is_postgres_url(store_target: str) -> bool:
@@ -66,8 +72,12 @@ class SqliteStore(_Dialect, SqliteDatabase):
         return cls(store_target, pragmas=pragmas, lock_type="IMMEDIATE", timeout=BUSY_TIMEOUT_MS / 1000,
                    check_same_thread=False)
 
-    def take_write_lock(self) -> None:
-        """Nothing to do: ``BEGIN IMMEDIATE`` took it."""
+    def take_write_lock(self, shared: bool = False) -> None:
+        """Nothing to do: ``BEGIN IMMEDIATE`` took it (SQLite has one writer at a time)."""
+
+    def writer_slot(self) -> int:
+        """One writer at a time: every count lives in slot 0."""
+        return 0
 
     def schema_versions_unlocked(self) -> set[int] | None:
         """The applied schema versions, read without the write lock (a read-only or locked
@@ -109,8 +119,30 @@ class PostgresStore(_Dialect, PostgresqlDatabase):
     def open(cls, store_target: str) -> "PostgresStore":
         return cls(store_target, prefer_psycopg3=True)
 
-    def take_write_lock(self) -> None:
-        self.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_WRITE_LOCK,))
+    def take_write_lock(self, shared: bool = False) -> None:
+        """``shared``: the ingest's lock, held by many receivers at once (see ``PG_WRITE_LOCK``)."""
+        if shared:
+            self.execute_sql("SELECT pg_advisory_xact_lock_shared(%s)", (PG_WRITE_LOCK,))
+        else:
+            self.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_WRITE_LOCK,))
+
+    _slot: tuple | None = None
+
+    def writer_slot(self) -> int:
+        """This connection's counter slot: the first free one, held by a session advisory lock
+        for the connection's life. Sharing a slot (all taken, or a reconnect) costs only waits:
+        each add is one atomic upsert, so the sums stay exact either way."""
+        conn = self.connection()
+        if self._slot is None or self._slot[0] is not conn:
+            cursor = self.cursor()
+            for n in range(WRITER_SLOTS):
+                cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", (PG_SLOT_LOCK, n))
+                if cursor.fetchone()[0]:
+                    break
+            else:
+                n = os.getpid() % WRITER_SLOTS
+            self._slot = (conn, n)
+        return self._slot[1]
 
     def schema_versions_unlocked(self) -> None:
         """Always ``None``: the migration check runs under the write lock, so two receivers
@@ -126,6 +158,21 @@ class PostgresStore(_Dialect, PostgresqlDatabase):
         with self.cursor().copy(f"COPY {self.quoted(table)} ({cols}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+
+    def claim_rows(self, table: str, columns: list[str], types: list[str], rows: list) -> int:
+        """Insert ``rows`` in their order, skipping any whose unique key another writer holds;
+        how many went in. One statement: ``INSERT ... SELECT unnest(arrays)`` (a column per array)
+        with ``ON CONFLICT DO NOTHING RETURNING``, which waits for a writer holding the key
+        to finish and then skips it."""
+        cols = ", ".join(self.quoted(c) for c in columns)
+        arrays = ", ".join(f"%s::{kind}[]" for kind in types)
+        cursor = self.cursor()
+        cursor.execute(
+            f"INSERT INTO {self.quoted(table)} ({cols}) SELECT * FROM unnest({arrays}) "
+            "ON CONFLICT DO NOTHING RETURNING 1",
+            [list(column) for column in zip(*rows)],
+        )
+        return len(cursor.fetchall())
 
     def data_version(self) -> int:
         """The snapshot's xmax moves on with every commit on the server (a superset of this

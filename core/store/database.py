@@ -27,8 +27,13 @@ class StoreError(RuntimeError):
 
 
 @contextlib.contextmanager
-def write_transaction(db: Database) -> Iterator[None]:
+def write_transaction(db: Database, shared: bool = False) -> Iterator[None]:
     """A transaction that holds the store's single write lock from its first statement.
+
+    ``shared`` (the ingest only): on PostgreSQL the lock is held together with
+    other receivers' ingests, never with a signed action or an eviction; the
+    ingest then settles races between receivers through the unique constraints
+    (``ledger``). On SQLite every writer holds the one lock alone.
 
     When the body or the commit fails and the rollback then fails too, the
     first error is the one raised: SQLite rolls back by itself on a full disk
@@ -38,7 +43,7 @@ def write_transaction(db: Database) -> Iterator[None]:
     failure: BaseException | None = None
     try:
         with db.atomic():
-            db.take_write_lock()
+            db.take_write_lock(shared)
             try:
                 yield
             except BaseException as exc:

@@ -65,6 +65,44 @@ def _v14_case_lifecycle(db: Database, m) -> None:
     )
 
 
+# The counted tables' columns before and after v22: their keys, then the count.
+_SLOTTED = {
+    "counters": (("source", "TEXT"), ("outcome", "TEXT"), "count"),
+    "arrival_minutes": (("minute", "INTEGER"), ("source", "TEXT"), "count"),
+    "totals": (("name", "TEXT"), "value"),
+}
+
+
+def _v22_writer_slots(db: Database, m) -> None:
+    """Counters, arrivals per minute and totals get a writer ``slot`` in their key.
+
+    Receivers sharing a PostgreSQL store each add to their own rows (summed when
+    read), so no counter row serialises them. A store created since the models
+    had the column already has it (step 1 builds tables from the models). The
+    existing counts move to slot 0.
+    """
+    for table, spec in _SLOTTED.items():
+        if "slot" in {c.name for c in db.get_columns(table)}:
+            continue
+        *keys, value = spec
+        names = [name for name, _type in keys]
+        if db.dialect == "postgresql":
+            db.execute_sql(f"ALTER TABLE {table} ADD COLUMN slot INTEGER NOT NULL DEFAULT 0")
+            db.execute_sql(f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey")
+            db.execute_sql(f"ALTER TABLE {table} ADD PRIMARY KEY ({', '.join(names)}, slot)")
+            continue
+        # SQLite cannot change a primary key: the table is rebuilt and its rows copied.
+        columns = ", ".join(f'"{name}" {kind} NOT NULL' for name, kind in keys)
+        db.execute_sql(
+            f'CREATE TABLE "{table}_v22" ({columns}, "slot" INTEGER NOT NULL DEFAULT 0, "{value}" INTEGER NOT NULL, '
+            f'PRIMARY KEY ({", ".join(names)}, "slot"))'
+        )
+        listed = ", ".join(f'"{name}"' for name in (*names, value))
+        db.execute_sql(f'INSERT INTO "{table}_v22" ({listed}, "slot") SELECT {listed}, 0 FROM "{table}"')
+        db.execute_sql(f'DROP TABLE "{table}"')
+        db.execute_sql(f'ALTER TABLE "{table}_v22" RENAME TO "{table}"')
+
+
 # Append only: a released store is upgraded by running the steps it lacks, in order.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core tables: dedup witnesses, ledger, quarantine, rejects, accounting, retention", _v1_core_tables),
@@ -74,6 +112,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (14, "case lifecycle: a status per case and its signed marks", _v14_case_lifecycle),
     (15, "alert outbox: events and one delivery row per event and target", _v15_alert_outbox),
     (21, "gateways: signed accounts (token hashes), per-gateway counts, gateway message ids", _v21_gateways),
+    (22, "writer slots: counters and totals keep a row per writer, summed when read", _v22_writer_slots),
 ]
 
 

@@ -189,31 +189,38 @@ def bind_models(db: Database) -> SimpleNamespace:
 
         source = TextField()
         outcome = TextField()
+        slot = IntegerField(default=0)  # the writer's own row (``backend.writer_slot``), summed when read
         count = BigIntegerField(default=0)
 
         class Meta:
             table_name = "counters"
-            primary_key = CompositeKey("source", "outcome")
+            primary_key = CompositeKey("source", "outcome", "slot")
 
     class ArrivalMinute(Base):
         """Frames per minute per path, for the activity sparkline."""
 
         minute = IntegerField()
         source = TextField()
+        slot = IntegerField(default=0)
         count = BigIntegerField(default=0)
 
         class Meta:
             table_name = "arrival_minutes"
-            primary_key = CompositeKey("minute", "source")
+            primary_key = CompositeKey("minute", "source", "slot")
 
     class Total(Base):
-        """Running totals kept in the ingest transaction, so status is O(1) on a big store."""
+        """Running totals kept in the ingest transaction, so status is O(1) on a big store.
 
-        name = TextField(primary_key=True)
+        One row per name and writer slot, summed when read: receivers sharing a
+        PostgreSQL store each add to their own row, so no row serialises them."""
+
+        name = TextField()
+        slot = IntegerField(default=0)
         value = BigIntegerField(default=0)
 
         class Meta:
             table_name = "totals"
+            primary_key = CompositeKey("name", "slot")
 
     class Policy(Base):
         """Retention policy history; the newest row is in force."""

@@ -34,9 +34,9 @@ class LedgerReads:
         return self.policy(self)
 
     def _total(self, name: str) -> int:
+        """A total summed over its writers' rows (``totals.add_counts``)."""
         T = self.m.Total
-        row = T.select(T.value).where(T.name == name).first()
-        return row.value if row else 0
+        return int(T.select(fn.COALESCE(fn.SUM(T.value), 0)).where(T.name == name).scalar() or 0)
 
     def headcount_total(self) -> int:
         return self._total("headcount")
@@ -44,8 +44,9 @@ class LedgerReads:
     def per_source(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
         C = self.m.Counter
-        for source, outcome, count in C.select(C.source, C.outcome, C.count).tuples():
-            out.setdefault(source, {})[outcome] = count
+        rows = C.select(C.source, C.outcome, fn.SUM(C.count)).group_by(C.source, C.outcome).tuples()
+        for source, outcome, count in rows:
+            out.setdefault(source, {})[outcome] = int(count)
         return out
 
     def totals(self) -> dict:
@@ -73,7 +74,7 @@ class LedgerReads:
     def cases_by_status(self) -> dict[str, int]:
         T = self.m.Total
         names = [STATUS_TOTAL + s for s in STATUSES if s != OPEN]
-        counts = dict(T.select(T.name, T.value).where(T.name.in_(names)).tuples())
+        counts = dict(T.select(T.name, fn.SUM(T.value)).where(T.name.in_(names)).group_by(T.name).tuples())
         done = {s: int(counts.get(STATUS_TOTAL + s, 0)) for s in STATUSES if s != OPEN}
         return {OPEN: self._total("cases") - sum(done.values()), **done}
 

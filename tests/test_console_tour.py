@@ -1,0 +1,129 @@
+"""What a newcomer's tour at 80x24 hit, each seen on the screen as drawn (also without colour).
+
+Each test drives the console by its keys and reads the rendered screen, not only the widgets'
+state: a choice must be a mark one can read, a newest row must be on screen, a notification must
+leave the focused table in view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from core import Receiver
+from tests.console_support import fixed_app, press_and_settle, run_async, until
+from tests.helpers import frame
+
+SIZE = (80, 24)
+
+
+def screen_lines(app) -> list[str]:
+    """The active screen as the terminal shows it, one string per row (no styles)."""
+    return ["".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips()]
+
+
+def screen_text(app) -> str:
+    return "\n".join(screen_lines(app))
+
+
+# -- the export dialog: a mark says the choice; Enter exports, Escape cancels -----------------------------------
+async def open_export(app, pilot, panel_key: str):
+    from console.dialogs.export_dialog import ExportDialog
+
+    await press_and_settle(pilot, panel_key, "e")
+    await until(lambda: isinstance(app.screen, ExportDialog))
+    await pilot.pause()
+    await until(lambda: "(•) CSV" in screen_text(app))
+
+
+def test_the_export_choice_is_a_mark_and_enter_exports_the_chosen_format(sample_home, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")  # the mark must hold without colour
+
+    @run_async
+    async def run():
+        app = fixed_app(sample_home)
+        async with app.run_test(size=SIZE) as pilot:
+            await open_export(app, pilot, "2")
+            shown = screen_text(app)
+            assert "(•) ranking" in shown and "( ) cases" in shown and "( ) XLSX" in shown
+            await pilot.press("tab", "tab", "down")  # Export button -> view list -> format list; down chooses
+            await until(lambda: "(•) XLSX" in screen_text(app))
+            assert "( ) CSV" in screen_text(app)
+            await pilot.press("space")  # Space on a list chooses; it never cancels
+            assert app.screen.__class__.__name__ == "ExportDialog"
+            await pilot.press("enter")
+            await until(lambda: list(sample_home.exports.glob("dispatch-*.xlsx")))
+            assert not list(sample_home.exports.glob("*.csv"))
+
+    run()
+
+
+@run_async
+async def test_tab_never_lands_on_cancel_and_escape_cancels_with_a_word(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await open_export(app, pilot, "2")
+        focused = set()
+        for _ in range(6):
+            await pilot.press("tab")
+            focused.add(app.focused.id)
+        assert focused == {"export", "export-view", "export-format"}
+        await pilot.press("space")  # on whatever has focus: never a silent cancel
+        assert app.screen.__class__.__name__ == "ExportDialog"
+        await pilot.press("escape")
+        await until(lambda: app.screen.__class__.__name__ != "ExportDialog")
+        await until(lambda: "Export cancelled" in screen_text(app))
+        assert not sample_home.exports.exists() or not list(sample_home.exports.iterdir())
+
+
+# -- Activity: the feed follows the newest row unless the operator moved away ---------------------------------------
+def add_frames(home, first: int, n: int) -> list[str]:
+    ids = [f"new{first + i:02d}-1" for i in range(n)]
+    with Receiver(str(home.db)) as r:
+        r.ingest_many([(fid, frame(first + i, "Newsite", "WAT", 2, 1), "late.txt", i + 1)
+                       for i, fid in enumerate(ids)], source="cli")
+    return ids
+
+
+@run_async
+async def test_the_live_feed_shows_new_rows_at_the_top_unless_the_operator_scrolled(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await press_and_settle(pilot, "5")
+        feed = app.query_one("#feed-table")
+        assert app.focused is feed and feed.cursor_row == 0
+        ids = add_frames(sample_home, 1, 4)
+        await press_and_settle(pilot, "ctrl+r")
+        await until(lambda: feed.row_keys and str(feed.get_cell_at((0, 3))) == ids[-1])
+        await pilot.pause()
+        await until(lambda: round(feed.scroll_y) == 0)
+        assert feed.cursor_row == 0
+        shown = screen_text(app)
+        assert all(fid in shown for fid in ids), shown  # every new row on screen, none above the top
+
+        # Moved down to read: the row stays where the operator put it, new rows do not pull it away.
+        await pilot.press("down", "down")
+        reading = feed.cursor_key
+        add_frames(sample_home, 10, 3)
+        await press_and_settle(pilot, "ctrl+r")
+        await until(lambda: feed.cursor_key == reading and feed.cursor_row == 2 + 3)
+        await pilot.press("up", "up", "up", "up", "up")  # back to the top: following again
+        add_frames(sample_home, 20, 2)
+        await press_and_settle(pilot, "ctrl+r")
+        await until(lambda: str(feed.get_cell_at((0, 3))) == "new21-1" and feed.cursor_row == 0)
+
+
+@run_async
+async def test_the_feed_maximized_at_80_columns_shows_the_whole_reason(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await press_and_settle(pilot, "5", "m")
+        await asyncio.sleep(0.1)
+        await pilot.pause()
+        shown = screen_text(app)
+        assert "reason" in shown.splitlines()[0]
+        feed = app.query_one("#feed-table")
+        visible = feed.scrollable_content_region.height - 1  # under the header row, above a scrollbar
+        reasons = [str(feed.get_cell_at((row, 2))) for row in range(min(visible, feed.row_count))]
+        assert len(set(reasons)) >= 4
+        for row, words in enumerate(reasons, start=1):
+            assert words in shown.splitlines()[row], (row, words)  # whole, on its own row

@@ -127,3 +127,66 @@ async def test_the_feed_maximized_at_80_columns_shows_the_whole_reason(sample_ho
         assert len(set(reasons)) >= 4
         for row, words in enumerate(reasons, start=1):
             assert words in shown.splitlines()[row], (row, words)  # whole, on its own row
+
+
+# -- notifications take a band of their own: never drawn over the focused table or the help text -------------------
+LONG_NOTE = ("kak01-1: H1|1|Kakuma|WAT|9|2|#ab differs from H1|1|Kakuma|WAT|3|2|#cd. "
+             "Held for review; press 3 (d hides notes).")
+
+
+def visible_region(app, widget):
+    """Where ``widget`` is drawn on the screen: its region cut by every container that clips it."""
+    geometry = app.screen.find_widget(widget)
+    return geometry.region.intersection(geometry.clip)
+
+
+def drawn(app, widgets) -> list:
+    """The visible regions of those of ``widgets`` that are drawn at all (a note scrolled away is not)."""
+    from textual.errors import NoWidget
+
+    out = []
+    for widget in widgets:
+        try:
+            region = visible_region(app, widget)
+        except NoWidget:
+            continue
+        if region.height:
+            out.append(region)
+    return out
+
+
+async def three_notes(app, pilot) -> list:
+    from textual.widgets._toast import Toast
+
+    for n in range(3):
+        app.notify(LONG_NOTE, title=f"! Conflict held {n}", severity="warning", timeout=60, markup=False)
+    await until(lambda: len(app.screen.query(Toast)) == 3 and all(t.region.height for t in app.screen.query(Toast)))
+    await pilot.pause()
+    return list(app.screen.query(Toast))
+
+
+def test_notifications_never_cover_the_focused_table_or_the_help_text(sample_home, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    @run_async
+    async def run():
+        app = fixed_app(sample_home)
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            for key in ("1", "2", "3", "4", "5"):
+                await press_and_settle(pilot, key)
+                toasts = await three_notes(app, pilot)
+                assert app.focused is not None, key
+                shown = visible_region(app, app.focused)
+                assert shown.height >= 3, key  # a header and rows, whole
+                notes = drawn(app, toasts)
+                assert notes and not any(note.overlaps(shown) for note in notes), (key, notes, shown)
+                await until(lambda: "! Conflict held 2" in screen_text(app))  # the newest is in view
+                app.clear_notifications()
+                await until(lambda: not app.screen.query("Toast"))
+            await press_and_settle(pilot, "question_mark")
+            toasts = await three_notes(app, pilot)
+            help_text = visible_region(app, app.screen.query_one("VerticalScroll"))
+            notes = drawn(app, toasts)
+            assert help_text.height >= 5 and notes and not any(note.overlaps(help_text) for note in notes)
+
+    run()

@@ -190,3 +190,80 @@ def test_notifications_never_cover_the_focused_table_or_the_help_text(sample_hom
             assert help_text.height >= 5 and notes and not any(note.overlaps(help_text) for note in notes)
 
     run()
+
+
+# -- signing dialogs at 80x24: the focus is a mark, the preview scrolls, the Sign button stays in view ---------------
+def with_operators(home, *names):
+    from tests.test_console_first_hour import operators
+
+    operators(home, *names)
+
+
+async def open_signing(app, pilot, panel_key: str, key: str, cls):
+    await press_and_settle(pilot, panel_key, key)
+    await until(lambda: isinstance(app.screen, cls))
+    await pilot.pause()
+    return app.screen
+
+
+def marked(app) -> list[str]:
+    """The screen rows that carry the focus mark."""
+    return [line for line in screen_lines(app) if "▶" in line]
+
+
+def test_the_focused_field_carries_a_mark_without_colour(sample_home, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    from console.dialogs.resolve_dialog import ResolveDialog
+
+    with_operators(sample_home, "alice")
+
+    @run_async
+    async def run():
+        app = fixed_app(sample_home)
+        async with app.run_test(size=SIZE) as pilot:
+            await open_signing(app, pilot, "3", "k", ResolveDialog)
+            await until(lambda: len(marked(app)) == 1 and "▶ Reason" in marked(app)[0])
+            await pilot.press("tab")  # the preview, which can be scrolled
+            await until(lambda: len(marked(app)) == 1 and "▶ what will be signed" in marked(app)[0])
+            await pilot.press("tab")
+            await until(lambda: len(marked(app)) == 1 and "▶ Passphrase" in marked(app)[0])
+            await pilot.press("shift+tab", "shift+tab")
+            await until(lambda: len(marked(app)) == 1 and "▶ Reason" in marked(app)[0])
+
+    run()
+
+
+@run_async
+async def test_a_long_preview_scrolls_and_the_sign_button_stays_on_screen(sample_home):
+    from textual.widgets import Button, Input
+
+    from console.dialogs.exception_dialog import ExceptionDialog
+    from console.dialogs.resolve_dialog import ResolveDialog
+
+    with_operators(sample_home, "alice")
+    app = fixed_app(sample_home)
+    async with app.run_test(size=SIZE) as pilot:
+        dialog = await open_signing(app, pilot, "3", "k", ResolveDialog)
+        await pilot.press(*"site confirmed")
+        await until(lambda: dialog.preview is not None)
+        box = dialog.query_one("#preview-box")
+        await until(lambda: box.max_scroll_y > 0)  # longer than its rows at 80x24: it scrolls, it is not cut
+        assert box.show_vertical_scrollbar
+        box.focus()
+        await pilot.press("end")
+        await until(lambda: round(box.scroll_y) == box.max_scroll_y)
+        await until(lambda: "reason: site confirmed" in screen_text(app))  # the last line, reached
+        assert visible_region(app, dialog.query_one("#sign", Button)).height == 1
+        await pilot.press("escape")
+        await until(lambda: not isinstance(app.screen, ResolveDialog))
+
+        dialog = await open_signing(app, pilot, "4", "x", ExceptionDialog)
+        dialog.query_one("#days", Input).value = "10"
+        dialog.query_one("#reason", Input).value = "disk nearly full"
+        await until(lambda: dialog.preview is not None)
+        dialog.query_one("#passphrase", Input).value = "wrong passphrase"
+        await pilot.press("ctrl+s")
+        await until(lambda: "Not signed" in screen_text(app))
+        for widget in ("#sign", "#cancel"):  # after the error too, both in view
+            assert visible_region(app, dialog.query_one(widget, Button)).height == 1, widget
+        assert "Sign the change (ctrl+s)" in screen_text(app)

@@ -33,6 +33,14 @@ def stamp(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%m-%d %H:%M")
 
 
+def short_stamp(ts: float | None, now: float) -> str:
+    """The time for today, the month-day before (as ``ls`` does): five characters for 80 columns."""
+    if ts is None:
+        return "-"
+    when = dt.datetime.fromtimestamp(ts)
+    return when.strftime("%H:%M") if when.date() == dt.datetime.fromtimestamp(now).date() else when.strftime("%m-%d")
+
+
 def count(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
@@ -49,6 +57,11 @@ def need(code: str) -> Text:
     if name:
         text.append(f" {name}", style="dim")
     return text
+
+
+def need_code(code: str) -> Text:
+    """The need code alone, for a narrow table (the name is in the case's history)."""
+    return safe(code, 8)
 
 
 def status(word: str, disputed: bool = False) -> Text:

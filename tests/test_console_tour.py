@@ -267,3 +267,45 @@ async def test_a_long_preview_scrolls_and_the_sign_button_stays_on_screen(sample
         for widget in ("#sign", "#cancel"):  # after the error too, both in view
             assert visible_region(app, dialog.query_one(widget, Button)).height == 1, widget
         assert "Sign the change (ctrl+s)" in screen_text(app)
+
+
+# -- Cases: the filter applies as you type; at 80 columns a disputed row keeps every column whole -------------------
+@run_async
+async def test_the_cases_filter_applies_as_you_type(sample_home):
+    app = fixed_app(sample_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await press_and_settle(pilot, "1", "slash")
+        table = app.query_one("#cases-table")
+        assert len(table.row_keys) == 10
+        await pilot.press(*"Ifo")  # no Enter
+        await until(lambda: len(table.row_keys) == 3)
+        assert all(str(table.get_cell(key, "site")) == "Ifo2" for key in table.row_keys)
+        assert "cases 1-3 of 3" in screen_text(app)
+        await pilot.press("backspace", "backspace", "backspace")
+        await until(lambda: len(table.row_keys) == 10)
+
+
+def test_a_disputed_row_keeps_ver_and_path_whole_at_80_columns(sample_home, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    from tools.sample_store import add_lifecycle
+
+    add_lifecycle(sample_home)  # kak01-1 is dispatched while its correction waits: the widest status
+
+    @run_async
+    async def run():
+        app = fixed_app(sample_home)
+        async with app.run_test(size=SIZE) as pilot:
+            await press_and_settle(pilot, "1")
+            table = app.query_one("#cases-table")
+            lines = screen_lines(app)
+            header = next(line for line in lines if "frame id" in line)
+            assert header.split() == ["frame", "id", "site", "need", "people", "pri", "status", "seen", "ver",
+                                      "path"]
+            row = next(line for line in lines if "kak01-1" in line)
+            assert "dispatched ! DISPUTED" in row
+            case = next(c for c in table.row_keys if str(table.get_cell(c, "frame_id")) == "kak01-1")
+            ver, path = str(table.get_cell(case, "version")), str(table.get_cell(case, "source"))
+            assert row.split()[-2:] == [ver, path], row  # the last two columns, whole
+            assert table.virtual_size.width <= table.scrollable_content_region.width  # nothing to scroll sideways
+
+    run()

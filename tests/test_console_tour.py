@@ -25,6 +25,13 @@ def screen_text(app) -> str:
     return "\n".join(screen_lines(app))
 
 
+def screen_words(app) -> str:
+    """The screen's words as one line: borders and line ends gone, so a wrapped sentence reads whole."""
+    import re
+
+    return " ".join(re.sub(r"[█▀▄▔▁│╭╮╰╯─═║╔╗╚╝▌▐]", " ", screen_text(app)).split())
+
+
 # -- the export dialog: a mark says the choice; Enter exports, Escape cancels -----------------------------------
 async def open_export(app, pilot, panel_key: str):
     from console.dialogs.export_dialog import ExportDialog
@@ -309,3 +316,56 @@ def test_a_disputed_row_keeps_ver_and_path_whole_at_80_columns(sample_home, monk
             assert table.virtual_size.width <= table.scrollable_content_region.width  # nothing to scroll sideways
 
     run()
+
+
+# -- words that say what is true: who takes the inbox ------------------------------------------------------------
+def header_text(app) -> str:
+    return "\n".join(screen_lines(app)[:2])
+
+
+def test_with_watch_running_the_header_and_the_quit_dialog_say_watch_takes_the_inbox(home, utc, watcher):
+    import functools
+
+    from console.app import inbox_service
+    from console.dialogs.confirm_dialog import ConfirmDialog
+    from tests.test_console_live import FAST
+
+    w = watcher()  # a real `ussd-console watch` on this home
+
+    @run_async
+    async def run():
+        # As `serve` runs its sessions (--no-inbox): the header names who takes the inbox.
+        app = fixed_app(home)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: "watch takes the inbox" in header_text(app), what="the header to see watch")
+            assert "inbox off" not in header_text(app)
+
+        # A console with its own inbox: quitting says watch goes on taking the files.
+        app = fixed_app(home, service_factory=functools.partial(inbox_service, config=FAST))
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: app.service is not None)
+            await pilot.press("q")
+            await until(lambda: isinstance(app.screen, ConfirmDialog))
+            await until(lambda: "takes new files from now on" in screen_words(app))
+            shown = screen_words(app)
+            assert f"pid {w.proc.pid}" in shown and "until" not in shown
+            await pilot.press("n")
+
+    run()
+
+
+@run_async
+async def test_without_watch_quitting_says_files_wait(home, utc):
+    import functools
+
+    from console.app import inbox_service
+    from console.dialogs.confirm_dialog import ConfirmDialog
+    from tests.test_console_live import FAST
+
+    app = fixed_app(home, service_factory=functools.partial(inbox_service, config=FAST))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.service is not None)
+        await pilot.press("q")
+        await until(lambda: isinstance(app.screen, ConfirmDialog))
+        await until(lambda: "nothing else takes it" in screen_words(app))
+        await pilot.press("n")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -39,6 +40,7 @@ from core.config import InboxConfig
 from core.config import store_target as configured_store_target
 from core.home import Home
 from core.inbox import InboxService, inbox_files
+from core.ops.heartbeat import live as live_services
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import escape_text
 from core.signing.session import SigningSession
@@ -50,7 +52,7 @@ from .messages import Arrived, RefreshWanted
 from .operator_actions import OperatorActions
 from .panels import PANELS, Panel, QuarantinePanel
 from .store_view import StoreView
-from .ui_text import count
+from .ui_text import count, inbox_takers, quit_inbox_words
 from .widgets.header_bar import HeaderBar
 from .widgets.palette import PlainPalette
 
@@ -424,8 +426,8 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         """Quitting stops the inbox: ask first whenever this console is the one taking files in."""
         notes = []
         if self.service_factory is not None:
-            notes.append("This console stops taking in the inbox: new files wait there until the console "
-                         "or `ussd-console watch` runs again. Nothing is lost.")
+            others = await asyncio.to_thread(lambda: inbox_takers(live_services(self.home), os.getpid()))
+            notes.append(quit_inbox_words(others))  # who takes the inbox once this console is gone
         if self.quit_note:
             notes.append(self.quit_note)
         if not notes or await self.push_screen_wait(ConfirmDialog("Quit the console?", "\n\n".join(notes),

@@ -64,6 +64,8 @@ class CaseActions:
         choice = await self.push_screen_wait(ExportDialog(view, self.home.exports))
         if choice:
             self._export(*choice)
+        else:
+            self.notify("Export cancelled; nothing was written.", title="Export", markup=False, timeout=4)
 
     @work(thread=True, group="export", exclusive=True, exit_on_error=False)
     def _export(self, view: str, fmt: str) -> None:

@@ -69,7 +69,7 @@ class OperatorActions:
             f"(kept {describe(policy)})?\n\nCases stay in the ledger, and a re-sent frame is still "
             "caught as a duplicate. The run is logged."
         )
-        if await self.push_screen_wait(ConfirmDialog("Run eviction now", body, yes="Evict")):
+        if await self.push_screen_wait(ConfirmDialog("Run eviction now", body, yes="Forget them")):
             self._evict("console")
         else:
             self.notify("Eviction cancelled; nothing was removed.", title="Retention", markup=False, timeout=4)

@@ -33,6 +33,14 @@ def stamp(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%m-%d %H:%M")
 
 
+def short_stamp(ts: float | None, now: float) -> str:
+    """The time for today, the month-day before (as ``ls`` does): five characters for 80 columns."""
+    if ts is None:
+        return "-"
+    when = dt.datetime.fromtimestamp(ts)
+    return when.strftime("%H:%M") if when.date() == dt.datetime.fromtimestamp(now).date() else when.strftime("%m-%d")
+
+
 def count(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
@@ -49,6 +57,11 @@ def need(code: str) -> Text:
     if name:
         text.append(f" {name}", style="dim")
     return text
+
+
+def need_code(code: str) -> Text:
+    """The need code alone, for a narrow table (the name is in the case's history)."""
+    return safe(code, 8)
 
 
 def status(word: str, disputed: bool = False) -> Text:
@@ -108,3 +121,40 @@ def bar(value: float, largest: float, width: int) -> str:
     part = int((cells - full) * 8)
     text = "█" * full + (EIGHTHS[part] if part and full < width else "")
     return text or "▏"
+
+
+# -- words shared by screens, for what the store calls by a short name ------------------------------------------
+PRI = "priority"  # the field's 0-99 urgency: higher goes first in the ranking
+PRI_WORDS = "priority 0-99 from the field (higher goes first)"
+RESOLUTION_WORDS = {
+    "open": "! open",
+    "kept_first": "kept first",
+    "accepted_correction": "correction accepted",
+    "settled": "settled",
+}
+
+
+def files_waiting(n: int) -> str:
+    """The inbox's backlog, said whole: "1 file waiting in the inbox"."""
+    return f"{count(n)} {'file' if n == 1 else 'files'} waiting in the inbox"
+
+
+def inbox_takers(records: list[dict], own_pid: int | None = None) -> list[dict]:
+    """The live inbox services (heartbeat records) other than this process, oldest first."""
+    return [r for r in records if r.get("pid") != own_pid]
+
+
+def taker_words(record: dict) -> str:
+    """Who takes the inbox, in words: "`ussd-console watch` (pid 123)"."""
+    role = str(record.get("role") or "a receiver")
+    name = "`ussd-console watch`" if role == "watch" else f"another {role}" if role == "console" else role
+    return f"{name} (pid {record.get('pid', '?')})"
+
+
+def quit_inbox_words(others: list[dict]) -> str:
+    """What quitting does to the inbox, true for this home now: who takes it after this console."""
+    if others:
+        return (f"This console stops taking in the inbox; {taker_words(others[0])} is running on this home "
+                "and takes new files from now on. Nothing is lost.")
+    return ("This console stops taking in the inbox, and nothing else takes it on this home now: new files "
+            "wait there until the console or `ussd-console watch` runs again. Nothing is lost.")

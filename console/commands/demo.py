@@ -59,16 +59,28 @@ def cmd_demo(args, ctx) -> int:
             remove_demo_home(home)
 
 
+def operator_exports(home: Home) -> list[Path]:
+    """Every file the operator exported (CSV, .xlsx, any format), never an export's half-written temp file."""
+    if not home.exports.is_dir():
+        return []
+    return sorted(p for p in home.exports.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
 def remove_demo_home(home: Home) -> None:
-    """Remove the throwaway home, but never a CSV the operator exported: those stay, and we say where."""
-    exports = sorted(home.exports.glob("*.csv")) if home.exports.is_dir() else []
+    """Remove the throwaway home, but never a file the operator exported: those stay, and we say where."""
+    exports = operator_exports(home)
     if not exports:
         shutil.rmtree(home.root, ignore_errors=True)
         return
     for entry in home.root.iterdir():
         if entry != home.exports:
             shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
-    print(f"the demo home is removed; your {len(exports)} export(s) are kept in {home.exports}", file=sys.stderr)
+    for entry in home.exports.iterdir():
+        if entry not in exports:  # a temp file an interrupted export left
+            entry.unlink(missing_ok=True)
+    names = ", ".join(p.name for p in exports[:3]) + (f" and {len(exports) - 3} more" if len(exports) > 3 else "")
+    print(f"the demo home is removed; your {len(exports)} export(s) are kept in {home.exports}: {names}",
+          file=sys.stderr)
 
 
 DEMO_OPERATOR = "demo"
@@ -83,7 +95,8 @@ def run_console(home: Home, samples: Path, pace: float) -> int:
         add_operator(home, receiver, DEMO_OPERATOR, DEMO_PASSPHRASE)
     sim = GatewaySim(home.inbox, samples, pace=pace)
     app = ConsoleApp(home, companions=[sim], quit_note=(
-        f"The demo home {home.root} is then removed; exported CSV files in {home.exports} are kept."))
+        f"The demo home {home.root} is then removed. Every file you exported (CSV and .xlsx) is kept "
+        f"in {home.exports}; the path is printed after the console closes."))
 
     def on_step(number: int, step) -> None:
         app.notify(step.story, title=f"Gateway {number}/{len(STORY)}: {step.name}", timeout=7, markup=False)

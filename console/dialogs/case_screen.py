@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from console.render import safe
-from console.ui_text import need, reason, stamp, status
+from console.ui_text import PRI, need, reason, stamp, status
 from core.signing.case_story import case_story
 from core.signing.keys import ActionError
 
@@ -42,8 +42,8 @@ def render_story(story: dict) -> list:
     now.append_text(safe(case["site"], 8))
     now.append(" ")
     now.append_text(need(case["need"]))
-    now.append(f", {case['headcount']} people, pri {case['pri']}, version {case['version']}")
-    versions = _table("Versions", ["v", "frame id", "people", "pri", "when", "how"])
+    now.append(f", {case['headcount']} people, {PRI} {case['pri']}, version {case['version']}")
+    versions = _table("Versions", ["v", "frame id", "people", PRI, "when", "how"])
     for v in story["versions"]:
         how = Text("applied via ") + safe(v.get("path"), 16) if v["how"] == "applied" else (
             Text(f"correction #{v['quarantine_id']} accepted by ") + safe(v.get("by"), 32)

@@ -1,4 +1,9 @@
-"""Choose a view and a format to export (key e); the console writes it under ``<home>/exports``."""
+"""Choose a view and a format to export (key e); the console writes it under ``<home>/exports``.
+
+The choice is a mark, ``(•)`` or ``( )``, never a colour alone; arrows move the choice itself;
+Enter exports wherever the focus is and Escape cancels. Cancel is a button for the mouse only,
+so Tab and Space can never cancel by accident.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,54 @@ from pathlib import Path
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, RadioButton, RadioSet, Static
 
 from console.export_views import VIEWS
 from core.rules.text import escape_text
 
-FORMAT_LABELS = {"csv": "CSV", "xlsx": "Excel (.xlsx)"}
+FORMAT_LABELS = {"csv": "CSV", "xlsx": "XLSX (Excel)"}
+CHOSEN, NOT_CHOSEN = "(•)", "( )"
+
+
+class Choice(RadioButton):
+    """A radio button that says its state by a mark: ``(•)`` chosen, ``( )`` not."""
+
+    @property
+    def _button(self) -> Content:
+        return Content.styled(CHOSEN if self.value else NOT_CHOSEN, "bold" if self.value else "")
+
+
+class ChoiceSet(RadioSet):
+    """Arrows move the choice (not only a cursor); Enter is left to the dialog, which exports."""
+
+    BINDINGS = [Binding("space", "toggle_button", "Choose", show=False)]  # and not Enter: that exports
+
+    _ready = False  # the set moves its cursor once while mounting; that must not choose
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._start)  # after RadioSet's own mount, which moves the cursor
+
+    def _start(self) -> None:
+        if self.pressed_index >= 0:
+            self._selected = self.pressed_index  # the cursor starts on the choice, not on the first line
+        self._ready = True
+
+    def action_next_button(self) -> None:
+        super().action_next_button()
+        if self._ready:
+            self.action_toggle_button()
+
+    def action_previous_button(self) -> None:
+        super().action_previous_button()
+        if self._ready:
+            self.action_toggle_button()
+
+    @property
+    def chosen(self) -> str:
+        pressed = self.pressed_button
+        return pressed.name if pressed is not None else ""
 
 
 class ExportDialog(ModalScreen[tuple[str, str] | None]):
@@ -22,7 +68,8 @@ class ExportDialog(ModalScreen[tuple[str, str] | None]):
     CSS_PATH = Path(__file__).with_name("dialogs.tcss")
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "export", "Export"),
+        Binding("enter", "export", "Export", priority=True),
+        Binding("ctrl+s", "export", "Export", show=False),
     ]
 
     def __init__(self, view: str, folder: Path):
@@ -34,24 +81,25 @@ class ExportDialog(ModalScreen[tuple[str, str] | None]):
         with Vertical(classes="dialog", id="export-box"):
             yield Static(Text("Export a view", style="bold"), id="dialog-title")
             with Horizontal(id="export-choices"):
-                with RadioSet(id="export-view"):
+                with ChoiceSet(id="export-view") as views:
+                    views.border_title = "view"
                     for name, v in VIEWS.items():
-                        yield RadioButton(f"{name}: {v.title}", value=name == self.view, name=name)
-                with RadioSet(id="export-format"):
+                        yield Choice(f"{name}: {v.title}", value=name == self.view, name=name)
+                with ChoiceSet(id="export-format") as formats:
+                    formats.border_title = "format"
                     for fmt, label in FORMAT_LABELS.items():
-                        yield RadioButton(label, value=fmt == "csv", name=fmt)
-            yield Static(Text(f"written to {escape_text(self.folder, 60)}/ with the time in its name"),
+                        yield Choice(label, value=fmt == "csv", name=fmt)
+            yield Static(Text(f"Written to {escape_text(self.folder, 60)}/ with the time in its name.\n"
+                              "Arrows choose; Tab: view or format; Enter exports; Esc cancels."),
                          id="dialog-body")
             with Horizontal(id="dialog-buttons"):
-                yield Button("Export (ctrl+s)", id="export", variant="primary")
-                yield Button("Cancel (esc)", id="cancel")
+                yield Button("Export (enter)", id="export", variant="primary")
+                cancel = Button("Cancel (esc)", id="cancel")
+                cancel.can_focus = False  # Tab never lands here, so Space or Enter never cancels unseen
+                yield cancel
 
     def on_mount(self) -> None:
         self.query_one("#export", Button).focus()
-
-    def _chosen(self, set_id: str) -> str:
-        pressed = self.query_one(f"#{set_id}", RadioSet).pressed_button
-        return pressed.name if pressed is not None else ""
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "export":
@@ -60,7 +108,9 @@ class ExportDialog(ModalScreen[tuple[str, str] | None]):
             self.action_cancel()
 
     def action_export(self) -> None:
-        self.dismiss((self._chosen("export-view") or self.view, self._chosen("export-format") or "csv"))
+        view = self.query_one("#export-view", ChoiceSet).chosen or self.view
+        fmt = self.query_one("#export-format", ChoiceSet).chosen or "csv"
+        self.dismiss((view, fmt))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

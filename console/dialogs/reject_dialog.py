@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -42,7 +42,8 @@ class RejectDialog(ModalScreen[None]):
     def compose(self):
         with Vertical(id="dialog", classes="dialog"):
             yield Static(Text("Rejected line", style="bold"), id="dialog-title")
-            yield Static(reject_details(self.row), id="dialog-body")
+            with VerticalScroll(id="reject-body"):  # a long line scrolls; Close stays in view at 80x24
+                yield Static(reject_details(self.row), id="dialog-body")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Close (esc)", id="close", variant="primary")
 

@@ -20,13 +20,13 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from core.rules.retention import RetentionError
 from core.rules.text import escape_text
-from core.signing import audit, unlock_guard
+from core.signing import unlock_guard
 from core.signing.keys import ActionError
 from core.signing.operators import list_operators, load_signer
 from core.signing.roles import WHAT
@@ -37,14 +37,15 @@ def unlock_place() -> str:
     return "browser" if os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver") else "console"
 
 
-def last_signer(receiver) -> str | None:
-    """Who signed the newest audit entry, if anyone has."""
-    newest = audit.entries(receiver, limit=1, newest_first=True)
-    return newest[0]["operator"] if newest else None
+FOCUS_MARK = "▶ "  # before the label of the field that has the keyboard: a mark, not a colour
 
 
 class SignForm(ModalScreen[bool]):
+    """At 80x24 (``-short``) the form takes the screen's height and the preview takes what is left,
+    scrolling with a scrollbar, so the buttons stay in view (docs in signing.tcss)."""
+
     CSS_PATH = Path(__file__).with_name("signing.tcss")
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "sign", "Sign"),
@@ -89,7 +90,8 @@ class SignForm(ModalScreen[bool]):
             with Horizontal(classes="field"):
                 yield Label("Reason")
                 yield Input(placeholder="why, in one line (required)", id="reason", max_length=500, compact=True)
-            yield Static(Text("choose an operator and give a reason"), id="preview")
+            with VerticalScroll(id="preview-box"):  # focusable: Tab reaches it, arrows scroll it
+                yield Static(Text("choose an operator and give a reason"), id="preview")
             with Horizontal(classes="field"):
                 yield Label("Passphrase")
                 yield Input(password=True, placeholder="the operator's passphrase", id="passphrase", compact=True)
@@ -98,25 +100,27 @@ class SignForm(ModalScreen[bool]):
                 yield Button("Cancel (esc)", id="cancel", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#preview", Static).border_title = "what will be signed"
+        box = self.query_one("#preview-box", VerticalScroll)
+        box.border_title = "what will be signed"
+        box.border_subtitle = "Tab here, then up/down to read it all"
         self.query_one(self.FIRST_FIELD).focus()
         self.load_operators()
 
     @work(exclusive=True, group="operators")
     async def load_operators(self) -> None:
-        rows, last = await self.app.view.run(lambda r: (list_operators(r, include_retired=False), last_signer(r)))
+        rows = await self.app.view.run(lambda r: list_operators(r, include_retired=False))
         others = [o for o in rows if self.ROLE is not None and self.ROLE not in o["roles"]]
         rows = [o for o in rows if o not in others]  # offered: only who may sign this action
         select = self.query_one("#operator", Select)
         select.set_options([(escape_text(o["name"], 40), o["name"]) for o in rows])
         names = [o["name"] for o in rows]
         unlocked = self._session().operator if self._session() is not None else None
+        # Never a guess at who sits at the keyboard (such as who signed last): the operator chooses,
+        # unless this session holds one operator's key or only one operator may sign.
         if unlocked in names:
-            select.value = unlocked  # the operator whose key this session holds
+            select.value = unlocked
         elif len(names) == 1:
             select.value = names[0]
-        elif last in names:  # the operator who signed last is most likely the one at the keyboard
-            select.value = last
         if unlocked is not None and any(o["name"] == unlocked for o in others):
             self.show_result(f"{unlocked}'s unlocked key cannot sign this: it needs the {self.ROLE} role "
                              f"({WHAT[self.ROLE]}); choose an operator who holds it.")
@@ -126,6 +130,23 @@ class SignForm(ModalScreen[bool]):
         elif not rows:
             self.show_result("No operators yet: add one with `ussd-console operator add NAME`.")
         self.refresh_preview()
+
+    # -- which field has the keyboard -------------------------------------------------------------
+    def on_descendant_focus(self, event) -> None:
+        self._mark_focus()
+
+    def on_descendant_blur(self, event) -> None:
+        self.call_after_refresh(self._mark_focus)
+
+    def _mark_focus(self) -> None:
+        """Put the mark before the label of the focused field, and only there."""
+        for row in self.query(".field"):
+            label = row.query_one(Label)
+            plain = str(label.content).removeprefix(FOCUS_MARK)
+            focused = self.focused is not None and self.focused in row.query("*")
+            label.update(FOCUS_MARK + plain if focused else plain)
+        box = self.query_one("#preview-box", VerticalScroll)
+        box.border_title = ("▶ " if self.focused is box else "") + "what will be signed"
 
     # -- preview ------------------------------------------------------------------------------
     def _operator(self) -> str:

@@ -20,12 +20,13 @@ from core.rules.explain import explain_reject
 
 from .panel import PAGE, Panel
 
+# The reason comes before the file: at 80 columns, even maximized, it is the column that must not be cut.
 FEED_COLUMNS = [
     ("ts", "time"),
     ("outcome", "outcome"),
+    ("reason", "reason"),
     ("frame_id", "frame id"),
     ("where", "file:line"),
-    ("reason", "reason"),
     ("source", "path"),
 ]
 REJECT_COLUMNS = [
@@ -91,6 +92,27 @@ def per_path_table(per_source: dict, files: dict, claims_lost: int | None, gatew
     return grid
 
 
+class NewestFirstTable(KeyedTable):
+    """A newest-first table that follows the newest row while the operator is at the top.
+
+    ``KeyedTable`` keeps the operator's row in place when rows come; at the top of a live feed that
+    pushed each new row above the visible top. Here, a cursor on the first row with nothing scrolled
+    means "follow": new rows come in view and the cursor stays on the newest. Moved or scrolled
+    away, the operator's place is kept as before.
+    """
+
+    @property
+    def following(self) -> bool:
+        return self.cursor_row <= 0 and round(self.scroll_y) == 0
+
+    def sync(self, rows) -> None:
+        following = self.following
+        super().sync(rows)
+        if following and self.row_count:
+            self.move_cursor(row=0, scroll=False)
+            self.call_after_refresh(self.scroll_to, y=0, animate=False, immediate=True)
+
+
 class ActivityPanel(Panel):
     TAB_ID = "activity"
     TITLE = "Activity"
@@ -109,12 +131,12 @@ class ActivityPanel(Panel):
         yield Sparkline([], id="arrivals")
         yield Static(id="per-path")
         yield Static(Text("Live feed (newest first)", style="bold"), classes="section")
-        yield KeyedTable(FEED_COLUMNS, id="feed-table")
+        yield NewestFirstTable(FEED_COLUMNS, id="feed-table")
         yield Static(Text("Rejects (newest first)", style="bold"), classes="section")
-        yield KeyedTable(REJECT_COLUMNS, id="rejects-table")
+        yield NewestFirstTable(REJECT_COLUMNS, id="rejects-table")
         yield Static(Text("Rejected files (newest first; ussd-console files --state rejected)", style="bold"),
                      classes="section", id="rejected-files-label")
-        yield KeyedTable(FILE_COLUMNS, id="rejected-files-table")
+        yield NewestFirstTable(FILE_COLUMNS, id="rejected-files-table")
 
     def minute_bound(self) -> bool:
         return True  # the sparkline's window moves with the clock
@@ -144,8 +166,8 @@ class ActivityPanel(Panel):
         )
         self.query_one("#feed-table", KeyedTable).sync([
             (str(a["id"]), (
-                Text(clock_time(a["ts"])), outcome(a["outcome"]), safe(a["frame_id"], 64),
-                where(a["file"], a["line"]), reason(a["reason"]), safe(a["source"], 16),
+                Text(clock_time(a["ts"])), outcome(a["outcome"]), reason(a["reason"]), safe(a["frame_id"], 64),
+                where(a["file"], a["line"]), safe(a["source"], 16),
             ))
             for a in data["feed"]
         ])

@@ -14,7 +14,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Input
 
 from console.render import safe
-from console.ui_text import need, number, stamp, status
+from console.ui_text import need, need_code, number, short_stamp, stamp, status
 from console.widgets.keyed_table import KeyedTable
 
 from .case_rows import MARK_BINDINGS, CaseRows
@@ -27,7 +27,7 @@ COLUMNS = [
     ("headcount", "people"),
     ("pri", "pri"),
     ("status", "status"),
-    ("first_seen", "first seen"),
+    ("first_seen", "seen"),  # first seen: a time today, a month-day before (whole stamp when wide)
     ("version", "ver"),
     ("source", "path"),
 ]
@@ -42,7 +42,9 @@ SORTS = {
     "pri": "pri",
 }
 SORT_CYCLE = ["first_seen", "pri", "headcount", "site", "need", "frame_id"]
-SORT_NAMES = dict(COLUMNS)
+SORT_NAMES = dict(COLUMNS) | {"first_seen": "first seen"}
+FILTER_SETTLE = 0.25  # seconds after the last key before the filter applies: one query per pause, not per key
+NARROW_PATH = 8  # at 80 columns: the path's first characters (cli, watch, sweep, gw_...)
 
 
 class CasesPanel(CaseRows, Panel):
@@ -66,6 +68,7 @@ class CasesPanel(CaseRows, Panel):
         self.descending = True
         self.filter = ""
         self.rows: dict[str, dict] = {}
+        self._filter_timer = None
 
     def compose(self):
         with Horizontal(classes="panel-top"):
@@ -90,11 +93,15 @@ class CasesPanel(CaseRows, Panel):
         self.total = data["total"]
         table = self.query_one(KeyedTable)
         self.rows = {str(c["id"]): c for c in data["rows"]}
+        # At 80 columns the need's name goes (its code stays; history and the filter know the name),
+        # so that "open ! DISPUTED", the version and the path fit whole.
+        narrow = self.app.size.width < 110
+        now = self.app.clock()
         table.sync([
             (str(c["id"]), (
-                safe(c["frame_id"], 64), safe(c["site"], 8), need(c["need"]), number(c["headcount"]),
-                number(c["pri"]), status(c["status"], c["disputed"]), Text(stamp(c["first_seen"])),
-                number(c["version"]), safe(c["source"], 16),
+                safe(c["frame_id"], 64), safe(c["site"], 8), need_code(c["need"]) if narrow else need(c["need"]),
+                number(c["headcount"]), number(c["pri"]), status(c["status"], c["disputed"]),
+                Text(short_stamp(c["first_seen"], now) if narrow else stamp(c["first_seen"])), number(c["version"]), safe(c["source"], NARROW_PATH if narrow else 16),
             ))
             for c in data["rows"]
         ])
@@ -120,11 +127,23 @@ class CasesPanel(CaseRows, Panel):
         box = self.query_one("#cases-filter", Input)
         if box.value or self.filter:
             box.value = ""
+            if self._filter_timer is not None:
+                self._filter_timer.stop()
             self._set_filter("")
         self.query_one(KeyedTable).focus()
 
+    @on(Input.Changed, "#cases-filter")
+    def _typed(self, event: Input.Changed) -> None:
+        """The filter applies as the operator types, once the keys pause (Enter applies it at once)."""
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        text = event.value.strip()
+        self._filter_timer = self.set_timer(FILTER_SETTLE, lambda: self._set_filter(text))
+
     @on(Input.Submitted, "#cases-filter")
     def _submitted(self, event: Input.Submitted) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
         self._set_filter(event.value.strip())
         self.query_one(KeyedTable).focus()
 

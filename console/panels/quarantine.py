@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
 from console.render import safe
-from console.ui_text import count, need, number, reason, stamp
+from console.ui_text import PRI, RESOLUTION_WORDS, count, need, number, reason, stamp
 from console.widgets.keyed_table import KeyedTable
 from core.rules.frame import Frame, parse
 
@@ -32,14 +32,14 @@ COLUMNS = [
     ("status", "status"),
 ]
 # Resolutions in a few columns; the words match `quarantine --all`.
-STATUS_WORDS = {"open": "! open", "kept_first": "kept first", "accepted_correction": "accepted", "settled": "settled"}
+STATUS_WORDS = RESOLUTION_WORDS
 FIELDS = [
     ("frame id", lambda f, fid: fid),
     ("place in session", lambda f, fid: f.seq if f else None),
     ("site", lambda f, fid: f.site if f else None),
     ("need", lambda f, fid: f.need if f else None),
     ("people", lambda f, fid: f.headcount if f else None),
-    ("pri", lambda f, fid: f.pri if f else None),
+    (PRI, lambda f, fid: f.pri if f else None),
     ("checksum", lambda f, fid: f.text[-2:] if f else None),
 ]
 

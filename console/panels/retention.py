@@ -103,15 +103,16 @@ class RetentionPanel(Panel):
         grid.add_row("Rule", Text(f"under {describe(EXCEPTION_BELOW)} needs a signed exception; "
                                   f"never under {FLOOR_SECONDS // 3600} hours"))
         oldest = witnesses["oldest"]
-        kept = Text(f"{count(witnesses['kept'])} kept")
+        # "Frame ids kept" in words: the ids remembered so that a re-sent frame is caught as a duplicate.
+        kept = Text(f"{count(witnesses['kept'])}, to catch re-sends")  # one line at 80 columns
         if oldest is not None:
-            kept.append(f"; oldest {stamp(oldest)}, expires {stamp(oldest + policy['retention_seconds'])}")
+            kept.append(f"; oldest {stamp(oldest)} goes {stamp(oldest + policy['retention_seconds'])}")
         grid.add_row("Frame ids kept", kept)
         grid.add_row("Due now", Text(f"{count(witnesses['due'])} older than the cutoff {stamp(witnesses['cutoff'])}"))
         due_at = self.app.next_eviction_at
         grid.add_row("Next eviction", Text(
             (f"{stamp(due_at)} (hourly, by this console)" if due_at else "not scheduled by this console")
-            + "; e runs one now"
+            + "; e: evict now (cases stay)"
         ))
         self.query_one("#retention-summary", Static).update(grid)
         exceptions = [p for p in data["history"] if p["is_exception"]]

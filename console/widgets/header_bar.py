@@ -6,6 +6,7 @@ DEAD", "! 2 CONFLICTS OPEN"); colour only repeats what the words say.
 
 from __future__ import annotations
 
+import os
 import time
 from functools import partial
 from typing import Callable
@@ -14,9 +15,10 @@ from rich.text import Text
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
-from console.ui_text import count
+from console.ui_text import count, files_waiting, inbox_takers
 from core.alerts.deliverer import BACKLOG_FAULT
 from core.backup.schedule import warning as backup_warning
+from core.ops.heartbeat import live
 from core.rules.text import escape_text
 
 OBSERVER = {
@@ -30,6 +32,8 @@ SWEEP = {
     "running": ("sweep ok", "ok"),
     "off": ("sweep off", "dim"),
 }
+
+TAKERS_EVERY = 5.0  # seconds between looks at the home's heartbeats (a console without its own inbox)
 
 
 def clip_left(text: str, width: int) -> str:
@@ -64,11 +68,14 @@ class HeaderBar(Widget):
         self.error: str | None = None
         self.unlocked: str | None = None  # whose signing key the session holds
         self.backup: str | None = None  # "BACKUP OVERDUE" / "BACKUP FAILED" when backups need an operator
+        self.takers: list[dict] = []  # live inbox services of other processes on this home (heartbeats)
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.refresh)
         self._check_backups()
         self.set_interval(BACKUP_CHECK_EVERY, self._check_backups)
+        self.set_interval(TAKERS_EVERY, self._look_for_takers)
+        self._look_for_takers()
 
     def _check_backups(self) -> None:
         """The backups' state is files in the home: read on a worker thread, never on the UI thread."""
@@ -82,6 +89,23 @@ class HeaderBar(Widget):
             if event.worker.result != self.backup:
                 self.backup = event.worker.result
                 self.refresh()
+
+    def _look_for_takers(self) -> None:
+        """Without an inbox of its own, the header says who takes the inbox: a running `watch`
+        leaves a heartbeat on the home (a few small files, read off the UI thread)."""
+        if not self.service:
+            self.run_worker(self._read_takers, thread=True, group="takers", exclusive=True, exit_on_error=False)
+
+    def _read_takers(self) -> None:
+        home = getattr(self.app, "home", None)
+        if home is None:
+            return
+        takers = inbox_takers(live(home), os.getpid())
+        self.app.call_from_thread(self._set_takers, takers)
+
+    def _set_takers(self, takers: list[dict]) -> None:
+        self.takers = takers
+        self.refresh()
 
     def show(self, totals: dict | None, health: dict | None, service: bool, error: str | None = None) -> None:
         if totals is not None:
@@ -97,7 +121,20 @@ class HeaderBar(Widget):
     def _health(self) -> Text:
         out = Text()
         if not self.service:
-            out.append("inbox off", style=self._style("dim"))
+            watch = next((t for t in self.takers if t.get("role") == "watch"), None)
+            taker = watch or next(iter(self.takers), None)
+            if taker is None:
+                out.append("inbox off", style=self._style("dim"))  # nothing takes it on this home now
+                return out
+            word, kind = OBSERVER.get(taker.get("observer"), ("watch ?", "bad"))
+            who = "watch" if taker is watch else str(taker.get("role") or "receiver")
+            if kind == "ok":
+                out.append(f"{who} takes the inbox", style=self._style("ok"))
+            else:
+                out.append(f"{who} takes the inbox: {word}", style=self._style(kind))
+            waiting = taker.get("files_waiting") or 0
+            if waiting:
+                out.append(f" | {files_waiting(waiting).removesuffix(' in the inbox')}")
             return out
         h = self.health or {}
         word, kind = OBSERVER.get(h.get("observer"), (f"watch {h.get('observer', '?')}", "bad"))
@@ -107,7 +144,7 @@ class HeaderBar(Widget):
         out.append(word, style=self._style(kind))
         waiting = h.get("files_waiting") or 0
         if waiting:
-            out.append(f" | {count(waiting)} waiting")
+            out.append(f" | {files_waiting(waiting).removesuffix(' in the inbox')}")
         faults = h.get("faults") or []
         backlog = [f for f in faults if f.startswith(BACKLOG_FAULT)]
         if backlog:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
-from textual.binding import Binding
 from textual.widgets import Static
 
 from console.render import safe
 from console.ui_text import count, number, stamp
 from console.widgets.keyed_table import KeyedTable
 from core.rules.retention import EXCEPTION_BELOW, FLOOR_SECONDS, describe
+
+from console import actions
 
 from .panel import Panel
 
@@ -50,11 +51,7 @@ def policy_text(policy: dict) -> Text:
 class RetentionPanel(Panel):
     TAB_ID = "retention"
     TITLE = "Retention"
-
-    BINDINGS = [
-        Binding("e", "evict_now", "Evict now"),
-        Binding("x", "sign_exception", "Sign exception"),
-    ]
+    BINDINGS = actions.bindings(TAB_ID)
 
     def compose(self):
         yield Static(id="retention-summary")
@@ -121,14 +118,3 @@ class RetentionPanel(Panel):
         # keyboard on it: hand the keyboard to the table on display, as focus_main does.
         if self.app.focused in (None, self.query_one("#exceptions-table")) and self.app.panel() is self:
             self.focus_main()
-
-    def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "sign_exception":
-            return True if self.app.dialog("exception") is not None else None
-        return True
-
-    def action_evict_now(self) -> None:
-        self.app.action_evict_now()
-
-    def action_sign_exception(self) -> None:
-        self.app.action_sign_exception()

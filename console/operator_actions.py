@@ -8,7 +8,9 @@ The panels ask by message (``console.messages``); the app answers here.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any, Iterable
 
 from rich.text import Text
@@ -123,7 +125,7 @@ class OperatorActions:
         current = self.mounted_panel()
         if current is None or current.TAB_ID not in tabs:
             self.action_show_panel(tabs[0])
-        panel = self.mounted_panel()
+        panel = await self._shown_panel()
         if panel is None:
             return
         if action.id == "reject_details":
@@ -132,6 +134,17 @@ class OperatorActions:
             table.action_select_cursor()
         elif action.action:
             await self.run_action(action.action, panel)
+
+    async def _shown_panel(self, wait: float = 10.0):
+        """The panel on display once it is mounted and has shown the store (a lazily mounted
+        panel arrives a moment after its tab), so an action on its selected row finds the row."""
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            panel = self.mounted_panel()
+            if panel is not None and panel.loaded_version is not None:
+                return panel
+            await asyncio.sleep(0.02)
+        return self.mounted_panel()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The palette offers every action of the table (``ActionsProvider`` adds their synonyms),

@@ -114,8 +114,8 @@ ACTIONS: tuple[Action, ...] = (
       for n, (tab, title) in enumerate(TABS, start=1)),
     Action("help", "question_mark", "help", "Help", ("app",), title="Help: every key, and who may sign what",
            words=("keys", "roles"), show=True),
-    Action("palette", "ctrl+p", "command_palette", "Command palette: every action by name", ("app",),
-           words=("commands", "search"), priority=True),
+    Action("palette", "ctrl+p", "command_palette", "palette", ("app",),
+           title="Command palette: every action by name", words=("commands", "search"), priority=True),
     Action("maximize", "m", "toggle_maximize", "Maximize", ("app",), title="Maximize or restore the focused table",
            words=("zoom", "full screen")),
     Action("refresh", "ctrl+r", "refresh", "Refresh now", ("app",), title="Refresh now: query the store again",
@@ -130,7 +130,7 @@ ACTIONS: tuple[Action, ...] = (
     # -- every screen with a table: the Panel base ------------------------------------------
     Action("page_next", "right_square_bracket", "page(1)", "Next page", ("tables",),
            title="Next page: the next window of rows", words=("more", "page"), needs="a paged screen",
-           show=PAGED),
+           show=True),  # the Panel hides it where the table is not a window (PAGED)
     Action("page_previous", "left_square_bracket", "page(-1)", "Previous page", ("tables",),
            title="Previous page: the previous window of rows", words=("back", "page"), needs="a paged screen"),
     Action("first_row", "home", "first_row", "First row of the table", ("tables",),
@@ -142,6 +142,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("history", "enter", "history", "The case's history (versions, marks, conflicts)",
            ("cases", "ranking", "quarantine"), title="History of the selected case",
            words=("case", "versions", "marks", "story"), needs="a selected case", fixed=True),
+    # Activity's sweep, declared before export so its footer reads "w Sweep  e Export"
+    Action("sweep", "w", "app.sweep_now", "Sweep inbox now", ("activity",), title="Sweep the inbox now",
+           words=("inbox", "files", "look"), needs="the inbox running in this console", show=True),
     Action("export", "e", "export", "Export", ("cases", "ranking", "quarantine", "activity"),
            title="Export a view (CSV or .xlsx, to the home's exports/)",
            words=("save", "file", "csv", "xlsx", "spreadsheet", "backup"), show=("ranking", "activity")),
@@ -172,8 +175,6 @@ ACTIONS: tuple[Action, ...] = (
            title="Change the retention policy (below 30 days: an exception)",
            words=("retention", "exception", "policy", "days"), signs=True, role=roles.ADMIN, show=True),
     # -- Activity ---------------------------------------------------------------------------
-    Action("sweep", "w", "app.sweep_now", "Sweep inbox now", ("activity",), title="Sweep the inbox now",
-           words=("inbox", "files", "look"), needs="the inbox running in this console", show=True),
     Action("reject_details", "enter", "", "The whole rejected line and what was wrong", ("activity",),
            title="Details of the selected reject", words=("reject", "why"), fixed=True),
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
@@ -31,16 +32,15 @@ LEGEND = [
 ]
 
 
-def section(title: str, rows: list[tuple[str, str, str]]) -> Table:
+def section(title: str, rows: list[tuple[str, str, str]]) -> Group:
     """One screen's actions: keys, id (for ``[console.keys]``), what it does."""
     table = Table.grid(padding=(0, 1))
     table.add_column(min_width=9, style="bold")
     table.add_column(style="dim")
     table.add_column()
-    table.add_row(Text(title, style="bold underline"), "", "")
     for keys, action_id, what in rows:
         table.add_row(Text(keys), Text(action_id), Text(what))
-    return table
+    return Group(Text(title, style="bold underline"), table)
 
 
 def who_may_table() -> Table:
@@ -75,8 +75,9 @@ class HelpScreen(ModalScreen[None]):
         help_key = actions.key_label(actions.keys_of(actions.BY_ID["help"], self.keymap))
         palette_key = actions.key_label(actions.keys_of(actions.BY_ID["palette"], self.keymap))
         with Vertical(classes="dialog"):
-            yield Static(Text(f"Keys and their ids for [console.keys] (Esc or {help_key} closes; "
-                              f"{palette_key} finds any action by name)", style="bold"))
+            yield Static(Text(f"Keys (Esc or {help_key} closes; {palette_key} finds any action by name). "
+                              "The middle column is the id that [console.keys] in config.toml remaps.",
+                              style="bold"))
             with VerticalScroll():
                 for title, rows in self.sections:
                     yield Static(section(title, rows))

@@ -23,7 +23,7 @@ and offered in the palette but are not remappable.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from textual.binding import Binding
 

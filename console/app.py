@@ -30,7 +30,6 @@ from textual.app import App
 from textual.css.query import NoMatches
 from textual.lazy import Lazy
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from core import Receiver

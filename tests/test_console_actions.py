@@ -254,3 +254,23 @@ async def test_marking_a_case_served_shows_on_cases_without_ctrl_r(sample_home):
         assert table.row_count
     with Receiver(str(sample_home.db)) as r:
         assert {c["frame_id"]: c["status"] for c in r.cases(limit=100)}[frame_id] == "served"
+
+
+def test_console_keys_from_config_reach_the_console(home, monkeypatch):
+    seen = {}
+
+    class Probe:
+        def __init__(self, home, **kwargs):
+            seen.update(kwargs)
+            self.return_code = 0
+
+        def run(self):
+            pass
+
+    monkeypatch.setattr("console.commands.ui.need_terminal", lambda: None)
+    monkeypatch.setattr("console.app.ConsoleApp", Probe)
+    Receiver(str(home.db)).close()
+    home.config.write_text('[console]\nunlock_minutes = 5\n\n[console.keys]\nquit = "ctrl+q"\nhelp = "?,f1"\n',
+                           encoding="utf-8")
+    assert main(["--home", str(home.root), "console", "--no-inbox"]) == 0
+    assert seen["keys"] == {"quit": "ctrl+q", "help": "question_mark,f1"} and seen["unlock_minutes"] == 5

@@ -88,8 +88,10 @@ class CaseScreen(ModalScreen[None]):
         with Vertical(id="case-box"):
             with VerticalScroll(id="case-scroll"):
                 yield Static(Text("reading the case...", style="dim"), id="case-body")
-            yield Static(Text("Esc closes | D dispatched, S served, C closed, O re-open (signed)", style="dim"),
-                         id="case-keys")
+            keymap = getattr(self.app, "keymap", {})
+            marks = ", ".join(f"{actions.key_label(actions.keys_of(a, keymap))} {a.description.lower()}"
+                              for a in actions.in_scope("case"))
+            yield Static(Text(f"Esc closes | {marks} (signed)", style="dim"), id="case-keys")
 
     def on_mount(self) -> None:
         self.query_one("#case-box").border_title = "case history"

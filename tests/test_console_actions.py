@@ -274,3 +274,18 @@ def test_console_keys_from_config_reach_the_console(home, monkeypatch):
                            encoding="utf-8")
     assert main(["--home", str(home.root), "console", "--no-inbox"]) == 0
     assert seen["keys"] == {"quit": "ctrl+q", "help": "question_mark,f1"} and seen["unlock_minutes"] == 5
+
+
+@run_async
+async def test_textuals_own_ctrl_q_asks_first_too(sample_home):
+    from console.dialogs.confirm_dialog import ConfirmDialog
+    from tests.test_console_first_hour import IdleInbox
+
+    app = fixed_app(sample_home, service_factory=IdleInbox)
+    async with app.run_test(size=SIZE) as pilot:
+        await press_and_settle(pilot)
+        await pilot.press("ctrl+q")
+        await until(lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.press("n")
+        await until(lambda: not isinstance(app.screen, ConfirmDialog))
+        assert app.is_running

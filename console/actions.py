@@ -43,7 +43,13 @@ SCOPE_TITLES: dict[str, str] = {
     **{tab: f"{n} {title}" for n, (tab, title) in enumerate(TABS, start=1)},
     "case": "A case's history (Enter on a case)",
 }
-PANEL_SCOPES = ("app", "tables")  # what a panel holds besides its own scope
+TAB_IDS = tuple(tab for tab, _title in TABS)
+# Keys the modal screens keep for themselves (their own BINDINGS, not remappable): a key moved onto
+# one of them would be ambiguous there. "dialogs": the signing, confirm and export dialogs.
+LOCAL_KEYS = {
+    "case": {"escape": "close", "q": "close"},
+    "dialogs": {"escape": "cancel", "ctrl+s": "sign", "enter": "enter", "y": "yes", "n": "no"},
+}
 PAGED = ("cases", "ranking", "quarantine")  # screens whose tables are windows of the store
 
 # Textual's names of the keys that are not one character, as an operator reads them.
@@ -242,15 +248,14 @@ def check_keymap(keys: Mapping[str, str], where: str = "[console.keys]") -> dict
             key = sorted(reserved)[0]
             raise ValueError(f"{where}: {action_id} = {value!r}: {key} is Textual's own key"
                              + (" (it quits; only quit may take it)" if key == "ctrl+q" else ""))
-    for scope in SCOPE_TITLES:
-        holders: dict[str, str] = {}
-        visible = in_scope(scope)
-        if scope not in PANEL_SCOPES and scope != "case":
-            visible += in_scope("app") + in_scope("tables")
+    for scope in (*SCOPE_TITLES, "dialogs"):
+        holders = dict(LOCAL_KEYS.get(scope, {}))
+        if scope in TAB_IDS:
+            visible = in_scope(scope) + in_scope("tables") + in_scope("app")
         elif scope == "tables":
-            visible += in_scope("app")
-        else:
-            visible += [a for a in in_scope("app") if a.priority]
+            visible = in_scope(scope) + in_scope("app")
+        else:  # app, and the modal screens: only the priority keys of the app reach those
+            visible = in_scope(scope) + [a for a in in_scope("app") if a.priority]
         for a in visible:
             for key in _norm(keys_of(a, out)):
                 other = holders.setdefault(key, a.id)
@@ -258,7 +263,7 @@ def check_keymap(keys: Mapping[str, str], where: str = "[console.keys]") -> dict
                     moved = a.id if a.id in out else other
                     with_ = other if moved == a.id else a.id
                     raise ValueError(f"{where}: {moved} = {key!r} clashes with {with_} on "
-                                     f"{SCOPE_TITLES[scope]}")
+                                     f"{SCOPE_TITLES.get(scope, 'the dialogs')}")
     return out
 
 

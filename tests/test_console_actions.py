@@ -66,6 +66,8 @@ def test_every_binding_of_a_screen_comes_from_the_table_with_its_id():
     ({"help": "ctrl+q"}, "only quit may take it"),
     ({"history": "h"}, "'history' is a widget's own key"),
     ({"quit": 3}, "quit must be a key name"),
+    ({"mark_served": "q"}, "mark_served = 'q' clashes with quit"),
+    ({"dismiss": "ctrl+s"}, "dismiss = 'ctrl+s' clashes with sign on the dialogs"),
 ])
 def test_a_bad_keymap_is_refused_naming_the_id(keys, words):
     with pytest.raises(ValueError) as caught:

@@ -135,10 +135,10 @@ ACTIONS: tuple[Action, ...] = (
     Action("next_widget", "tab", "app.focus_next", "Next widget (shift+tab: previous)", ("app",), fixed=True),
     # -- every screen with a table: the Panel base ------------------------------------------
     Action("page_next", "right_square_bracket", "page(1)", "Next page", ("tables",),
-           title="Next page: the next window of rows", words=("more", "page"), needs="a paged screen",
+           title="Next page: the next window of rows (Cases, Ranking, Quarantine)", words=("more", "page"),
            show=True),  # the Panel hides it where the table is not a window (PAGED)
     Action("page_previous", "left_square_bracket", "page(-1)", "Previous page", ("tables",),
-           title="Previous page: the previous window of rows", words=("back", "page"), needs="a paged screen"),
+           title="Previous page: the previous window of rows", words=("back", "page")),
     Action("first_row", "home", "first_row", "First row of the table", ("tables",),
            words=("top", "start"), priority=True),
     Action("last_row", "end", "last_row", "Last row of the table", ("tables",),
@@ -272,11 +272,15 @@ def help_rows(scope: str, keymap: Mapping[str, str] | None = None) -> list[tuple
     """(keys, id, what it does) for every action of ``scope``, with the keys in force."""
     rows = []
     for a in in_scope(scope):
-        what = a.palette_title if a.title else a.description
-        if a.role:
-            what += f"; needs the {a.role} role"
-        rows.append((key_label(keys_of(a, keymap)), a.id, what))
+        rows.append((key_label(keys_of(a, keymap)), a.id, (a.palette_title if a.title else a.description)
+                     + needs_words(a)))
     return rows
+
+
+def needs_words(action: Action) -> str:
+    """What an action needs before it runs: a role to sign it, a state of the screen."""
+    needs = ([f"the {action.role} role"] if action.role else []) + ([action.needs] if action.needs else [])
+    return f"; needs {' and '.join(needs)}" if needs else ""
 
 
 def who_may() -> list[tuple[str, str, str]]:

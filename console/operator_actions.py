@@ -152,7 +152,6 @@ class OperatorActions:
         for action in actions.palette_entries():
             where = ", ".join(actions.SCOPE_TITLES[s].split(" (")[0].lstrip("12345 ") for s in action.scopes)
             keys = actions.key_label(actions.keys_of(action, self.keymap))
-            needs = f"; needs the {action.role} role" if action.role else ""
-            yield SystemCommand(action.palette_title, f"key {keys} | {where}{needs}",
+            yield SystemCommand(action.palette_title, f"key {keys} | {where}{actions.needs_words(action)}",
                                 lambda a=action: self.run_table_action(a))
         yield from (c for c in super().get_system_commands(screen) if c.title != "Quit")

@@ -23,16 +23,14 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from rich.text import Text
 from textual import on, work
 from textual.app import App
-from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.lazy import Lazy
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from core import Receiver
@@ -45,16 +43,17 @@ from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import escape_text
 from core.signing.session import SigningSession
 
-from .dialogs.confirm_dialog import ConfirmDialog
+from . import actions
 from .case_actions import CaseActions
+from .dialogs.confirm_dialog import ConfirmDialog
 from .dialogs.help_screen import HelpScreen
-from .messages import Arrived, RefreshWanted
+from .messages import Arrived, RefreshRequest
 from .operator_actions import OperatorActions
 from .panels import PANELS, Panel, QuarantinePanel
 from .store_view import StoreView
 from .ui_text import count, inbox_takers, quit_inbox_words
 from .widgets.header_bar import HeaderBar
-from .widgets.palette import PlainPalette
+from .widgets.palette import ActionsProvider, PlainPalette
 
 log = logging.getLogger("ussd.console")
 
@@ -86,17 +85,8 @@ class ConsoleApp(CaseActions, OperatorActions, App):
     CSS_PATH = Path(__file__).with_name("console.tcss")
     TITLE = "USSD console"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
-
-    BINDINGS = [
-        *(Binding(str(n), f"show_panel('{p.TAB_ID}')", f"Show {p.TITLE}", show=False)
-          for n, p in enumerate(PANELS, start=1)),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("m", "toggle_maximize", "Maximize", show=False),
-        Binding("ctrl+r", "refresh", "Refresh now", show=False),
-        Binding("d", "dismiss_notes", "Dismiss notifications", show=False),
-        Binding("ctrl+l", "lock_key", "Lock the signing key", show=False),
-        Binding("q", "ask_quit", "Quit"),
-    ]
+    COMMANDS = {ActionsProvider}  # the palette: every action of the table, found by its words too
+    BINDINGS = actions.bindings("app")
 
     def __init__(
         self,
@@ -104,7 +94,6 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         *,
         clock: Callable[[], float] = time.time,
         service_factory: Callable[[Home, Callable], Any] | None = inbox_service,
-        dialogs: dict[str, type[Screen]] | None = None,
         refresh_every: float = 1.0,
         evict_every: float | None = EVICT_EVERY_SECONDS,
         companions: Iterable[Any] = (),
@@ -112,6 +101,7 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         store_target: str | None = None,
         quit_note: str | None = None,
         unlock_minutes: float = 15.0,
+        keys: Mapping[str, str] | None = None,
     ):
         """``service_factory=None`` opens the console without the inbox (read-only views);
         ``companions`` are started after the inbox and stopped before it (the demo's gateway);
@@ -119,8 +109,13 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         ``store_target`` is the store (default: ``db =`` in config.toml, else ``<home>/receiver.db``);
         ``quit_note`` is said before quitting (the demo: what happens to its home).
 
-        ``unlock_minutes``: an unlocked signing key locks after this long without a signature."""
+        ``unlock_minutes``: an unlocked signing key locks after this long without a signature;
+        ``keys``: ``[console.keys]``, action id -> key(s), checked against the actions table
+        (``ValueError`` naming the id or the clash)."""
+        keymap = actions.check_keymap(keys or {})
         super().__init__()
+        self.keymap = keymap  # the keys moved by config.toml: the help screen shows them
+        self.set_keymap(keymap)
         self.home = home.ensure()
         self.home_label = home_label or str(home.root)
         self.clock = clock
@@ -128,7 +123,6 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         self.view = StoreView(self.store_target)
         self.service_factory = service_factory
         self.service: Any = None
-        self.dialogs = dict(dialogs or {})
         self.refresh_every = refresh_every
         self.evict_every = evict_every
         self.companions = list(companions)
@@ -139,7 +133,7 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         self.eviction: EvictionSchedule | None = None
         self.version: int | None = None
         self.error: str | None = None
-        self.refreshes = 0  # completed refresh passes; tests wait on it
+        self.refreshes = 0  # completed refresh passes; tests and screenshots wait on it (and refresh_pending)
         self._wanted = False
         self._force = False
         self._running_refresh = False
@@ -201,7 +195,7 @@ class ConsoleApp(CaseActions, OperatorActions, App):
             return
         finally:
             self._inbox_settled.set()
-        self._post(RefreshWanted())
+        self._post(RefreshRequest(force=True))
 
     def _post(self, message: Message) -> None:
         """Thread-safe and never blocking, unlike ``call_from_thread``, which could wait
@@ -218,8 +212,8 @@ class ConsoleApp(CaseActions, OperatorActions, App):
     def on_arrived(self, message: Arrived) -> None:
         self.request_refresh()
 
-    def on_refresh_wanted(self, message: RefreshWanted) -> None:
-        self.request_refresh(force=True)
+    def on_refresh_request(self, message: RefreshRequest) -> None:
+        self.request_refresh(force=message.force, changed=message.changed)
 
     async def on_unmount(self) -> None:
         self.signing.lock()  # the unlocked key never outlives the console
@@ -232,8 +226,22 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         await asyncio.to_thread(self.view.close)
 
     # -- the refresh loop ------------------------------------------------------------------
-    def request_refresh(self, force: bool = False) -> None:
-        """Ask for a refresh; requests that come while one runs fold into one more pass."""
+    @property
+    def refresh_pending(self) -> bool:
+        """A refresh runs or is wanted: what a test waits on before it reads the screen."""
+        return self._running_refresh or self._wanted
+
+    def request_refresh(self, force: bool = False, changed: bool = False) -> None:
+        """Ask for a refresh; requests that come while one runs fold into one more pass.
+
+        ``changed``: this console wrote the store. SQLite's ``data_version`` does not move for the
+        connection that wrote, so every panel is marked stale and reloads when next shown."""
+        if changed:
+            self.version = None
+            for tab_id, _title in actions.TABS:
+                panel = self.mounted_panel(tab_id)
+                if panel is not None:
+                    panel.loaded_version = None
         self._wanted = True
         self._force = self._force or force
         if not self._running_refresh:
@@ -328,14 +336,14 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         """Wait until no refresh is running or wanted (tests and screenshots)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.refreshes and not self._running_refresh and not self._wanted:
+            if self.refreshes and not self.refresh_pending:
                 return
             try:
                 await asyncio.wait_for(self._idle.wait(), max(0.01, deadline - time.monotonic()))
             except asyncio.TimeoutError:
                 break
             await asyncio.sleep(0.01)
-        if not self.refreshes or self._running_refresh or self._wanted:
+        if not self.refreshes or self.refresh_pending:
             raise TimeoutError("the console did not settle")
 
     def _conflicts(self, newest: list[dict], open_count: int) -> None:
@@ -404,15 +412,8 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         self.request_refresh(force=True)
 
     def action_help(self) -> None:
-        if isinstance(self.screen, HelpScreen):
-            return
-        sections = [("Everywhere", list(self.BINDINGS) + [
-            Binding("ctrl+p", "", "Command palette: every action by name"),
-            Binding("tab", "", "Next widget (shift+tab: previous)"),
-            Binding("up,down", "", "Move in a table; pageup/pagedown scroll it"),
-        ])]
-        sections += [(f"{n} {p.TITLE}", list(p.BINDINGS)) for n, p in enumerate(PANELS, start=1)]
-        self.push_screen(HelpScreen(sections))
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.keymap))
 
     def action_command_palette(self) -> None:
         if self.use_command_palette and not PlainPalette.is_open(self):
@@ -420,6 +421,10 @@ class ConsoleApp(CaseActions, OperatorActions, App):
 
     def action_dismiss_notes(self) -> None:
         self.clear_notifications()
+
+    async def action_quit(self) -> None:
+        """Textual's own ctrl+q asks first too: nothing stops the inbox without the question."""
+        self.action_ask_quit()
 
     @work(group="quit", exclusive=True, exit_on_error=False)
     async def action_ask_quit(self) -> None:

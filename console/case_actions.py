@@ -2,7 +2,8 @@
 session, and writing any view to a file.
 
 A mixin of ``ConsoleApp`` (beside ``OperatorActions``); needs the app's ``home``,
-``store``, ``clock``, ``signing`` and ``open_dialog``.
+``store``, ``clock``, ``signing`` and ``open_dialog``. Panels and the case screen ask by
+message (``MarkRequest``, ``OpenCase``, ``ExportRequest``); the handlers are here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from core.rules.text import escape_text
 
 from .dialogs.case_screen import CaseScreen
 from .dialogs.export_dialog import ExportDialog
+from .dialogs.mark_dialog import MarkDialog
 from .exports import default_target, write_export
+from .messages import ExportRequest, MarkRequest, OpenCase
 from .ui_text import count
 
 log = logging.getLogger("ussd.console")
@@ -24,15 +27,19 @@ log = logging.getLogger("ussd.console")
 
 class CaseActions:
     # -- a case's history and its marks --------------------------------------------------
-    def open_case(self, case_id: int | None = None, case_key: str | None = None) -> None:
-        self.push_screen(CaseScreen(case_id=case_id, case_key=case_key))
-
-    def mark_case(self, case: dict | None, status: str) -> None:
-        """Open the signing dialog that marks ``case`` with ``status`` (previewed, signed)."""
-        if case is None:
+    def on_open_case(self, message: OpenCase) -> None:
+        if message.case_id is None and message.case_key is None:
             self.notify("No case selected.", markup=False)
             return
-        self.open_dialog("mark", case=case, status=status)
+        self.push_screen(CaseScreen(case_id=message.case_id, case_key=message.case_key))
+
+    def on_mark_request(self, message: MarkRequest) -> None:
+        """Open the signing dialog that marks the case (previewed, signed); when it signed, every
+        screen reloads, so the new status shows at once on Cases, Ranking and the case's history."""
+        if message.case is None:
+            self.notify("No case selected.", markup=False)
+            return
+        self.open_dialog(MarkDialog, case=message.case, status=message.status)
 
     # -- the signing session -----------------------------------------------------------------
     def action_lock_key(self) -> None:
@@ -59,6 +66,9 @@ class CaseActions:
             header.refresh()
 
     # -- exports ---------------------------------------------------------------------------------
+    def on_export_request(self, message: ExportRequest) -> None:
+        self.action_export(message.view)
+
     @work(group="export-dialog", exclusive=True, exit_on_error=False)
     async def action_export(self, view: str = "ranking") -> None:
         choice = await self.push_screen_wait(ExportDialog(view, self.home.exports))

@@ -1,14 +1,17 @@
-"""What an operator does from the console beyond looking: sign, evict, export, sweep, the palette.
+"""What an operator does from the console beyond looking: sign, evict, sweep, the palette.
 
 A mixin of ``ConsoleApp``: each action reads or writes the store on a worker
 thread through its own connection (never the UI thread), tells the operator
-the result in one notification, and asks for a refresh.
+the result in one notification, and ends with a refresh of what it changed.
+The panels ask by message (``console.messages``); the app answers here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any, Callable, Iterable
+import time
+from typing import Any, Iterable
 
 from rich.text import Text
 from textual import work
@@ -19,42 +22,38 @@ from core import Receiver
 from core.rules.retention import describe
 from core.rules.text import escape_text
 
-from . import hooks
+from . import actions
+from .dialogs.case_screen import CaseScreen
 from .dialogs.confirm_dialog import ConfirmDialog
-from .messages import RefreshWanted
-from .panels import PANELS
+from .dialogs.exception_dialog import ExceptionDialog
+from .dialogs.resolve_dialog import ResolveDialog
+from .messages import RefreshRequest, ResolveRequest
 from .ui_text import count, stamp
 
 log = logging.getLogger("ussd.console")
 
 
 class OperatorActions:
-    """Needs the app's ``home``, ``store``, ``view``, ``clock``, ``service``, ``dialogs`` and ``eviction``."""
+    """Needs the app's ``home``, ``store``, ``view``, ``clock``, ``service`` and ``eviction``."""
 
-    def dialog(self, name: str) -> type[Screen] | None:
-        if name not in self.dialogs:
-            self.dialogs[name] = hooks.find_dialog(name)
-        return self.dialogs[name]
-
-    def open_dialog(self, name: str, **kwargs) -> None:
-        cls = self.dialog(name)
-        if cls is None:
-            self.notify("This action needs the signing module, which is not installed.",
-                        severity="warning", markup=False)
-            return
+    def open_dialog(self, cls: type[Screen], **kwargs) -> None:
+        """A signing dialog; when it signed, every screen reloads (the store changed under them)."""
 
         def done(changed: Any) -> None:
             if changed:
-                self.request_refresh(force=True)
+                self.post_message(RefreshRequest(force=True, changed=True))
 
         self.push_screen(cls(home=self.home, **kwargs), done)
 
+    def on_resolve_request(self, message: ResolveRequest) -> None:
+        if message.item is None:
+            self.notify("No conflict selected.", markup=False)
+            return
+        self.open_dialog(ResolveDialog, item=message.item, action=message.action)
+
     @work(group="dialog", exclusive=True, exit_on_error=False)
     async def action_sign_exception(self) -> None:
-        if self.dialog("exception") is None:
-            self.open_dialog("exception")
-            return
-        self.open_dialog("exception", policy=await self.view.run(lambda r: r.retention()))
+        self.open_dialog(ExceptionDialog, policy=await self.view.run(lambda r: r.retention()))
 
     @work(group="evict", exclusive=True, exit_on_error=False)
     async def action_evict_now(self) -> None:
@@ -87,7 +86,7 @@ class OperatorActions:
         if started_by != "schedule" or removed:
             self.notify(f"Eviction forgot {count(removed)} old frame ids; the cases stay.", title="Retention",
                         markup=False, timeout=5)
-        self._post(RefreshWanted())
+        self._post(RefreshRequest(force=True, changed=True))
 
     def _eviction_tick(self) -> None:
         if self.eviction is not None and self.eviction.due(self.clock()):
@@ -109,58 +108,50 @@ class OperatorActions:
             return
         self.notify(f"Sweep done: {count(handled)} {'file' if handled == 1 else 'files'} taken.", title="Inbox",
                     markup=False, timeout=4)
-        self._post(RefreshWanted())
+        self._post(RefreshRequest(force=True))
 
-    def _panel_action(self, tab_id: str, action: str, *args) -> Callable[[], None]:
-        def run() -> None:
-            self.action_show_panel(tab_id)
-            panel = self.mounted_panel(tab_id)
-            if panel is not None:
-                getattr(panel, f"action_{action}")(*args)
-        return run
+    # -- the command palette: the actions table, run where each belongs -------------------------
+    async def run_table_action(self, action: actions.Action) -> None:
+        """Run ``action`` as its key would: on the screen shown when it belongs there, else on the
+        first screen it belongs to (the palette's "mark" from Quarantine marks on Ranking)."""
+        screen = self.screen
+        if "case" in action.scopes and isinstance(screen, CaseScreen):
+            await self.run_action(action.action, screen)
+            return
+        if "app" in action.scopes:
+            await self.run_action(action.action)
+            return
+        tabs = [t for t, _ in actions.TABS if t in action.scopes or "tables" in action.scopes]
+        current = self.mounted_panel()
+        if current is None or current.TAB_ID not in tabs:
+            self.action_show_panel(tabs[0])
+        panel = await self._shown_panel()
+        if panel is None:
+            return
+        if action.id == "reject_details":
+            table = self.query_one("#rejects-table")
+            table.focus()
+            table.action_select_cursor()
+        elif action.action:
+            await self.run_action(action.action, panel)
+
+    async def _shown_panel(self, wait: float = 10.0):
+        """The panel on display once it is mounted and has shown the store (a lazily mounted
+        panel arrives a moment after its tab), so an action on its selected row finds the row."""
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            panel = self.mounted_panel()
+            if panel is not None and panel.loaded_version is not None:
+                return panel
+            await asyncio.sleep(0.02)
+        return self.mounted_panel()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """The palette offers every action, by the words an operator would type."""
-        for n, p in enumerate(PANELS, start=1):
-            yield SystemCommand(f"Show {p.TITLE}", f"Switch to the {p.TITLE} screen (key {n})",
-                                lambda tab=p.TAB_ID: self.action_show_panel(tab))
-        yield SystemCommand("Help: keys", "Every key of every screen (?)", self.action_help)
-        yield SystemCommand("Cases: filter", "Filter cases by site, need or id (/)",
-                            self._panel_action("cases", "filter"))
-        yield SystemCommand("Cases: clear filter", "Show every case again (Esc)",
-                            self._panel_action("cases", "clear_filter"))
-        yield SystemCommand("Cases: sort by next column", "Cycle the sort column (s)",
-                            self._panel_action("cases", "next_sort"))
-        yield SystemCommand("Cases: reverse sort", "Flip ascending and descending (r)",
-                            self._panel_action("cases", "reverse"))
-        yield SystemCommand("Next page", "The next window of rows of this screen (])",
-                            lambda: self._page(1))
-        yield SystemCommand("Previous page", "The previous window of rows of this screen ([)",
-                            lambda: self._page(-1))
-        yield SystemCommand("Export a view", f"Any view as CSV or .xlsx under {escape_text(self.home.exports, 60)} (e)",
-                            self.action_export)
-        if self.dialog("mark") is not None:
-            for status, key in (("dispatched", "D"), ("served", "S"), ("closed", "C"), ("open", "O")):
-                yield SystemCommand(f"Ranking: mark the selected case {status} (signed)", f"Key {key} on Ranking or Cases",
-                                    self._panel_action("ranking", "mark", status))
-        yield SystemCommand("Lock the signing key", "Forget the unlocked key now (ctrl+l)", self.action_lock_key)
-        if self.dialog("resolve") is not None:
-            yield SystemCommand("Quarantine: keep first (signed)", "Keep the first version (k)",
-                                self._panel_action("quarantine", "resolve", "keep_first"))
-            yield SystemCommand("Quarantine: accept correction (signed)", "The ledger takes the new version (a)",
-                                self._panel_action("quarantine", "resolve", "accept_correction"))
-        yield SystemCommand("Retention: run eviction now", "Age-only, logged, after a confirmation (e)",
-                            lambda: (self.action_show_panel("retention"), self.action_evict_now()))
-        if self.dialog("exception") is not None:
-            yield SystemCommand("Retention: sign an exception", "Keep less than 30 days, signed (x)",
-                                lambda: (self.action_show_panel("retention"), self.action_sign_exception()))
-        yield SystemCommand("Inbox: sweep now", "Look in the inbox for files now (w)", self.action_sweep_now)
-        yield SystemCommand("Refresh now", "Query the store again (ctrl+r)", self.action_refresh)
-        yield SystemCommand("Maximize or restore the table", "Give the focused table the whole screen (m)",
-                            self.action_toggle_maximize)
-        yield from super().get_system_commands(screen)
-
-    def _page(self, step: int) -> None:
-        panel = self.mounted_panel()
-        if panel is not None:
-            panel.action_page(step)
+        """The palette offers every action of the table (``ActionsProvider`` adds their synonyms),
+        then Textual's own (theme, screenshot)."""
+        for action in actions.palette_entries():
+            where = ", ".join(actions.SCOPE_TITLES[s].split(" (")[0].lstrip("12345 ") for s in action.scopes)
+            keys = actions.key_label(actions.keys_of(action, self.keymap))
+            yield SystemCommand(action.palette_title, f"key {keys} | {where}{actions.needs_words(action)}",
+                                lambda a=action: self.run_table_action(a))
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Quit")

@@ -26,6 +26,9 @@ The console's own settings live in a ``[console]`` table::
     [console]
     unlock_minutes = 15         # an unlocked signing key locks after this long without a signature
 
+    [console.keys]              # action id = key(s); the console checks ids and clashes at start
+    quit = "ctrl+q"
+
 Signing settings live in a ``[signing]`` table (docs/roles.md)::
 
     [signing]
@@ -195,9 +198,16 @@ class ConsoleConfig:
     unlocked without a signature (0: ask for the passphrase every time)."""
 
     unlock_minutes: float = 15.0
+    keys: Mapping[str, str] = dataclasses.field(default_factory=dict)  # [console.keys]: action id -> key(s)
 
     def __post_init__(self) -> None:
         _check("unlock_minutes", self.unlock_minutes, section="console")
+        if not isinstance(self.keys, dict):
+            raise ValueError("'keys' must be a table ([console.keys]) of action id = \"key\"")
+        for action_id, key in self.keys.items():
+            if not isinstance(key, str):
+                raise ValueError(f"[console.keys] {action_id} must be a key name in quotes, e.g. \"ctrl+q\", "
+                                 f"not {key!r}")
 
 
 def load_console_config(config_path: Path) -> ConsoleConfig:
@@ -205,8 +215,8 @@ def load_console_config(config_path: Path) -> ConsoleConfig:
     if not isinstance(table, dict):
         raise ValueError(f"{config_path}: 'console' must be a table ([console])")
     for key in table:
-        if key != "unlock_minutes":
-            raise ValueError(f"{config_path} [console]: unknown setting {key!r} (known: unlock_minutes)")
+        if key not in ("unlock_minutes", "keys"):
+            raise ValueError(f"{config_path} [console]: unknown setting {key!r} (known: keys, unlock_minutes)")
     try:
         return ConsoleConfig(**table)
     except ValueError as exc:

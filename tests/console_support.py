@@ -63,7 +63,7 @@ async def press_and_settle(pilot, *keys: str) -> None:
         before = app.refreshes
         await pilot.press(key)
         await pilot.pause()
-        if app._running_refresh or app._wanted:
+        if app.refresh_pending:
             await until(lambda: app.refreshes > before)
         await app.settled()
     await pilot.pause()
@@ -81,3 +81,11 @@ def run_async(test):
 
     run.__signature__ = inspect.signature(test)
     return run
+
+
+def notes_on_screen(app) -> list[str]:
+    """The notifications drawn on the current screen (title and text), as an operator reads them
+    (the test runs the app with ``run_test(notifications=True)``)."""
+    from textual.widgets._toast import Toast
+
+    return [toast.render().plain for toast in app.screen.query(Toast)]

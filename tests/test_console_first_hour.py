@@ -16,7 +16,7 @@ from console.widgets.palette import PlainPalette
 from core import Receiver
 from core.signing.operators import add_operator, load_signer
 from core.signing.roles import ROLES
-from tests.console_support import fixed_app, press_and_settle, run_async, until
+from tests.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
 from tests.test_console_signing import PASS, open_dialog
 
 SIZE = (80, 24)
@@ -76,17 +76,17 @@ async def test_q_quits_at_once_a_console_without_the_inbox(sample_home):
 @run_async
 async def test_d_hides_every_notification_and_conflict_notes_are_short(sample_home):
     app = fixed_app(sample_home)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await press_and_settle(pilot)
         app.notify("first", timeout=60)
         app.notify("second", timeout=60)
-        await until(lambda: len(app._notifications) == 2)
+        await until(lambda: len(notes_on_screen(app)) == 2)
         await pilot.press("d")
-        await until(lambda: len(app._notifications) == 0)
+        await until(lambda: len(notes_on_screen(app)) == 0)
         app._conflicts([{"id": 99, "frame_id": "x-1", "frame_text": "a", "first_text": "b"}], 2)
-        await until(lambda: len(app._notifications) == 1)
-        [note] = list(app._notifications)
-        assert note.timeout <= 8 and "d hides" in note.message
+        await until(lambda: len(notes_on_screen(app)) == 1)
+        [note] = notes_on_screen(app)
+        assert "d hides" in note
 
 
 # -- 5 and 6. signing dialogs at 80x24 ------------------------------------------------------------------
@@ -214,9 +214,9 @@ async def test_the_command_palette_has_no_emoji(sample_home):
 @run_async
 async def test_a_cancelled_eviction_says_so(sample_home):
     app = fixed_app(sample_home)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await press_and_settle(pilot, "4")
         await pilot.press("e")
         await until(lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.press("n")
-        await until(lambda: any("cancelled" in n.message for n in app._notifications))
+        await until(lambda: any("cancelled" in n for n in notes_on_screen(app)))

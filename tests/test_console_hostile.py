@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from core import Receiver
-from tests.console_support import fixed_app, press_and_settle, run_async, until
+from tests.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
 from tests.helpers import frame
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -59,12 +59,12 @@ class FlakyService:
 async def test_an_inbox_fault_is_told_and_so_is_its_recovery(sample_home):
     service = FlakyService()
     app = fixed_app(sample_home, service_factory=lambda home, cb: service)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await press_and_settle(pilot, "1")
         service.fault = "store: database or disk is full"
         await press_and_settle(pilot, "ctrl+r")
-        await until(lambda: any("disk is full" in str(n.message) for n in app._notifications))
+        await until(lambda: any("disk is full" in n for n in notes_on_screen(app)))
         assert "inbox error" in screen_text(app).replace("&#160;", " ")
         service.fault = None
         await press_and_settle(pilot, "ctrl+r")
-        await until(lambda: any("cleared" in str(n.message) for n in app._notifications))
+        await until(lambda: any("cleared" in n for n in notes_on_screen(app)))

@@ -66,6 +66,10 @@ def open_console(ctx, inbox: bool = True) -> int:
     home = ctx.open_home()
     config = load_inbox_config(home.config)  # a bad setting is one line here, not a broken screen
     console_config = load_console_config(home.config)
+    from console.actions import check_keymap
+
+    # The ids and clashes of [console.keys] against the actions table: one line here, not a broken screen.
+    keys = check_keymap(console_config.keys, where=f"{home.config} [console.keys]")
     alerts = load_alerts_config(home.config)
     load_log_config(home.config)
     _ = ctx.receiver  # open and migrate the store here too, for the same reason
@@ -79,6 +83,7 @@ def open_console(ctx, inbox: bool = True) -> int:
         evict_every=config.evict_every,
         store_target=ctx.store_target,
         unlock_minutes=console_config.unlock_minutes,
+        keys=keys,
     )
     if inbox:
         from core.inbox.writers import ignore_lease_breaks

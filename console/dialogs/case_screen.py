@@ -14,6 +14,9 @@ from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.binding import Binding
+
+from console import actions
+from console.messages import MarkRequest
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -72,10 +75,7 @@ class CaseScreen(ModalScreen[None]):
     CSS_PATH = Path(__file__).with_name("case_screen.tcss")
     BINDINGS = [
         Binding("escape,q", "close", "Close"),
-        Binding("D", "mark('dispatched')", "Dispatched"),
-        Binding("S", "mark('served')", "Served"),
-        Binding("C", "mark('closed')", "Closed"),
-        Binding("O", "mark('open')", "Re-open"),
+        *actions.bindings("case"),
     ]
 
     def __init__(self, case_id: int | None = None, case_key: str | None = None):
@@ -88,8 +88,10 @@ class CaseScreen(ModalScreen[None]):
         with Vertical(id="case-box"):
             with VerticalScroll(id="case-scroll"):
                 yield Static(Text("reading the case...", style="dim"), id="case-body")
-            yield Static(Text("Esc closes | D dispatched, S served, C closed, O re-open (signed)", style="dim"),
-                         id="case-keys")
+            keymap = getattr(self.app, "keymap", {})
+            marks = ", ".join(f"{actions.key_label(actions.keys_of(a, keymap))} {a.description.lower()}"
+                              for a in actions.in_scope("case"))
+            yield Static(Text(f"Esc closes | {marks} (signed)", style="dim"), id="case-keys")
 
     def on_mount(self) -> None:
         self.query_one("#case-box").border_title = "case history"
@@ -120,4 +122,4 @@ class CaseScreen(ModalScreen[None]):
     def action_mark(self, status: str) -> None:
         if self.story is None:
             return
-        self.app.mark_case(self.story["case"], status)
+        self.post_message(MarkRequest(self.story["case"], status))

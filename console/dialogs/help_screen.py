@@ -1,10 +1,12 @@
-"""The ``?`` screen: every key, built from the bindings themselves so it cannot drift."""
+"""The ``?`` screen: every action of the actions table, its id and the key in force (after
+``[console.keys]``), and who may sign what; built from the table, so it cannot drift."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Mapping
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
@@ -12,16 +14,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from console import actions
 from console.ui_text import MEANINGS, OUTCOMES
-
-KEY_NAMES = {
-    "slash": "/",
-    "question_mark": "?",
-    "left_square_bracket": "[",
-    "right_square_bracket": "]",
-    "escape": "Esc",
-    "enter": "Enter",
-}
 
 LEGEND = [
     ("! N CONFLICTS OPEN", "frames wait in Quarantine for an operator (also a notification and a bell)"),
@@ -38,41 +32,56 @@ LEGEND = [
 ]
 
 
-def key_label(binding: Binding) -> str:
-    if binding.key_display:
-        return binding.key_display
-    keys = [KEY_NAMES.get(k.strip(), k.strip()) for k in binding.key.split(",")]
-    return " ".join(keys)
-
-
-def section(title: str, bindings: Iterable[Binding]) -> Table:
-    table = Table.grid(padding=(0, 2))
-    table.add_column(min_width=12, style="bold")
+def section(title: str, rows: list[tuple[str, str, str]]) -> Group:
+    """One screen's actions: keys, id (for ``[console.keys]``), what it does."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(min_width=9, style="bold")
+    table.add_column(style="dim")
     table.add_column()
-    table.add_row(Text(title, style="bold underline"), "")
-    for b in bindings:
-        if b.description:
-            table.add_row(key_label(b), b.description)
+    for keys, action_id, what in rows:
+        table.add_row(Text(keys), Text(action_id), Text(what))
+    return Group(Text(title, style="bold underline"), table)
+
+
+def who_may_table() -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(min_width=9, style="bold")
+    table.add_column()
+    table.add_row(Text("Who may sign what", style="bold underline"), "")
+    for action_id, role, what in actions.who_may():
+        table.add_row(Text(action_id), Text(f"needs the {role} role ({what})"))
+    table.add_row(Text(""), Text("An admin grants a role: ussd-console operator grant NAME ROLE", style="dim"))
     return table
+
+
+def sections(keymap: Mapping[str, str] | None = None) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    return [(title, actions.help_rows(scope, keymap)) for scope, title in actions.SCOPE_TITLES.items()]
 
 
 class HelpScreen(ModalScreen[None]):
     CSS_PATH = Path(__file__).with_name("dialogs.tcss")
 
     BINDINGS = [
-        Binding("escape,question_mark,q", "dismiss", "Close"),
+        Binding("escape,q", "dismiss", "Close"),
+        Binding("question_mark", "dismiss", "Close", id="help"),  # the help key, wherever it is moved
     ]
 
-    def __init__(self, sections: list[tuple[str, list[Binding]]]):
+    def __init__(self, keymap: Mapping[str, str] | None = None):
         super().__init__()
-        self.sections = sections
+        self.keymap = dict(keymap or {})
+        self.sections = sections(self.keymap)
 
     def compose(self):
+        help_key = actions.key_label(actions.keys_of(actions.BY_ID["help"], self.keymap))
+        palette_key = actions.key_label(actions.keys_of(actions.BY_ID["palette"], self.keymap))
         with Vertical(classes="dialog"):
-            yield Static(Text("Keys (Esc or ? closes; ctrl+p finds any action by name)", style="bold"))
+            yield Static(Text(f"Keys (Esc or {help_key} closes; {palette_key} finds any action by name). "
+                              "The middle column is the id that [console.keys] in config.toml remaps.",
+                              style="bold"))
             with VerticalScroll():
-                for title, bindings in self.sections:
-                    yield Static(section(title, bindings))
+                for title, rows in self.sections:
+                    yield Static(section(title, rows))
+                yield Static(who_may_table())
                 yield Static(self._legend())
 
     def _legend(self) -> Table:

@@ -7,7 +7,6 @@ import datetime as dt
 from rich.table import Table
 from rich.text import Text
 from textual import on
-from textual.binding import Binding
 from textual.widgets import DataTable, Sparkline, Static
 
 from console.dialogs.reject_dialog import RejectDialog
@@ -17,6 +16,8 @@ from console.widgets.keyed_table import KeyedTable
 from core.gateways.accounts import counts as gateway_counts
 from core.inbox import file_counts, inbox_files
 from core.rules.explain import explain_reject
+
+from console import actions
 
 from .panel import PAGE, Panel
 
@@ -116,11 +117,8 @@ class NewestFirstTable(KeyedTable):
 class ActivityPanel(Panel):
     TAB_ID = "activity"
     TITLE = "Activity"
-
-    BINDINGS = [
-        Binding("w", "app.sweep_now", "Sweep inbox now"),
-        Binding("e", "app.export('rejects')", "Export"),
-    ]
+    EXPORT_VIEW = "rejects"
+    BINDINGS = actions.bindings(TAB_ID)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

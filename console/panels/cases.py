@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual import on
-from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Input
 
@@ -17,7 +16,9 @@ from console.render import safe
 from console.ui_text import need, need_code, number, short_stamp, stamp, status
 from console.widgets.keyed_table import KeyedTable
 
-from .case_rows import MARK_BINDINGS, CaseRows
+from console import actions
+
+from .case_rows import CaseRows
 from .panel import PAGE, InfoLine, Panel, window_text
 
 COLUMNS = [
@@ -50,17 +51,8 @@ NARROW_PATH = 8  # at 80 columns: the path's first characters (cli, watch, sweep
 class CasesPanel(CaseRows, Panel):
     TAB_ID = "cases"
     TITLE = "Cases"
-
-    BINDINGS = [
-        Binding("slash", "filter", "Filter"),
-        Binding("s", "next_sort", "Sort"),
-        Binding("r", "reverse", "Reverse"),
-        *MARK_BINDINGS,
-        Binding("e", "app.export('cases')", "Export", show=False),
-        Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
-        Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
-    ]
+    EXPORT_VIEW = "cases"
+    BINDINGS = actions.bindings(TAB_ID)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

@@ -19,10 +19,14 @@ import time
 from typing import Any, ClassVar, Hashable
 
 from rich.text import Text
+from textual.actions import SkipAction
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from console import actions
+from console.messages import ExportRequest, RefreshRequest
 from console.ui_text import count
+from console.widgets.keyed_table import KeyedTable
 
 PAGE = 200  # rows a table holds at most: one window of the store, never the whole table
 SLOW_FACTOR = 4  # a load that took t seconds waits at least SLOW_FACTOR * t before it repeats
@@ -37,9 +41,14 @@ class InfoLine(Static):
 
 
 class Panel(Vertical):
+    """The keys every screen with a table shares (pages, first and last row) are bound here once,
+    from the actions table; a panel's own keys come from the same table under its ``TAB_ID``."""
+
     TAB_ID: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
+    EXPORT_VIEW: ClassVar[str | None] = None  # what ``e`` exports from this screen
     MIN_INTERVAL: ClassVar[float] = 1.0
+    BINDINGS = actions.bindings("tables")
 
     def __init__(self, **kwargs):
         super().__init__(id=f"panel-{self.TAB_ID}", **kwargs)
@@ -114,6 +123,15 @@ class Panel(Vertical):
         if table is not None:
             table.focus()
 
+    # -- the keys of every panel -------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """Pages only where the table is a window of the store (hidden from the footer elsewhere)."""
+        if action == "page":
+            return self.TAB_ID in actions.PAGED
+        if action == "export":
+            return self.EXPORT_VIEW is not None
+        return True
+
     def action_page(self, step: int) -> None:
         """Move the window by a page of the store (keys ``[`` and ``]``)."""
         offset = self.page_offset + step * PAGE
@@ -121,10 +139,37 @@ class Panel(Vertical):
             self.page_offset = offset
             self.request_refresh()
 
+    def focused_table(self):
+        """The table of this panel that has the keyboard; else the key is left to whoever has it
+        (Home and End in the filter box move its cursor)."""
+        focused = self.screen.focused
+        if not isinstance(focused, KeyedTable) or focused not in self.query(KeyedTable):
+            raise SkipAction()
+        return focused
+
+    def action_first_row(self) -> None:
+        table = self.focused_table()
+        if table.row_count:
+            table.move_cursor(row=0)
+
+    def action_last_row(self) -> None:
+        """The last row of the window, never a sideways scroll (DataTable's own End)."""
+        table = self.focused_table()
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1)
+
+    def action_rows_up(self) -> None:
+        self.focused_table().action_page_up()
+
+    def action_rows_down(self) -> None:
+        self.focused_table().action_page_down()
+
+    def action_export(self) -> None:
+        self.post_message(ExportRequest(self.EXPORT_VIEW))
+
     def request_refresh(self) -> None:
-        refresh = getattr(self.app, "request_refresh", None)
-        if refresh is not None:
-            refresh()
+        """What the panel shows changed (page, sort, filter): ask the app for a load."""
+        self.post_message(RefreshRequest())
 
 
 def window_text(offset: int, shown: int, total: int, what: str) -> Text:

@@ -2,7 +2,7 @@
 
 Differing fields are marked with ``≠`` and a reverse style, so the difference
 reads without colour. The resolve keys open the signing dialog when one is
-installed (see ``console.hooks``); this panel never changes the store itself.
+posts a request the app answers with its signing dialog; this panel never changes the store itself.
 ``t`` lists resolved conflicts too (with who settled them); Enter opens the
 history of the case a conflict concerns.
 """
@@ -13,13 +13,15 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 from textual import on
-from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
 from console.render import safe
 from console.ui_text import PRI, RESOLUTION_WORDS, count, need, number, reason, stamp
 from console.widgets.keyed_table import KeyedTable
 from core.rules.frame import Frame, parse
+
+from console import actions
+from console.messages import OpenCase, ResolveRequest
 
 from .panel import PAGE, InfoLine, Panel, window_text
 
@@ -85,15 +87,8 @@ def summary(item: dict) -> Text:
 class QuarantinePanel(Panel):
     TAB_ID = "quarantine"
     TITLE = "Quarantine"
-
-    BINDINGS = [
-        Binding("k", "resolve('keep_first')", "Keep first"),
-        Binding("a", "resolve('accept_correction')", "Accept correction"),
-        Binding("t", "toggle_resolved", "Resolved too"),
-        Binding("e", "app.export('quarantine')", "Export", show=False),
-        Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
-        Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
-    ]
+    EXPORT_VIEW = "quarantine"
+    BINDINGS = actions.bindings(TAB_ID)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -160,11 +155,6 @@ class QuarantinePanel(Panel):
         self._show_detail()
 
     # -- actions ---------------------------------------------------------------------
-    def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "resolve":
-            return True if self.app.dialog("resolve") is not None else None
-        return True
-
     def action_toggle_resolved(self) -> None:
         self.show_resolved = not self.show_resolved
         self.page_offset = 0
@@ -174,11 +164,11 @@ class QuarantinePanel(Panel):
     def _open(self, event: DataTable.RowSelected) -> None:
         item = self.items.get(event.row_key.value)
         if item is not None:
-            self.app.open_case(case_key=item["case_key"])
+            self.post_message(OpenCase(case_key=item["case_key"]))
+
+    def action_history(self) -> None:
+        item = self.selected()
+        self.post_message(OpenCase(case_key=item["case_key"]) if item else OpenCase())
 
     def action_resolve(self, action: str) -> None:
-        item = self.selected()
-        if item is None:
-            self.app.notify("No conflict selected.", markup=False)
-            return
-        self.app.open_dialog("resolve", item=item, action=action)
+        self.post_message(ResolveRequest(self.selected(), action))

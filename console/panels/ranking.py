@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 
 from console.render import safe
@@ -18,7 +17,9 @@ from console.ui_text import number, stamp, status
 from console.widgets.bars import Bars
 from console.widgets.keyed_table import KeyedTable
 
-from .case_rows import MARK_BINDINGS, CaseRows
+from console import actions
+
+from .case_rows import CaseRows
 from .panel import PAGE, SLOW_FACTOR, InfoLine, Panel, window_text
 
 COLUMNS = [
@@ -37,13 +38,8 @@ BARS_LIMIT = 50  # groups fetched for the bars; the widget shows the largest few
 class RankingPanel(CaseRows, Panel):
     TAB_ID = "ranking"
     TITLE = "Ranking"
-
-    BINDINGS = [
-        Binding("e", "app.export('ranking')", "Export"),
-        *MARK_BINDINGS,
-        Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
-        Binding("left_square_bracket", "page(-1)", "Previous page", key_display="[", show=False),
-    ]
+    EXPORT_VIEW = "ranking"
+    BINDINGS = actions.bindings(TAB_ID)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
-from textual.binding import Binding
 from textual.widgets import Static
 
 from console.render import safe
@@ -12,6 +11,8 @@ from console.ui_text import count, number, stamp
 from console.widgets.keyed_table import KeyedTable
 from core.backup.schedule import listing as backup_listing
 from core.rules.retention import EXCEPTION_BELOW, FLOOR_SECONDS, describe
+
+from console import actions
 
 from .panel import Panel
 
@@ -57,11 +58,7 @@ def policy_text(policy: dict) -> Text:
 class RetentionPanel(Panel):
     TAB_ID = "retention"
     TITLE = "Retention"
-
-    BINDINGS = [
-        Binding("e", "evict_now", "Evict now"),
-        Binding("x", "sign_exception", "Sign exception"),
-    ]
+    BINDINGS = actions.bindings(TAB_ID)
 
     def compose(self):
         yield Static(id="retention-summary")
@@ -154,14 +151,3 @@ class RetentionPanel(Panel):
                          Text("verified" if b["verified"] else "NOT VERIFIED", style="" if b["verified"] else "bold")))
             for b in backups["rows"]
         ])
-
-    def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "sign_exception":
-            return True if self.app.dialog("exception") is not None else None
-        return True
-
-    def action_evict_now(self) -> None:
-        self.app.action_evict_now()
-
-    def action_sign_exception(self) -> None:
-        self.app.action_sign_exception()

@@ -1,0 +1,311 @@
+"""Every action of the console, declared once (after Harlequin's ``actions.py``).
+
+One entry says an action's id (the name ``[console.keys]`` in ``config.toml``
+remaps), its default key(s), the words the footer and the help screen show, the
+screens it belongs to, whether it signs and which role it needs. Everything
+else is derived from this table, so adding a key is one entry here:
+
+- the ``BINDINGS`` of the app, the ``Panel`` base, each panel and the case screen
+  (``bindings(scope)``), each ``Binding`` carrying the action's id so Textual's
+  keymap (``App.set_keymap``) can move it;
+- the help screen (``help_rows``, ``who_may``), with the keys in force;
+- the command palette (``palette_entries``), with the synonyms an operator types;
+- the key table of docs/operator.md (``key_table_markdown``; a test compares them).
+
+Scopes: ``app`` works on every screen of the main window; ``tables`` on every
+panel (the ``Panel`` base holds it); a tab id (``cases`` ...) on that panel;
+``case`` on a case's history. A ``priority`` action also works inside dialogs
+and the help screen (never while a text field has the keyboard: it types there).
+``fixed`` actions belong to a widget (Enter on a table row, Tab): they are listed
+and offered in the palette but are not remappable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from textual.binding import Binding
+
+from core.signing import roles
+
+# The tabs in order (ids and titles); console.panels.PANELS must match (a test checks it).
+TABS: tuple[tuple[str, str], ...] = (
+    ("cases", "Cases"),
+    ("ranking", "Ranking"),
+    ("quarantine", "Quarantine"),
+    ("retention", "Retention"),
+    ("activity", "Activity"),
+)
+SCOPE_TITLES: dict[str, str] = {
+    "app": "Everywhere",
+    "tables": "Every screen with a table",
+    **{tab: f"{n} {title}" for n, (tab, title) in enumerate(TABS, start=1)},
+    "case": "A case's history (Enter on a case)",
+}
+TAB_IDS = tuple(tab for tab, _title in TABS)
+# Keys the modal screens keep for themselves (their own BINDINGS, not remappable): a key moved onto
+# one of them would be ambiguous there. "dialogs": the signing, confirm and export dialogs.
+LOCAL_KEYS = {
+    "case": {"escape": "close", "q": "close"},
+    "dialogs": {"escape": "cancel", "ctrl+s": "sign", "enter": "enter", "y": "yes", "n": "no"},
+}
+PAGED = ("cases", "ranking", "quarantine")  # screens whose tables are windows of the store
+
+# Textual's names of the keys that are not one character, as an operator reads them.
+KEY_NAMES = {
+    "slash": "/",
+    "question_mark": "?",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "escape": "Esc",
+    "enter": "Enter",
+    "home": "Home",
+    "end": "End",
+    "pageup": "PageUp",
+    "pagedown": "PageDown",
+    "tab": "Tab",
+    "up": "Up",
+    "down": "Down",
+}
+KEY_DISPLAY = {"question_mark": "?", "left_square_bracket": "[", "right_square_bracket": "]"}  # in the footer
+RESERVED = frozenset({"tab", "shift+tab", "ctrl+c"})  # Textual's own: focus moves and copy
+MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
+
+
+@dataclass(frozen=True)
+class Action:
+    id: str  # the name in [console.keys]
+    keys: str  # default key(s), Textual names, comma separated
+    action: str  # the Textual action run by the key
+    description: str  # footer and help
+    scopes: tuple[str, ...]
+    title: str = ""  # the palette's words (default: the description)
+    words: tuple[str, ...] = ()  # more words the palette finds it by
+    signs: bool = False
+    role: str | None = None  # the role an operator needs to sign it (core.signing.roles)
+    needs: str = ""  # the state it needs, in words
+    show: bool | tuple[str, ...] = False  # in the footer: everywhere it is bound, or on these scopes
+    priority: bool = False
+    fixed: bool = False  # the key belongs to a widget: listed, offered, not remappable
+
+    @property
+    def palette_title(self) -> str:
+        title = self.title or self.description
+        return f"{title} (signed)" if self.signs else title
+
+    def shown_on(self, scope: str) -> bool:
+        return self.show if isinstance(self.show, bool) else scope in self.show
+
+
+def _marks() -> list[Action]:
+    words = {
+        "dispatched": ("Dispatched", "D", "a team is on its way", True),
+        "served": ("Served", "S", "aid delivered", True),
+        "closed": ("Closed", "C", "no action needed; say why", False),
+        "open": ("Re-open", "O", "back into the ranking", False),
+    }
+    return [
+        Action(f"mark_{status}", key, f"mark('{status}')", label, ("cases", "ranking", "case"),
+               title=f"Mark the selected case {status} ({meaning})", words=("mark", "status", status),
+               signs=True, role=roles.DISPATCHER, needs="a selected case", show=("cases", "ranking") if footer else False)
+        for status, (label, key, meaning, footer) in words.items()
+    ]
+
+
+ACTIONS: tuple[Action, ...] = (
+    # -- everywhere -------------------------------------------------------------------------
+    *(Action(f"show_{tab}", str(n), f"show_panel('{tab}')", f"Show {title}", ("app",),
+             title=f"Show {title}", words=("screen", "tab", tab))
+      for n, (tab, title) in enumerate(TABS, start=1)),
+    Action("help", "question_mark", "help", "Help", ("app",), title="Help: every key, and who may sign what",
+           words=("keys", "roles"), show=True),
+    Action("palette", "ctrl+p", "command_palette", "palette", ("app",),
+           title="Command palette: every action by name", words=("commands", "search"), priority=True),
+    Action("maximize", "m", "toggle_maximize", "Maximize", ("app",), title="Maximize or restore the focused table",
+           words=("zoom", "full screen")),
+    Action("refresh", "ctrl+r", "refresh", "Refresh now", ("app",), title="Refresh now: query the store again",
+           words=("reload", "update")),
+    Action("dismiss", "d", "dismiss_notes", "Dismiss notifications", ("app",),
+           title="Dismiss the notifications", words=("clear", "hide", "notes"), priority=True),
+    Action("lock_key", "ctrl+l", "lock_key", "Lock the signing key", ("app",),
+           title="Lock the signing key now", words=("passphrase", "signing")),
+    Action("quit", "q", "ask_quit", "Quit", ("app",), title="Quit the console", words=("exit", "close"),
+           show=True),
+    Action("next_widget", "tab", "app.focus_next", "Next widget (shift+tab: previous)", ("app",), fixed=True),
+    # -- every screen with a table: the Panel base ------------------------------------------
+    Action("page_next", "right_square_bracket", "page(1)", "Next page", ("tables",),
+           title="Next page: the next window of rows (Cases, Ranking, Quarantine)", words=("more", "page"),
+           show=True),  # the Panel hides it where the table is not a window (PAGED)
+    Action("page_previous", "left_square_bracket", "page(-1)", "Previous page", ("tables",),
+           title="Previous page: the previous window of rows", words=("back", "page")),
+    Action("first_row", "home", "first_row", "First row of the table", ("tables",),
+           words=("top", "start"), priority=True),
+    Action("last_row", "end", "last_row", "Last row of the table", ("tables",),
+           words=("bottom",), priority=True),
+    Action("rows_up", "pageup", "rows_up", "Up a screenful of rows", ("tables",), priority=True),
+    Action("rows_down", "pagedown", "rows_down", "Down a screenful of rows", ("tables",), priority=True),
+    Action("history", "enter", "history", "The case's history (versions, marks, conflicts)",
+           ("cases", "ranking", "quarantine"), title="History of the selected case",
+           words=("case", "versions", "marks", "story"), needs="a selected case", fixed=True),
+    # Activity's sweep, declared before export so its footer reads "w Sweep  e Export"
+    Action("sweep", "w", "app.sweep_now", "Sweep inbox now", ("activity",), title="Sweep the inbox now",
+           words=("inbox", "files", "look"), needs="the inbox running in this console", show=True),
+    Action("export", "e", "export", "Export", ("cases", "ranking", "quarantine", "activity"),
+           title="Export a view (CSV or .xlsx, to the home's exports/)",
+           words=("save", "file", "csv", "xlsx", "spreadsheet", "backup"), show=("ranking", "activity")),
+    # -- Cases ------------------------------------------------------------------------------
+    Action("filter", "slash", "filter", "Filter", ("cases",), title="Filter cases by site, need or id",
+           words=("search", "find"), show=True),
+    Action("sort", "s", "next_sort", "Sort", ("cases",), title="Sort cases by the next column",
+           words=("order",), show=True),
+    Action("reverse", "r", "reverse", "Reverse", ("cases",), title="Reverse the sort of cases",
+           words=("order", "ascending", "descending"), show=True),
+    Action("clear_filter", "escape", "clear_filter", "Clear filter", ("cases",),
+           title="Clear the filter: every case again"),
+    *_marks(),
+    # -- Quarantine -------------------------------------------------------------------------
+    Action("keep_first", "k", "resolve('keep_first')", "Keep first", ("quarantine",),
+           title="Resolve the conflict: keep the first version", words=("resolve", "conflict", "keep", "reject"),
+           signs=True, role=roles.RESOLVER, needs="an open conflict selected", show=True),
+    Action("accept_correction", "a", "resolve('accept_correction')", "Accept correction", ("quarantine",),
+           title="Resolve the conflict: accept the correction", words=("resolve", "conflict", "accept", "new version"),
+           signs=True, role=roles.RESOLVER, needs="an open conflict selected", show=True),
+    Action("toggle_resolved", "t", "toggle_resolved", "Resolved too", ("quarantine",),
+           title="Conflicts: list resolved ones too", words=("resolved", "conflict", "history"), show=True),
+    # -- Retention --------------------------------------------------------------------------
+    Action("evict_now", "e", "app.evict_now", "Evict now", ("retention",),
+           title="Run eviction now: forget old frame ids (asks first, logged)",
+           words=("retention", "forget", "clean"), show=True),
+    Action("sign_exception", "x", "app.sign_exception", "Sign exception", ("retention",),
+           title="Change the retention policy (below 30 days: an exception)",
+           words=("retention", "exception", "policy", "days"), signs=True, role=roles.ADMIN, show=True),
+    # -- Activity ---------------------------------------------------------------------------
+    Action("reject_details", "enter", "", "The whole rejected line and what was wrong", ("activity",),
+           title="Details of the selected reject", words=("reject", "why"), fixed=True),
+)
+BY_ID: dict[str, Action] = {a.id: a for a in ACTIONS}
+assert len(BY_ID) == len(ACTIONS), "an action id is declared twice"
+
+
+def in_scope(scope: str) -> list[Action]:
+    return [a for a in ACTIONS if scope in a.scopes]
+
+
+def bindings(scope: str) -> list[Binding]:
+    """The ``BINDINGS`` of the node that holds ``scope``, each with its action's id."""
+    return [
+        Binding(a.keys, a.action, a.description, show=a.shown_on(scope), priority=a.priority, id=a.id,
+                key_display=KEY_DISPLAY.get(a.keys))
+        for a in in_scope(scope) if not a.fixed
+    ]
+
+
+def key_label(keys: str) -> str:
+    """``right_square_bracket,x`` reads ``] x``."""
+    return " ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
+
+
+def keys_of(action: Action, keymap: Mapping[str, str] | None = None) -> str:
+    """The keys in force: the keymap's when it moves the action, else the default."""
+    return (keymap or {}).get(action.id) or action.keys
+
+
+# -- [console.keys]: checked at start -------------------------------------------------------------
+def _norm(keys: str) -> list[str]:
+    """Textual's long names ("?" is ``question_mark``), as its keymap reads them."""
+    from textual.keys import _normalize_key_list
+
+    return _normalize_key_list(keys).split(",")
+
+
+def _is_key(key: str) -> bool:
+    from textual.keys import Keys, key_to_character
+
+    *mods, base = key.split("+")
+    return (all(m in MODIFIERS for m in mods) and bool(base)
+            and (key_to_character(base) is not None or base in {k.value for k in Keys}))
+
+
+def check_keymap(keys: Mapping[str, str], where: str = "[console.keys]") -> dict[str, str]:
+    """The keymap an operator wrote, checked against the table: an unknown id, a key two actions
+    share on one screen, a fixed or reserved key is a ``ValueError`` that names it."""
+    out: dict[str, str] = {}
+    for action_id, value in keys.items():
+        if action_id not in BY_ID:
+            raise ValueError(f"{where}: unknown action {action_id!r} (the help screen, ?, lists every id)")
+        if BY_ID[action_id].fixed:
+            raise ValueError(f"{where}: {action_id!r} is a widget's own key and cannot be moved")
+        if not isinstance(value, str) or not value.strip() or any(not k.strip() for k in value.split(",")):
+            raise ValueError(f"{where}: {action_id} must be a key name such as \"ctrl+q\", not {value!r}")
+        out[action_id] = ",".join(_norm(value))
+        unknown = [k for k in _norm(value) if not _is_key(k)]
+        if unknown:
+            raise ValueError(f"{where}: {action_id} = {value!r}: {unknown[0]!r} is not a key name "
+                             "(e.g. q, ctrl+q, f1, home, question_mark)")
+        reserved = (RESERVED | ({"ctrl+q"} if action_id != "quit" else set())) & set(_norm(value))
+        if reserved:
+            key = sorted(reserved)[0]
+            raise ValueError(f"{where}: {action_id} = {value!r}: {key} is Textual's own key"
+                             + (" (it quits; only quit may take it)" if key == "ctrl+q" else ""))
+    for scope in (*SCOPE_TITLES, "dialogs"):
+        holders = dict(LOCAL_KEYS.get(scope, {}))
+        if scope in TAB_IDS:
+            visible = in_scope(scope) + in_scope("tables") + in_scope("app")
+        elif scope == "tables":
+            visible = in_scope(scope) + in_scope("app")
+        else:  # app, and the modal screens: only the priority keys of the app reach those
+            visible = in_scope(scope) + [a for a in in_scope("app") if a.priority]
+        for a in visible:
+            for key in _norm(keys_of(a, out)):
+                other = holders.setdefault(key, a.id)
+                if other != a.id:
+                    moved = a.id if a.id in out else other
+                    with_ = other if moved == a.id else a.id
+                    raise ValueError(f"{where}: {moved} = {key!r} clashes with {with_} on "
+                                     f"{SCOPE_TITLES.get(scope, 'the dialogs')}")
+    return out
+
+
+# -- what the help screen, the palette and the docs show -------------------------------------------
+def help_rows(scope: str, keymap: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """(keys, id, what it does) for every action of ``scope``, with the keys in force."""
+    rows = []
+    for a in in_scope(scope):
+        rows.append((key_label(keys_of(a, keymap)), a.id, (a.palette_title if a.title else a.description)
+                     + needs_words(a)))
+    return rows
+
+
+def needs_words(action: Action) -> str:
+    """What an action needs before it runs: a role to sign it, a state of the screen."""
+    needs = ([f"the {action.role} role"] if action.role else []) + ([action.needs] if action.needs else [])
+    return f"; needs {' and '.join(needs)}" if needs else ""
+
+
+def who_may() -> list[tuple[str, str, str]]:
+    """(action id, role, what the role lets sign): every signed action and the role it needs."""
+    return [(a.id, a.role, roles.WHAT[a.role]) for a in ACTIONS if a.signs and a.role]
+
+
+def palette_entries() -> list[Action]:
+    return list(ACTIONS)
+
+
+def matching_words(action: Action) -> tuple[str, ...]:
+    return (action.id.replace("_", " "), *action.words)
+
+
+def key_table_markdown() -> str:
+    """The key table of docs/operator.md: every action, its default key, id and where it works."""
+    lines = ["| key | id | what it does | where | signs (role) |", "|---|---|---|---|---|"]
+    for a in ACTIONS:
+        where = ", ".join(SCOPE_TITLES[s].split(" (")[0] for s in a.scopes)
+        keys = " ".join(f"`{k}`" for k in key_label(a.keys).split(" "))
+        what = (a.title or a.description).replace("|", "/")
+        lines.append(f"| {keys} | `{a.id}` | {what} | {where} | {a.role if a.signs else '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # python -m console.actions: the table for docs/operator.md
+    print(key_table_markdown(), end="")

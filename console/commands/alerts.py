@@ -43,7 +43,7 @@ def cmd_alerts(args, ctx) -> int:
          r["attempts"], when(r["next_at"]), safe(r["summary"] if r["state"] != "failed" else
                                                  f"{r['summary']} | last error: {r['last_error']}", 300))
         for r in rows
-    ]))
+    ], codes=("event", "kind", "state", "tries"), drop=("next try", "tries", "event")))
     return 0
 
 

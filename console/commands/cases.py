@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from console.render import make_console, print_json, safe, table, when
+from core.rules.explain import reason_words
 from core.rules.lifecycle import STATUSES
 from core.signing import marks
 from core.signing.case_story import case_story
@@ -53,18 +54,18 @@ def cmd_case_show(args, ctx) -> int:
     head.append(case["status"], style="bold")
     if case["disputed"]:
         head.append(" ! DISPUTED (an open conflict concerns it)", style="bold reverse")
-    out.print(head, soft_wrap=True)
-    out.print(Text(f"now: {_values(case)}; version {case['version']}; ") + safe(case["frame_text"]), soft_wrap=True)
+    out.print(head)  # wrapped at words, as the tables are
+    out.print(Text(f"now: {_values(case)}; version {case['version']}; ") + safe(case["frame_text"]))
     out.print(table("Versions", ["v", "frame_id", "people", "pri", "when", "how"], [
         (v["version"], v["frame_id"], v["headcount"], v["pri"], when(v["at"]),
          f"applied (via {v['path']})" if v["how"] == "applied" else
          f"correction #{v['quarantine_id']} accepted by {v.get('by') or '-'}: {v.get('reason') or '-'}")
         for v in story["versions"]
-    ]))
+    ], codes=("v", "frame_id", "people", "pri", "when"), drop=("pri",)))
     out.print(table("Status marks", ["when", "from", "to", "by", "reason", "audit entry"], [
         (when(mk["at"]), mk["from"], mk["to"], mk["by"], mk["reason"], mk["audit_seq"]) for mk in story["marks"]
-    ]))
+    ], codes=("when", "from", "to", "by"), drop=("audit entry",)))
     out.print(table("Open conflicts", ["id", "frame_id", "new version", "reason"], [
-        (q["id"], q["frame_id"], q["frame_text"], q["reason"]) for q in story["open_conflicts"]
-    ]))
+        (q["id"], q["frame_id"], q["frame_text"], reason_words(q["reason"])) for q in story["open_conflicts"]
+    ], codes=("id", "frame_id", "new version")))
     return 0

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
+from rich.text import Text
+
 from console.render import when
 from core.rules.frame import NEED_NAMES
 from core.rules.retention import describe
@@ -51,6 +53,14 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 def minute(ts: float | None) -> str:
     """A table's time to the minute: the seconds are in --json, the columns are for the rest."""
     return when(ts)[:16]
+
+
+def status_words(status: str, disputed: bool) -> Text:
+    """A case's status, and "! DISPUTED" on a line of its own so that a narrow column never splits it."""
+    text = Text(status)
+    if disputed:
+        text.append("\n! DISPUTED", style="bold")
+    return text
 
 
 def need_words(code: str) -> str:

@@ -25,5 +25,5 @@ def cmd_files(args, ctx) -> int:
     make_console().print(table(title, ["file", "state", "path", "frames", "lines", "reason", "kept as", "claimed"], [
         (r["name"], r["state"], r["path"], r["frames"], r["lines"], r["reason"] or "-", r["archived_as"] or "-",
          when(r["claimed_at"])) for r in rows
-    ]))
+    ], codes=("state", "path", "frames", "lines"), drop=("claimed", "lines")))
     return 0

@@ -224,7 +224,7 @@ def cmd_operator_list(args, ctx) -> int:
         [(r["name"], short_fingerprint(r["fingerprint"]), minute(r["added_at"]),
           f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active",
           "every role" if len(r["roles"]) == len(ROLES) else ", ".join(r["roles"]) or "-") for r in rows],
-        codes=("name", "key fingerprint", "added", "status", "roles"),
+        codes=("name", "key fingerprint", "added", "status"), drop=("added",),
     ))
     return 0
 
@@ -343,6 +343,6 @@ def cmd_retention_show(args, ctx) -> int:
         "Retention history", ["set at", "retention", "kind", "set by", "audit entry", "reason"],
         [(minute(p["set_at"]), describe(p["retention_seconds"]), "exception" if p["is_exception"] else "policy",
           p["set_by"], p["audit_id"] if p["audit_id"] is not None else "-", p["reason"] or "-") for p in history],
-        codes=("set at", "retention", "kind", "set by"),
+        codes=("set at", "retention", "kind", "set by"), drop=("audit entry",),
     ))
     return 0

@@ -30,7 +30,7 @@ def cmd_quarantine(args, ctx) -> int:
         "Quarantine" + ("" if args.all else " (open)"), columns,
         [(q["id"], q["frame_id"], safe("first: " + q["first_text"]) + Text("\n") + safe("new:   " + q["frame_text"]),
           reason_words(q["reason"]), q["seen_count"], *((q["status"],) if args.all else ())) for q in rows],
-        codes=("id", "frame_id", "first / new version", "seen", "status"),
+        codes=("id", "frame_id", "first / new version", "seen", "status"), drop=("seen",),
     ))
     if rows and not args.all:
         make_console().print(Text("resolve with: ussd-console resolve ID --keep-first (or --accept-correction) "

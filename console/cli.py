@@ -7,6 +7,7 @@ traceback never reaches the operator.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import importlib.metadata
 import logging
@@ -21,6 +22,7 @@ from core.home import Home, private_umask
 from core.rules.text import escape_text, one_line
 
 from .commands import MODULES, default_command
+from .commands.common import examples
 from .commands.options import common_parser
 from .context import Context
 from .errors import CommandError
@@ -35,7 +37,7 @@ EXAMPLES = """examples:
   ussd-console ingest kakuma-0800.txt  take in a file by hand
   ussd-console status                  totals, per-path counts, retention
   ussd-console quarantine              conflicts waiting for an operator
-  ussd-console COMMAND --help          each command's options and examples
+  ussd-console help quarantine        a command's own options and examples (or: COMMAND --help)
 """
 
 
@@ -46,9 +48,34 @@ def version() -> str:
         return "unknown"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a mistyped command or choice (as Python 3.14's
+    ``suggest_on_error``); every sub-command's parser is one too (``add_subparsers`` makes
+    them of the parent's class)."""
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            choices = [str(c) for c in action.choices]
+            close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            listed = ("ussd-console --help lists them" if len(choices) > 12 else "choose from " + ", ".join(map(repr, choices)))
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} ({listed})")
+        return super()._check_value(action, value)
+
+
+def add_help_command(sub, parser: argparse.ArgumentParser) -> None:
+    """``ussd-console help [COMMAND ...]``: the same as ``--help``, of the program or of that command."""
+    p = sub.add_parser("help", help="this help, or a command's own: ussd-console help COMMAND",
+                       epilog=examples("ussd-console help", "ussd-console help cases",
+                                       "ussd-console help operator add"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("topic", nargs="*", metavar="COMMAND", help="a command (and its action), such as: operator add")
+    p.set_defaults(handler=lambda args, ctx: parser.parse_args([*args.topic, "--help"]) and 0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = common_parser()
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ussd-console",
         description="Field frame receiver and operator console. Without a command, opens the console.",
         parents=[common],  # --json here too: `ussd-console --json status` works as well as after the command
@@ -59,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in MODULES:
         importlib.import_module(name).register(sub, common)
+    add_help_command(sub, parser)
     return parser
 
 

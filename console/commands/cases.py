@@ -10,19 +10,26 @@ from core.rules.lifecycle import STATUSES
 from core.signing import marks
 from core.signing.case_story import case_story
 
-from .operators import _passphrase, _print_signed, _reason, _show_preview, _signer_name, _signing_parser
+from .common import with_examples
+from .operators import _print_signed, _reason, _show_preview, _signer_name, _signing_parser, _unlock
 
 
 def register(sub, common) -> None:
     signing = _signing_parser()
-    p = sub.add_parser("case", parents=[common], help="one case: its history, and marking it dispatched, served...")
+    p = sub.add_parser("case", parents=[common], help="one case: its history, and marking it dispatched, served...",
+                       **with_examples("ussd-console case show kak01-1",
+                                       'ussd-console case mark kak01-1 dispatched --operator alice --reason "clinic team sent"'))
     acts = p.add_subparsers(dest="case_command", metavar="ACTION", required=True)
     q = acts.add_parser("mark", parents=[common, signing],
-                        help="mark a case open, dispatched, served or closed (signed)")
+                        help="mark a case open, dispatched, served or closed (signed)",
+                        **with_examples('ussd-console case mark kak01-1 dispatched --operator alice --reason "team sent"',
+                                        'ussd-console case mark kak01-1 served --operator alice --reason "kits handed over"',
+                                        'ussd-console case mark kak01-1 open --operator alice --reason "marked by mistake"'))
     q.add_argument("frame_id", metavar="FRAME_ID", help="the frame id of any version of the case")
     q.add_argument("status", metavar="STATUS", help=", ".join(STATUSES) + " (open re-opens)")
     q.set_defaults(handler=cmd_case_mark)
-    q = acts.add_parser("show", parents=[common], help="current values, status, versions, marks, open conflicts")
+    q = acts.add_parser("show", parents=[common], help="current values, status, versions, marks, open conflicts",
+                        **with_examples("ussd-console case show kak01-1", "ussd-console case show kak01-2 --json"))
     q.add_argument("frame_id", metavar="FRAME_ID", help="the frame id of any version of the case")
     q.set_defaults(handler=cmd_case_show)
 
@@ -33,7 +40,7 @@ def cmd_case_mark(args, ctx) -> int:
     preview = marks.describe_mark(receiver, args.frame_id, args.status, name, reason)
     _show_preview(ctx, preview)
     result = marks.mark_case(ctx.home, receiver, args.frame_id, args.status, operator=name,
-                             passphrase=_passphrase(args, name), reason=reason, expected=preview)
+                             signer=_unlock(ctx, args, name), reason=reason, expected=preview)
     _print_signed(ctx, result, f"case {result['frame_id']}: {result['from']} -> {result['status']}")
     return 0
 

@@ -17,6 +17,11 @@ def examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
+def with_examples(*lines: str) -> dict:
+    """``add_parser`` keywords for a help that ends with these example command lines, as written."""
+    return {"epilog": examples(*lines), "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
 def add_paging(p, offset: bool = True) -> None:
     p.add_argument("--limit", type=int, default=50, metavar="N", help="show at most N rows (default 50)")
     if offset:

@@ -30,7 +30,9 @@ def minute(ts: float | None) -> str:
 def register(sub, common) -> None:
     signing = _signing_parser()
     p = sub.add_parser("gateway", parents=[common],
-                       help="SMS/USSD gateways that post frames straight to `watch --listen` (add, list, retire)")
+                       help="SMS/USSD gateways that post frames straight to `watch --listen` (add, list, retire)",
+                       epilog=examples("ussd-console gateway list", "ussd-console help gateway add"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     ops = p.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
     q = ops.add_parser(
         "add", parents=[common, signing],
@@ -49,9 +51,13 @@ def register(sub, common) -> None:
     q.add_argument("--reply", choices=accounts.REPLIES, default="END",
                    help="africastalking-ussd: end the session (END, default) or keep it open (CON) after a receipt")
     q.set_defaults(handler=cmd_gateway_add, writes=True)
-    q = ops.add_parser("list", parents=[common], help="gateways, who added them, last post and their counts")
+    q = ops.add_parser("list", parents=[common], help="gateways, who added them, last post and their counts",
+                       epilog=examples("ussd-console gateway list", "ussd-console gateway list --json"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     q.set_defaults(handler=cmd_gateway_list)
-    q = ops.add_parser("retire", parents=[common, signing], help="retire a gateway (signed): its path answers 404")
+    q = ops.add_parser("retire", parents=[common, signing], help="retire a gateway (signed): its path answers 404",
+                       epilog=examples("ussd-console gateway retire office --operator alice --reason 'number given up'"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     q.add_argument("name", metavar="NAME")
     q.set_defaults(handler=cmd_gateway_retire, writes=True)
 

@@ -25,6 +25,8 @@ from pathlib import Path
 from console.errors import CommandError
 from core.config import read_toml
 
+from .common import with_examples
+
 TEMPLATES = Path(__file__).resolve().parent.parent / "web"
 DEFAULT_PORT = 8566
 DEFAULT_MAX_SESSIONS = 3
@@ -34,7 +36,12 @@ MIN_TOKEN = 16  # characters a --token-file token needs at least
 
 def register(sub, common) -> None:
     p = sub.add_parser("serve", parents=[common],
-                       help=f"the console in a browser at http://127.0.0.1:{DEFAULT_PORT} (reach it through an SSH tunnel)")
+                       help=f"the console in a browser at http://127.0.0.1:{DEFAULT_PORT} (reach it through an SSH tunnel)",
+                       **with_examples("ussd-console serve",
+                                       f"ssh -L {DEFAULT_PORT}:127.0.0.1:{DEFAULT_PORT} receiver   (then, on your machine, "
+                                       f"http://127.0.0.1:{DEFAULT_PORT})",
+                                       "ussd-console serve --public --host 0.0.0.0 --public-url https://ussd.example.org "
+                                       "--token-file token.txt"))
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--public", action="store_true",

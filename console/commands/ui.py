@@ -14,12 +14,15 @@ from core.config import load_console_config, load_inbox_config, load_log_config
 from core.home import LOG_FORMAT, Home, private_folder
 from core.ops.logfile import RotatingLog
 
+from .common import with_examples
 from .options import common_parser
 
 
 def register(sub, common) -> None:
     # The console and the demo print no results: no --json.
-    p = sub.add_parser("console", parents=[common_parser(json=False)], help="open the operator console (the default)")
+    p = sub.add_parser("console", parents=[common_parser(json=False)], help="open the operator console (the default)",
+                       **with_examples("ussd-console --home /srv/ussd console",
+                                       "ussd-console console --no-inbox    while `watch` takes the inbox"))
     p.add_argument("--no-inbox", action="store_true",
                    help="show the store without taking files from the inbox (another process does)")
     p.set_defaults(handler=cmd_console)

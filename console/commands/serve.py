@@ -8,6 +8,8 @@ address from the page's own origin, caps the sessions (``--max-sessions``,
 ``[serve] max_sessions``) and, with ``--public``, asks for a login token
 first. A ``--db`` store reaches the sessions through ``$USSD_CONSOLE_DB``,
 never their command line (where any local user could read its password).
+When serve stops (SIGTERM, Ctrl-C) it ends every session first, and a session whose serve
+is gone (killed) quits by itself: no console is left running (``console/web/sessions.py``).
 The page is ``console/web/app_index.html``: textual-serve's own, with its
 web-font link replaced by the font files textual-serve ships, so it fetches
 nothing from outside the machine.
@@ -67,11 +69,12 @@ def is_loopback(host: str) -> bool:
 
 
 def console_command(ctx, inbox: bool) -> str:
-    """The shell command textual-serve runs per session (it runs it through a shell: quoted).
+    """The shell command textual-serve runs per session (it runs it through a shell: quoted, and
+    ``exec``'d, so the console is serve's own child and no shell outlives it).
     No ``--db`` here: a session's command line is readable by every local user (``ps``)."""
     argv = [sys.executable, "-m", "console.cli", "--home", str(ctx.home.root)]
     argv += ["console"] + ([] if inbox else ["--no-inbox"])
-    return shlex.join(argv)
+    return "exec " + shlex.join(argv)
 
 
 def max_sessions(args, ctx) -> int:
@@ -135,8 +138,11 @@ def cmd_serve(args, ctx) -> int:
     ctx.home.ensure()
     _ = ctx.receiver  # a store that cannot be opened is one line here, not a broken page per session
     ctx.close()
+    from console.web.sessions import SERVE_PID
+
     if ctx.db:
         os.environ["USSD_CONSOLE_DB"] = ctx.db  # textual-serve gives each session this environment
+    os.environ[SERVE_PID] = str(os.getpid())  # a session whose serve is gone quits (console.web.sessions)
     from console.web.guard import GuardedServer
 
     if not is_loopback(args.host):

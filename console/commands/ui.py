@@ -28,9 +28,14 @@ def register(sub, common) -> None:
     p.set_defaults(handler=cmd_console)
 
 
+def served() -> bool:
+    """Run by ``serve`` for a browser session: textual-serve's web driver talks over pipes."""
+    return os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver")
+
+
 def need_terminal() -> None:
-    """A terminal, or textual-serve's web driver (``serve``), which talks over pipes."""
-    if os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver"):
+    """A terminal, or textual-serve's web driver (``serve``)."""
+    if served():
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CommandError("the console needs a terminal; from scripts use a sub-command "
@@ -87,6 +92,10 @@ def open_console(ctx, inbox: bool = True) -> int:
         from core.inbox.writers import ignore_lease_breaks
 
         ignore_lease_breaks()
+    if served():  # a browser session ends with its serve, even one killed
+        from console.web.sessions import exit_with_parent, serve_pid
+
+        exit_with_parent(serve_pid())
     with logs_to_file(home):
         app.run()
     return app.return_code or 0

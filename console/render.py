@@ -76,7 +76,8 @@ class FittedTable:
             self.least.append(max([head, 1] + [min(u, CODE_WIDTH) for u in units]))
             self.floor.append(max([head, 1] + [min(u, FOLD_FLOOR) for u in units]))
             self.word.append(max([head, 1] + [u for row in cells for u in _units(row[n].plain, False)]))
-            self.most.append(max([cell_len(name)] + [cell_len(line) for row in cells for line in row[n].plain.split("\n")]))
+            lines = [line for row in cells for line in row[n].plain.split("\n")]
+            self.most.append(max([cell_len(name)] + [cell_len(line) for line in lines]))
 
     def layout(self, width: int) -> tuple[list[int], dict[int, int]] | None:
         """The columns kept and each one's width in a table at most ``width`` cells wide;
@@ -109,7 +110,7 @@ class FittedTable:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         laid = self.layout(options.max_width)
         if laid is None:
-            yield from self._blocks()
+            yield from self._blocks(options.max_width)
             return
         kept, widths = laid
         left_out = [name for n, name in enumerate(self.columns) if n not in kept]
@@ -123,13 +124,13 @@ class FittedTable:
             t.add_row(*(row[n] for n in kept))
         yield t
 
-    def _blocks(self) -> RenderResult:
+    def _blocks(self, width: int) -> RenderResult:
         """Too narrow for the columns side by side: each row as "column  value" lines, rows apart."""
         yield Text(self.title)
-        names = max(cell_len(name) for name in self.columns)
+        names = min(max(cell_len(name) for name in self.columns), max(8, width // 3))
         for row in self.cells:
             grid = Table.grid(padding=(0, 1))
-            grid.add_column(width=names, no_wrap=True, style="bold")
+            grid.add_column(width=names, style="bold")  # a long column name wraps at its words
             grid.add_column(overflow="fold")
             for name, cell in zip(self.columns, row):
                 grid.add_row(name, cell)

@@ -7,6 +7,7 @@ traceback never reaches the operator.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import os
@@ -17,6 +18,7 @@ from core.home import Home, private_umask
 from core.rules.text import escape_text, one_line
 
 from .commands import COMMANDS, MODULES, default_command
+from .commands.common import examples
 from .commands.options import common_parser
 from .errors import CommandError
 from .startup import import_store_driver
@@ -31,7 +33,7 @@ EXAMPLES = """examples:
   ussd-console ingest kakuma-0800.txt  take in a file by hand
   ussd-console status                  totals, per-path counts, retention
   ussd-console quarantine              conflicts waiting for an operator
-  ussd-console COMMAND --help          each command's options and examples
+  ussd-console help quarantine        a command's own options and examples (or: COMMAND --help)
 """
 
 
@@ -42,6 +44,31 @@ def version() -> str:
         return importlib.metadata.version("ussd-console")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a mistyped command or choice (as Python 3.14's
+    ``suggest_on_error``); every sub-command's parser is one too (``add_subparsers`` makes
+    them of the parent's class)."""
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            choices = [str(c) for c in action.choices]
+            close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            listed = ("ussd-console --help lists them" if len(choices) > 12 else "choose from " + ", ".join(map(repr, choices)))
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} ({listed})")
+        return super()._check_value(action, value)
+
+
+def add_help_command(sub, parser: argparse.ArgumentParser) -> None:
+    """``ussd-console help [COMMAND ...]``: the same as ``--help``, of the program or of that command."""
+    p = sub.add_parser("help", help="this help, or a command's own: ussd-console help COMMAND",
+                       epilog=examples("ussd-console help", "ussd-console help cases",
+                                       "ussd-console help operator add"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("topic", nargs="*", metavar="COMMAND", help="a command (and its action), such as: operator add")
+    p.set_defaults(handler=lambda args, ctx: parser.parse_args([*args.topic, "--help"]) and 0)
 
 
 class VersionAction(argparse.Action):
@@ -84,7 +111,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser, or, when ``argv`` names a command, the parser with only that command's
     module registered (its handler and help are the same; only the other modules are not loaded)."""
     common = common_parser()
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ussd-console",
         description="Field frame receiver and operator console. Without a command, opens the console.",
         parents=[common],  # --json here too: `ussd-console --json status` works as well as after the command
@@ -96,6 +123,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     command = named_command(argv) if argv is not None else None
     for name in [COMMANDS[command]] if command else MODULES:
         importlib.import_module(name).register(sub, common)
+    add_help_command(sub, parser)
     return parser
 
 

@@ -7,7 +7,8 @@ import json
 import sys
 from typing import Iterable, Sequence
 
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -42,25 +43,111 @@ def safe(value: object, limit: int = 200, style: str = "") -> Text:
     return Text(shown, style=style)
 
 
-CODE_WIDTH = 32  # a code or id longer than this is cut with "...", never split over lines
+CODE_WIDTH = 32  # a code or id longer than this is folded over lines rather than crowd out other columns
+FOLD_FLOOR = 16  # no word or code this long or shorter is ever broken; longer ones (ids, frames) may fold
+EDGES = 1  # a table's left border; each column adds its two padding spaces and its right border
+PER_COLUMN = 3
+
+
+def _units(text: str, whole_lines: bool) -> list[int]:
+    """The widths of what must not be broken: each line of a code, each word of free text."""
+    return [cell_len(u) for line in text.split("\n") for u in ([line] if whole_lines else line.split())]
+
+
+class FittedTable:
+    """A table laid out for the width it is printed at, so that no word is ever broken.
+
+    Every column is at least as wide as its longest word (header included), a code
+    column (``codes``: ids, codes, times) as wide as its longest line, so an id stays on
+    one line. When that does not fit, the columns named in ``drop`` are left out, first
+    named first, and a caption says which. Then only values longer than ``FOLD_FLOOR``
+    (long ids, frame texts, paths: no word is that long) are folded. When even that does
+    not fit, each row is printed as a block of "column  value" lines instead.
+    """
+
+    def __init__(self, title: str, columns: Sequence[str], cells: list[list[Text]], codes: Sequence[str],
+                 drop: Sequence[str]):
+        self.title, self.columns, self.cells = title, list(columns), cells
+        self.drop = [name for name in drop if name in self.columns]  # a column shown only sometimes
+        self.least, self.floor, self.most, self.word = [], [], [], []
+        for n, name in enumerate(self.columns):
+            units = [u for row in cells for u in _units(row[n].plain, name in codes)]
+            head = max(_units(name, False), default=1)
+            self.least.append(max([head, 1] + [min(u, CODE_WIDTH) for u in units]))
+            self.floor.append(max([head, 1] + [min(u, FOLD_FLOOR) for u in units]))
+            self.word.append(max([head, 1] + [u for row in cells for u in _units(row[n].plain, False)]))
+            lines = [line for row in cells for line in row[n].plain.split("\n")]
+            self.most.append(max([cell_len(name)] + [cell_len(line) for line in lines]))
+
+    def layout(self, width: int) -> tuple[list[int], dict[int, int]] | None:
+        """The columns kept and each one's width in a table at most ``width`` cells wide;
+        None when not even that fits (the rows are then printed as blocks)."""
+        kept = list(range(len(self.columns)))
+        widths = dict(enumerate(self.least))
+
+        def room() -> int:
+            return width - EDGES - PER_COLUMN * len(kept) - sum(widths[n] for n in kept)
+
+        for name in self.drop:
+            if room() >= 0:
+                break
+            kept.remove(self.columns.index(name))
+        while room() < 0:
+            foldable = [n for n in kept if widths[n] > self.floor[n]]
+            if not foldable:
+                return None
+            # A column already folding (an id longer than CODE_WIDTH) folds further before one
+            # whose values would otherwise stay whole.
+            widths[max(foldable, key=lambda n: (self.word[n] > widths[n], widths[n] - self.floor[n]))] -= 1
+        spare = room()
+        wants = sorted((n for n in kept if self.most[n] > widths[n]), key=lambda n: self.most[n] - widths[n])
+        for n in wants:  # the smallest wants first, each in full: as many columns as can be unwrapped
+            give = min(self.most[n] - widths[n], spare)
+            widths[n] += give
+            spare -= give
+        return kept, {n: widths[n] for n in kept}
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        laid = self.layout(options.max_width)
+        if laid is None:
+            yield from self._blocks(options.max_width)
+            return
+        kept, widths = laid
+        left_out = [name for n, name in enumerate(self.columns) if n not in kept]
+        caption = (f"not shown at this width: {', '.join(left_out)} (a wider terminal or --json shows them)"
+                   if left_out else None)
+        t = Table(title=self.title, title_justify="left", caption=caption, caption_justify="left",
+                  show_lines=False)
+        for n in kept:
+            t.add_column(self.columns[n], width=widths[n], overflow="fold")
+        for row in self.cells:
+            t.add_row(*(row[n] for n in kept))
+        yield t
+
+    def _blocks(self, width: int) -> RenderResult:
+        """Too narrow for the columns side by side: each row as "column  value" lines, rows apart."""
+        yield Text(self.title)
+        names = min(max(cell_len(name) for name in self.columns), max(8, width // 3))
+        for row in self.cells:
+            grid = Table.grid(padding=(0, 1))
+            grid.add_column(width=names, style="bold")  # a long column name wraps at its words
+            grid.add_column(overflow="fold")
+            for name, cell in zip(self.columns, row):
+                grid.add_row(name, cell)
+            yield Text("")
+            yield grid
+        if not self.cells:
+            yield Text("(none)", style="dim")
 
 
 def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]],
-          codes: Sequence[str] = ()) -> Table:
-    """A table for people. Columns named in ``codes`` (ids, codes, times) are never split over
-    lines: they keep their widest cell's width and the free-text columns wrap around them."""
+          codes: Sequence[str] = (), drop: Sequence[str] = ()) -> FittedTable:
+    """A table for people that never breaks a word at the width it is printed at (``FittedTable``).
+
+    ``codes`` are the columns never split over lines (ids, codes, times); ``drop`` the
+    low-value columns given up, in that order, when the terminal is too narrow."""
     cells = [[cell if isinstance(cell, Text) else safe(cell) for cell in row] for row in rows]
-    t = Table(title=title, title_justify="left", show_lines=False)
-    for n, col in enumerate(columns):
-        if col in codes:
-            widest = max((len(line) for row in cells for cell in row[n:n + 1] for line in cell.plain.split("\n")),
-                         default=0)
-            t.add_column(col, no_wrap=True, overflow="ellipsis", min_width=min(max(widest, len(col)), CODE_WIDTH))
-        else:
-            t.add_column(col, overflow="fold")
-    for row in cells:
-        t.add_row(*row)
-    return t
+    return FittedTable(title, columns, cells, codes, drop)
 
 
 def print_json(obj: object) -> None:

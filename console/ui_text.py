@@ -15,7 +15,7 @@ import os
 from rich.text import Text
 
 from console.render import safe
-from core.rules.explain import reason_words
+from core.rules.reasons import reason_words
 from core.rules.frame import NEED_NAMES
 
 
@@ -95,18 +95,9 @@ def outcome(code: str) -> Text:
 
 
 # The store's reason codes are exact (--json, docs/operator.md); the screen says them in words,
-# the long ones shorter than the command line does.
-REASONS = {
-    "same_frame_id_different_payload": "same id, new values",
-    "same_case_different_payload": "same case, new values",
-    "rerank": "sent again, other place",
-    "after_eviction": "sent again, id forgotten",
-    "resolved_earlier": "already decided",
-}
-
-
+# the long ones shorter than the command line does (core.rules.reasons holds both).
 def reason(code: str | None) -> Text:
-    return safe(REASONS.get(code) or reason_words(code), 40)
+    return safe(reason_words(code, short=True), 40)
 
 
 EIGHTHS = " ▏▎▍▌▋▊▉"

@@ -42,7 +42,7 @@ def registered(module: str) -> list[str]:
 def test_the_command_table_is_what_each_module_registers():
     by_module = {m: [name for name, owner in COMMANDS.items() if owner == m] for m in MODULES}
     assert {m: registered(m) for m in MODULES} == by_module
-    assert list(build_parser()._subparsers._group_actions[0].choices) == list(COMMANDS)
+    assert list(build_parser()._subparsers._group_actions[0].choices) == [*COMMANDS, "help"]  # help: the CLI's own
 
 
 @pytest.mark.parametrize("argv, command", [

@@ -14,12 +14,15 @@ from core.rules import events
 from core.store import outbox
 from core.urls import mask_url
 
+from .common import with_examples
+
 EXIT_SOME_FAILED = 1
 
 
 def register(sub, common) -> None:
     p = sub.add_parser("alerts", parents=[common],
-                       help="the alert outbox (settings: <home>/config.toml [alerts]); `alerts test` sends a test event")
+                       help="the alert outbox (settings: <home>/config.toml [alerts]); `alerts test` sends a test event",
+                       **with_examples("ussd-console alerts", "ussd-console alerts --state failed", "ussd-console alerts test"))
     p.add_argument("action", nargs="?", choices=["list", "test"], default="list",
                    help="list (default) or test: send one test event to every target now")
     p.add_argument("--state", choices=outbox.STATES, help="only deliveries in this state")
@@ -43,7 +46,7 @@ def cmd_alerts(args, ctx) -> int:
          r["attempts"], when(r["next_at"]), safe(r["summary"] if r["state"] != "failed" else
                                                  f"{r['summary']} | last error: {r['last_error']}", 300))
         for r in rows
-    ]))
+    ], codes=("event", "kind", "state", "tries"), drop=("next try", "tries", "event")))
     return 0
 
 

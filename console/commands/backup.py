@@ -16,6 +16,7 @@ from core.backup.config import load_backup_config
 from core.home import Home
 
 from ..render import make_console, print_json, safe
+from .common import with_examples
 
 EXIT_BAD = 1
 EXIT_CANNOT = 2
@@ -23,15 +24,24 @@ EXIT_CANNOT = 2
 
 def register(sub, common) -> None:
     p = sub.add_parser("backup", parents=[common],
-                       help="one file with the store, operators' keys and config (encrypted to [backup] recipients)")
+                       help="one file with the store, operators' keys and config (encrypted to [backup] recipients)",
+                       **with_examples("ussd-console backup", "ussd-console backup --to /media/usb",
+                                       "ussd-console backup verify /media/usb/ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt"))
     p.add_argument("--to", metavar="DIR", help="the folder to write it in (default [backup] dir or <home>/backups)")
     p.set_defaults(handler=cmd_backup)
     act = p.add_subparsers(dest="backup_command", metavar="ACTION")
-    q = act.add_parser("verify", parents=[common], help="check a backup whole and sound (exit 0), damaged (1)")
+    q = act.add_parser("verify", parents=[common], help="check a backup whole and sound (exit 0), damaged (1)",
+                       **with_examples("ussd-console backup verify backups/ussd-backup-20250508T140000Z.tar.gz",
+                                       "ussd-console backup verify /media/usb/ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt"))
     q.add_argument("file", metavar="FILE")
     q.add_argument("--identity", metavar="PATH", help="the age identity file, for an encrypted backup")
     q.set_defaults(handler=cmd_backup_verify)
-    q = sub.add_parser("restore", parents=[common], help="verify a backup, then lay it out as a new home (a PostgreSQL one into the empty database --db names)")
+    q = sub.add_parser("restore", parents=[common],
+                       help="verify a backup, then lay it out as a new home (a PostgreSQL one into the empty "
+                            "database --db names)",
+                       **with_examples("ussd-console --home /srv/ussd-new restore ussd-backup-20250508T140000Z.tar.gz",
+                                       "ussd-console --home /srv/ussd-new restore ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt",
+                                       "ussd-console --home /srv/ussd-new restore backup.tar.gz --db postgresql://ussd@db/ussd_new"))
     q.add_argument("file", metavar="FILE")
     q.add_argument("--identity", metavar="PATH", help="the age identity file, for an encrypted backup")
     q.set_defaults(handler=cmd_restore)

@@ -5,23 +5,31 @@ from __future__ import annotations
 from rich.text import Text
 
 from console.render import make_console, print_json, safe, table, when
+from core.rules.explain import reason_words
 from core.rules.lifecycle import STATUSES
 from core.signing import marks
 from core.signing.case_story import case_story
 
-from .operators import _passphrase, _print_signed, _reason, _show_preview, _signer_name, _signing_parser
+from .common import with_examples
+from .operators import _print_signed, _reason, _show_preview, _signer_name, _signing_parser, _unlock
 
 
 def register(sub, common) -> None:
     signing = _signing_parser()
-    p = sub.add_parser("case", parents=[common], help="one case: its history, and marking it dispatched, served...")
+    p = sub.add_parser("case", parents=[common], help="one case: its history, and marking it dispatched, served...",
+                       **with_examples("ussd-console case show kak01-1",
+                                       'ussd-console case mark kak01-1 dispatched --operator alice --reason "clinic team sent"'))
     acts = p.add_subparsers(dest="case_command", metavar="ACTION", required=True)
     q = acts.add_parser("mark", parents=[common, signing],
-                        help="mark a case open, dispatched, served or closed (signed)")
+                        help="mark a case open, dispatched, served or closed (signed)",
+                        **with_examples('ussd-console case mark kak01-1 dispatched --operator alice --reason "team sent"',
+                                        'ussd-console case mark kak01-1 served --operator alice --reason "kits handed over"',
+                                        'ussd-console case mark kak01-1 open --operator alice --reason "marked by mistake"'))
     q.add_argument("frame_id", metavar="FRAME_ID", help="the frame id of any version of the case")
     q.add_argument("status", metavar="STATUS", help=", ".join(STATUSES) + " (open re-opens)")
     q.set_defaults(handler=cmd_case_mark)
-    q = acts.add_parser("show", parents=[common], help="current values, status, versions, marks, open conflicts")
+    q = acts.add_parser("show", parents=[common], help="current values, status, versions, marks, open conflicts",
+                        **with_examples("ussd-console case show kak01-1", "ussd-console case show kak01-2 --json"))
     q.add_argument("frame_id", metavar="FRAME_ID", help="the frame id of any version of the case")
     q.set_defaults(handler=cmd_case_show)
 
@@ -32,7 +40,7 @@ def cmd_case_mark(args, ctx) -> int:
     preview = marks.describe_mark(receiver, args.frame_id, args.status, name, reason)
     _show_preview(ctx, preview)
     result = marks.mark_case(ctx.home, receiver, args.frame_id, args.status, operator=name,
-                             passphrase=_passphrase(args, name), reason=reason, expected=preview)
+                             signer=_unlock(ctx, args, name), reason=reason, expected=preview)
     _print_signed(ctx, result, f"case {result['frame_id']}: {result['from']} -> {result['status']}")
     return 0
 
@@ -53,18 +61,18 @@ def cmd_case_show(args, ctx) -> int:
     head.append(case["status"], style="bold")
     if case["disputed"]:
         head.append(" ! DISPUTED (an open conflict concerns it)", style="bold reverse")
-    out.print(head, soft_wrap=True)
-    out.print(Text(f"now: {_values(case)}; version {case['version']}; ") + safe(case["frame_text"]), soft_wrap=True)
+    out.print(head)  # wrapped at words, as the tables are
+    out.print(Text(f"now: {_values(case)}; version {case['version']}; ") + safe(case["frame_text"]))
     out.print(table("Versions", ["v", "frame_id", "people", "pri", "when", "how"], [
         (v["version"], v["frame_id"], v["headcount"], v["pri"], when(v["at"]),
          f"applied (via {v['path']})" if v["how"] == "applied" else
          f"correction #{v['quarantine_id']} accepted by {v.get('by') or '-'}: {v.get('reason') or '-'}")
         for v in story["versions"]
-    ]))
+    ], codes=("v", "frame_id", "people", "pri", "when"), drop=("pri",)))
     out.print(table("Status marks", ["when", "from", "to", "by", "reason", "audit entry"], [
         (when(mk["at"]), mk["from"], mk["to"], mk["by"], mk["reason"], mk["audit_seq"]) for mk in story["marks"]
-    ]))
+    ], codes=("when", "from", "to", "by"), drop=("audit entry",)))
     out.print(table("Open conflicts", ["id", "frame_id", "new version", "reason"], [
-        (q["id"], q["frame_id"], q["frame_text"], q["reason"]) for q in story["open_conflicts"]
-    ]))
+        (q["id"], q["frame_id"], q["frame_text"], reason_words(q["reason"])) for q in story["open_conflicts"]
+    ], codes=("id", "frame_id", "new version")))
     return 0

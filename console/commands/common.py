@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
+from rich.text import Text
+
 from console.render import when
 from core.rules.frame import NEED_NAMES
 from core.rules.retention import describe
@@ -13,6 +15,11 @@ from core.rules.retention import describe
 
 def examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def with_examples(*lines: str) -> dict:
+    """``add_parser`` keywords for a help that ends with these example command lines, as written."""
+    return {"epilog": examples(*lines), "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def add_paging(p, offset: bool = True) -> None:
@@ -51,6 +58,14 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 def minute(ts: float | None) -> str:
     """A table's time to the minute: the seconds are in --json, the columns are for the rest."""
     return when(ts)[:16]
+
+
+def status_words(status: str, disputed: bool) -> Text:
+    """A case's status, and "! DISPUTED" on a line of its own so that a narrow column never splits it."""
+    text = Text(status)
+    if disputed:
+        text.append("\n! DISPUTED", style="bold")
+    return text
 
 
 def need_words(code: str) -> str:

@@ -23,6 +23,7 @@ from core.config import InboxConfig
 from core.home import Home
 from core.inbox import InboxService
 
+from .common import with_examples
 from .options import common_parser
 from .ui import logs_to_file
 
@@ -30,7 +31,9 @@ from .ui import logs_to_file
 def register(sub, common) -> None:
     # The console and the demo print no results: no --json.
     p = sub.add_parser("demo", parents=[common_parser(json=False)],
-                       help="the console on a throwaway home fed by a simulated gateway (about a minute)")
+                       help="the console on a throwaway home fed by a simulated gateway (about a minute)",
+                       **with_examples("ussd-console demo", "ussd-console demo --pace 0.5 --keep",
+                                       "ussd-console demo --print"))
     p.add_argument("--print", dest="printed", action="store_true",
                    help="no console: run the story at once and print what happened (the default without a terminal)")
     p.add_argument("--pace", type=float, default=1.0, metavar="X",

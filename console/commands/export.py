@@ -14,9 +14,13 @@ from console.exports import FORMATS, default_target, fmt_for, write_csv, write_e
 from console.errors import CommandError
 from console.render import make_console, print_json
 
+from .common import with_examples
+
 
 def register(sub, common) -> None:
-    p = sub.add_parser("export", parents=[common], help="write a view as CSV or .xlsx (" + ", ".join(VIEWS) + ")")
+    p = sub.add_parser("export", parents=[common], help="write a view as CSV or .xlsx (" + ", ".join(VIEWS) + ")",
+                       **with_examples("ussd-console export ranking", "ussd-console export cases --out cases.xlsx",
+                                       "ussd-console export rejects --out - | head"))
     p.add_argument("view", metavar="VIEW", choices=list(VIEWS), help=", ".join(VIEWS))
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="csv or xlsx (default: from the --out name, else csv)")

@@ -5,10 +5,14 @@ from __future__ import annotations
 from console.render import make_console, print_json, table, when
 from core.inbox import SHOWN_STATES, inbox_files
 
+from .common import with_examples
+
 
 def register(sub, common) -> None:
     p = sub.add_parser("files", parents=[common],
-                       help="inbox files: state, arrival path, frames, reason (rejected files included)")
+                       help="inbox files: state, arrival path, frames, reason (rejected files included)",
+                       **with_examples("ussd-console files", "ussd-console files --state rejected",
+                                       "ussd-console files --json --limit 1000"))
     p.add_argument("--state", choices=sorted(SHOWN_STATES.values()), help="only files in this state")
     p.add_argument("--limit", type=int, default=200)
     p.add_argument("--offset", type=int, default=0)
@@ -25,5 +29,5 @@ def cmd_files(args, ctx) -> int:
     make_console().print(table(title, ["file", "state", "path", "frames", "lines", "reason", "kept as", "claimed"], [
         (r["name"], r["state"], r["path"], r["frames"], r["lines"], r["reason"] or "-", r["archived_as"] or "-",
          when(r["claimed_at"])) for r in rows
-    ]))
+    ], codes=("state", "path", "frames", "lines"), drop=("claimed", "lines")))
     return 0

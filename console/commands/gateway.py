@@ -16,7 +16,7 @@ from console.render import make_console, print_json, table, when
 from core.gateways import accounts, signed
 from core.gateways.adapters import KINDS
 
-from .operators import _passphrase, _reason, _signer_name, _signing_parser, print_pending
+from .operators import _reason, _signer_name, _signing_parser, _unlock, print_pending
 
 
 def examples(*lines: str) -> str:
@@ -30,7 +30,9 @@ def minute(ts: float | None) -> str:
 def register(sub, common) -> None:
     signing = _signing_parser()
     p = sub.add_parser("gateway", parents=[common],
-                       help="SMS/USSD gateways that post frames straight to `watch --listen` (add, list, retire)")
+                       help="SMS/USSD gateways that post frames straight to `watch --listen` (add, list, retire)",
+                       epilog=examples("ussd-console gateway list", "ussd-console help gateway add"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     ops = p.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
     q = ops.add_parser(
         "add", parents=[common, signing],
@@ -49,9 +51,13 @@ def register(sub, common) -> None:
     q.add_argument("--reply", choices=accounts.REPLIES, default="END",
                    help="africastalking-ussd: end the session (END, default) or keep it open (CON) after a receipt")
     q.set_defaults(handler=cmd_gateway_add, writes=True)
-    q = ops.add_parser("list", parents=[common], help="gateways, who added them, last post and their counts")
+    q = ops.add_parser("list", parents=[common], help="gateways, who added them, last post and their counts",
+                       epilog=examples("ussd-console gateway list", "ussd-console gateway list --json"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     q.set_defaults(handler=cmd_gateway_list)
-    q = ops.add_parser("retire", parents=[common, signing], help="retire a gateway (signed): its path answers 404")
+    q = ops.add_parser("retire", parents=[common, signing], help="retire a gateway (signed): its path answers 404",
+                       epilog=examples("ussd-console gateway retire office --operator alice --reason 'number given up'"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     q.add_argument("name", metavar="NAME")
     q.set_defaults(handler=cmd_gateway_retire, writes=True)
 
@@ -61,7 +67,8 @@ def cmd_gateway_add(args, ctx) -> int:
     gateway = accounts.check_name(args.name)
     receiver = ctx.receiver
     result = signed.add_gateway(ctx.home, receiver, gateway, args.kind, operator=name,
-                                  passphrase=_passphrase(args, name), reason=reason, secret_file=args.secret_file,
+                                  passphrase=None, signer=_unlock(ctx, args, name), reason=reason,
+                                  secret_file=args.secret_file,
                                   public_url=args.public_url, reply=args.reply)
     if "pending" in result:
         return print_pending(ctx, result, "once approved, paste this into the gateway's callback URL; it is shown only now:",
@@ -133,7 +140,7 @@ def cmd_gateway_list(args, ctx) -> int:
 def cmd_gateway_retire(args, ctx) -> int:
     name, reason = _signer_name(args), _reason(args)
     result = signed.retire_gateway(ctx.home, ctx.receiver, args.name, operator=name,
-                                     passphrase=_passphrase(args, name), reason=reason)
+                                     passphrase=None, signer=_unlock(ctx, args, name), reason=reason)
     if "pending" in result:
         return print_pending(ctx, result)
     if ctx.json:

@@ -13,7 +13,7 @@ from rich.text import Text
 from console.exports import default_target, write_csv, write_export
 from console.render import make_console, print_json, table
 
-from .common import add_paging, date_arg, date_arg_end, examples, minute, need_words
+from .common import add_paging, date_arg, date_arg_end, examples, minute, need_words, status_words
 
 
 def register(sub, common) -> None:
@@ -57,8 +57,9 @@ def cmd_cases(args, ctx) -> int:
         f"Cases {args.offset + 1 if rows else 0}-{args.offset + len(rows)} of {total}",
         ["frame_id", "site", "need", "people", "pri", "first seen", "version", "status"],
         [(c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"], minute(c["first_seen"]),
-          c["version"], c["status"] + (" ! DISPUTED" if c["disputed"] else "")) for c in rows],
-        codes=("frame_id", "site", "people", "pri", "first seen", "version"),
+          c["version"], status_words(c["status"], c["disputed"])) for c in rows],
+        codes=("frame_id", "site", "people", "pri", "version", "status"),
+        drop=("version", "first seen", "pri"),  # never the need, the people or the status
     ))
     return 0
 
@@ -75,8 +76,9 @@ def cmd_ranking(args, ctx) -> int:
         "Dispatch ranking" + (" (every case)" if args.all else " (open and dispatched cases)"),
         ["rank", "frame_id", "site", "need", "people", "pri", "status", "first seen"],
         [(c["rank"], c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"],
-          c["status"] + (" ! DISPUTED" if c["disputed"] else ""), minute(c["first_seen"])) for c in rows],
-        codes=("rank", "frame_id", "site", "people", "pri", "first seen"),
+          status_words(c["status"], c["disputed"]), minute(c["first_seen"])) for c in rows],
+        codes=("rank", "frame_id", "site", "people", "pri", "status"),
+        drop=("first seen",),
     ))
     return 0
 

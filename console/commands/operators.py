@@ -20,7 +20,7 @@ from console.errors import CommandError
 from console.render import make_console, print_json, safe, table
 from core.rules.retention import describe
 from core.signing import actions, audit, countersign
-from core.signing.keys import check_name, key_path, short_fingerprint
+from core.signing.keys import ActionError, check_name, key_path, short_fingerprint
 from core.signing.operators import (
     ADD_REASON,
     add_operator,
@@ -36,16 +36,22 @@ from core.signing.roles import ROLES
 from core.signing.passphrases import ADVICE, PASSPHRASE_MIN, weakness
 
 from .audit import print_retention_fault
-from .common import examples, minute, retention_words
+from .common import examples, minute, retention_words, with_examples
 
 
 def register(sub, common) -> None:
     signing = _signing_parser()
 
-    p = sub.add_parser("operator", parents=[common], help="operators and their signing keys")
+    p = sub.add_parser("operator", parents=[common], help="operators and their signing keys",
+                       **with_examples("ussd-console operator list", "ussd-console operator add alice",
+                                       "ussd-console help operator add"))
     ops = p.add_subparsers(dest="operator_command", metavar="ACTION", required=True)
     q = ops.add_parser("add", parents=[common],
-                       help="create a key pair for a new operator (signed: by an active operator, after the first)")
+                       help="create a key pair for a new operator (signed: by an active operator, after the first)",
+                       **with_examples("ussd-console operator add alice                 the first operator: every role",
+                                       "ussd-console operator add bob --operator alice  approved by alice",
+                                       "ussd-console operator add carol --role dispatcher --operator alice "
+                                       "--reason 'night shift'"))
     q.add_argument("name", metavar="NAME")
     q.add_argument("--passphrase-file", metavar="PATH",
                    help="read the new operator's passphrase from the first line of PATH")
@@ -59,18 +65,22 @@ def register(sub, common) -> None:
     q.set_defaults(handler=cmd_operator_add, writes=True)
     for verb, text in (("grant", "give an operator a role (signed by another admin)"),
                        ("revoke", "take a role from an operator (signed by another admin; never the last admin)")):
-        q = ops.add_parser(verb, parents=[common, signing], help=text)
+        q = ops.add_parser(verb, parents=[common, signing], help=text, **with_examples(
+            f"ussd-console operator {verb} bob resolver --operator alice --reason 'covers the night shift'"))
         q.add_argument("name", metavar="NAME")
         q.add_argument("role", metavar="ROLE", help=", ".join(ROLES))
         q.set_defaults(handler=cmd_operator_role, role_change=verb, writes=True)
-    q = ops.add_parser("list", parents=[common], help="names, roles, key fingerprints, when added and retired")
+    q = ops.add_parser("list", parents=[common], help="names, roles, key fingerprints, when added and retired",
+                       **with_examples("ussd-console operator list", "ussd-console operator list --json"))
     q.set_defaults(handler=cmd_operator_list)
     q = ops.add_parser("retire", parents=[common, signing],
-                       help="stop a key from signing (signed by an active operator); its old signatures stay valid")
+                       help="stop a key from signing (signed by an active operator); its old signatures stay valid",
+                       **with_examples("ussd-console operator retire bob --operator alice --reason 'left the team'"))
     q.add_argument("name", metavar="NAME")
     q.set_defaults(handler=cmd_operator_retire, writes=True)
     q = ops.add_parser("adopt", parents=[common, signing],
-                       help="once, after upgrading: sign the operators added before operator changes were signed")
+                       help="once, after upgrading: sign the operators added before operator changes were signed",
+                       **with_examples("ussd-console operator adopt --operator alice --reason 'upgrade to signed operators'"))
     q.set_defaults(handler=cmd_operator_adopt, writes=True)
 
     p = sub.add_parser("resolve", parents=[common, signing], help="resolve a conflict held in quarantine (signed)",
@@ -85,9 +95,13 @@ def register(sub, common) -> None:
                      help="the ledger takes the new version's values; the old ones go to the case history")
     p.set_defaults(handler=cmd_resolve, writes=True)
 
-    p = sub.add_parser("retention", parents=[common], help="how long frame ids are remembered to catch re-sends (show; set, signed)")
+    p = sub.add_parser("retention", parents=[common],
+                       help="how long frame ids are remembered to catch re-sends (show; set, signed)",
+                       **with_examples("ussd-console retention show",
+                                       'ussd-console retention set 45 --operator alice --reason "long field trips"'))
     ret = p.add_subparsers(dest="retention_command", metavar="ACTION", required=True)
-    q = ret.add_parser("show", parents=[common], help="the policy in force and its history")
+    q = ret.add_parser("show", parents=[common], help="the policy in force and its history",
+                       **with_examples("ussd-console retention show", "ussd-console retention show --limit 5 --json"))
     q.add_argument("--limit", type=int, default=20)
     q.set_defaults(handler=cmd_retention_show)
     q = ret.add_parser("set", parents=[common, signing],
@@ -174,6 +188,33 @@ def _passphrase(args, name: str, twice: bool = False) -> str:
     raise CommandError(f"no passphrase after {ASK_TIMES} tries; nothing was created")
 
 
+UNLOCK_TRIES = 3  # a passphrase mistyped at the prompt is asked again, this many times in all
+
+
+def _unlock(ctx, args, name: str, passphrase_file: str | None = None, prompt: str | None = None):
+    """The operator's key, unlocked: with ``--passphrase-file`` once, at the terminal up to three tries.
+
+    Each wrong try is a failed unlock like any other (``load_signer``: logged in the home's
+    log, counted towards the growing wait); only a wrong passphrase is asked again, never
+    a missing operator or key file.
+    """
+    path = passphrase_file if passphrase_file is not None else args.passphrase_file
+    if path:
+        return load_signer(ctx.home, ctx.receiver, name, _read_passphrase_file(path))
+    for attempt in range(1, UNLOCK_TRIES + 1):
+        secret = _ask(prompt or f"passphrase for {name}: ")
+        try:
+            return load_signer(ctx.home, ctx.receiver, name, secret)
+        except ActionError as exc:
+            if not str(exc).startswith("wrong passphrase"):
+                raise
+            if attempt == UNLOCK_TRIES:
+                raise CommandError(f"{exc}; {UNLOCK_TRIES} tries, nothing was signed") from None
+            left = UNLOCK_TRIES - attempt
+            print(f"{exc}; try again ({left} {'try' if left == 1 else 'tries'} left)", file=sys.stderr, flush=True)
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
 def _signer_name(args) -> str:
     if not args.operator:
         raise CommandError("name the signing operator with --operator NAME")
@@ -200,9 +241,8 @@ def cmd_operator_add(args, ctx) -> int:
                                "only the first operator of a home holds every role without asking")
         approver = check_name(args.operator)
         countersign.check(ctx.home, receiver, approver, "operator.add")  # before any passphrase is asked
-        pass_file = args.operator_passphrase_file
-        secret = _read_passphrase_file(pass_file) if pass_file else _ask(f"passphrase for {approver} (approving): ")
-        sponsor = load_signer(ctx.home, receiver, approver, secret)
+        sponsor = _unlock(ctx, args, approver, passphrase_file=args.operator_passphrase_file or "",
+                          prompt=f"passphrase for {approver} (approving): ")
     passphrase = _passphrase(args, name, twice=True)
     info = add_operator(ctx.home, receiver, name, passphrase, sponsor=sponsor, reason=reason, roles=args.roles)
     path = key_path(ctx.home, name)
@@ -231,7 +271,7 @@ def cmd_operator_list(args, ctx) -> int:
         [(r["name"], short_fingerprint(r["fingerprint"]), minute(r["added_at"]),
           f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active",
           "every role" if len(r["roles"]) == len(ROLES) else ", ".join(r["roles"]) or "-") for r in rows],
-        codes=("name", "key fingerprint", "added", "status", "roles"),
+        codes=("name", "key fingerprint", "added", "status"), drop=("added",),
     ))
     return 0
 
@@ -240,7 +280,7 @@ def cmd_operator_retire(args, ctx) -> int:
     receiver = ctx.receiver
     name, reason = _signer_name(args), _reason(args)
     countersign.check(ctx.home, receiver, name, "operator.retire")
-    signer = load_signer(ctx.home, receiver, name, _passphrase(args, name))
+    signer = _unlock(ctx, args, name)
     info = retire_operator(receiver, check_name(args.name), signer, reason, home=ctx.home)
     if "pending" in info:
         return print_pending(ctx, info)
@@ -260,7 +300,7 @@ def cmd_operator_role(args, ctx) -> int:
         raise CommandError(f"nobody grants or revokes their own roles: another admin signs a change to {name}'s")
     change = grant_role if args.role_change == "grant" else revoke_role
     countersign.check(ctx.home, receiver, name, f"operator.{args.role_change}")
-    signer = load_signer(ctx.home, receiver, name, _passphrase(args, name))
+    signer = _unlock(ctx, args, name)
     info = change(receiver, target, args.role, signer, reason, home=ctx.home)
     if "pending" in info:
         return print_pending(ctx, info)
@@ -285,7 +325,7 @@ def cmd_operator_adopt(args, ctx) -> int:
         for op in listed:
             state = "retired" if op["retired_at"] is not None else "active"
             out.print(Text(f"  {op['name']}  key {short_fingerprint(op['fingerprint'])}  {state}"))
-    signer = load_signer(ctx.home, receiver, name, _passphrase(args, name))
+    signer = _unlock(ctx, args, name)
     result = adopt_operators(receiver, signer, reason, expected=listed)
     if ctx.json:
         print_json(result)
@@ -338,7 +378,7 @@ def cmd_resolve(args, ctx) -> int:
     preview = actions.describe_resolve(receiver, args.id, args.decision, name, reason)
     _show_preview(ctx, preview)
     result = actions.resolve(ctx.home, receiver, args.id, args.decision, operator=name,
-                             passphrase=_passphrase(args, name), reason=reason, expected=preview)
+                             signer=_unlock(ctx, args, name), reason=reason, expected=preview)
     summary = f"quarantine #{result['quarantine_id']}: {result['status']}"
     if result["also_resolved"]:
         summary += "; also settled " + ", ".join(f"#{i}" for i in result["also_resolved"])
@@ -352,7 +392,7 @@ def cmd_retention_set(args, ctx) -> int:
     preview = actions.describe_retention(receiver, args.days, name, reason)
     _show_preview(ctx, preview)
     result = actions.set_retention(ctx.home, receiver, args.days, operator=name,
-                                   passphrase=_passphrase(args, name), reason=reason, expected=preview)
+                                   signer=_unlock(ctx, args, name), reason=reason, expected=preview)
     if "pending" in result:
         return print_pending(ctx, result)
     policy = result["retention"]
@@ -375,6 +415,6 @@ def cmd_retention_show(args, ctx) -> int:
         "Retention history", ["set at", "retention", "kind", "set by", "audit entry", "reason"],
         [(minute(p["set_at"]), describe(p["retention_seconds"]), "exception" if p["is_exception"] else "policy",
           p["set_by"], p["audit_id"] if p["audit_id"] is not None else "-", p["reason"] or "-") for p in history],
-        codes=("set at", "retention", "kind", "set by"),
+        codes=("set at", "retention", "kind", "set by"), drop=("audit entry",),
     ))
     return 0

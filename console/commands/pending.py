@@ -12,10 +12,9 @@ from rich.text import Text
 
 from console.render import make_console, print_json, safe, table
 from core.signing import countersign
-from core.signing.operators import load_signer
 
 from .common import minute
-from .operators import _passphrase, _reason, _signer_name, _signing_parser
+from .operators import _reason, _signer_name, _signing_parser, _unlock
 
 
 def register(sub, common) -> None:
@@ -59,7 +58,7 @@ def cmd_decide(args, ctx) -> int:
         out.print(Text(f"About to sign: {args.verb} request {request.seq} by {request.operator}:", style="bold"))
         out.print(Text("  ") + safe(countersign.what(request), 300), soft_wrap=True)
         out.print(Text("  their reason: ") + safe(request.reason, 500), soft_wrap=True)
-    signer = load_signer(ctx.home, receiver, name, _passphrase(args, name))
+    signer = _unlock(ctx, args, name)
     if args.verb == "approve":
         result = countersign.approve(receiver, args.id, signer, reason)
     else:

@@ -7,11 +7,13 @@ from rich.text import Text
 from console.render import make_console, print_json, safe, table
 from core.rules.explain import reason_words
 
-from .common import add_paging
+from .common import add_paging, with_examples
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("quarantine", parents=[common], help="conflicts waiting for an operator")
+    p = sub.add_parser("quarantine", parents=[common], help="conflicts waiting for an operator",
+                       **with_examples("ussd-console quarantine", "ussd-console quarantine --all --limit 100",
+                                       'ussd-console resolve 12 --keep-first --operator alice --reason "site confirmed"'))
     p.add_argument("--all", action="store_true", help="resolved ones too")
     add_paging(p, offset=False)
     p.set_defaults(handler=cmd_quarantine)
@@ -30,7 +32,7 @@ def cmd_quarantine(args, ctx) -> int:
         "Quarantine" + ("" if args.all else " (open)"), columns,
         [(q["id"], q["frame_id"], safe("first: " + q["first_text"]) + Text("\n") + safe("new:   " + q["frame_text"]),
           reason_words(q["reason"]), q["seen_count"], *((q["status"],) if args.all else ())) for q in rows],
-        codes=("id", "frame_id", "first / new version", "seen", "status"),
+        codes=("id", "frame_id", "first / new version", "seen", "status"), drop=("seen",),
     ))
     if rows and not args.all:
         make_console().print(Text("resolve with: ussd-console resolve ID --keep-first (or --accept-correction) "

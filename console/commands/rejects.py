@@ -9,12 +9,14 @@ from rich.text import Text
 from console.render import make_console, print_json, safe, table, when
 from core.rules.explain import explain_reject
 
-from .common import add_paging
+from .common import add_paging, with_examples
 
 
 def register(sub, common) -> None:
     p = sub.add_parser("rejects", parents=[common],
-                       help="lines that were not valid frames, newest first, with what was wrong")
+                       help="lines that were not valid frames, newest first, with what was wrong",
+                       **with_examples("ussd-console rejects", "ussd-console rejects --limit 200",
+                                       "ussd-console rejects --json > rejects.jsonl"))
     add_paging(p, offset=False)
     p.set_defaults(handler=cmd_rejects)
 

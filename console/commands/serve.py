@@ -8,6 +8,8 @@ address from the page's own origin, caps the sessions (``--max-sessions``,
 ``[serve] max_sessions``) and, with ``--public``, asks for a login token
 first. A ``--db`` store reaches the sessions through ``$USSD_CONSOLE_DB``,
 never their command line (where any local user could read its password).
+When serve stops (SIGTERM, Ctrl-C) it ends every session first, and a session whose serve
+is gone (killed) quits by itself: no console is left running (``console/web/sessions.py``).
 The page is ``console/web/app_index.html``: textual-serve's own, with its
 web-font link replaced by the font files textual-serve ships, so it fetches
 nothing from outside the machine.
@@ -25,6 +27,8 @@ from pathlib import Path
 from console.errors import CommandError
 from core.config import read_toml
 
+from .common import with_examples
+
 TEMPLATES = Path(__file__).resolve().parent.parent / "web"
 DEFAULT_PORT = 8566
 DEFAULT_MAX_SESSIONS = 3
@@ -34,7 +38,12 @@ MIN_TOKEN = 16  # characters a --token-file token needs at least
 
 def register(sub, common) -> None:
     p = sub.add_parser("serve", parents=[common],
-                       help=f"the console in a browser at http://127.0.0.1:{DEFAULT_PORT} (reach it through an SSH tunnel)")
+                       help=f"the console in a browser at http://127.0.0.1:{DEFAULT_PORT} (reach it through an SSH tunnel)",
+                       **with_examples("ussd-console serve",
+                                       f"ssh -L {DEFAULT_PORT}:127.0.0.1:{DEFAULT_PORT} receiver   (then, on your machine, "
+                                       f"http://127.0.0.1:{DEFAULT_PORT})",
+                                       "ussd-console serve --public --host 0.0.0.0 --public-url https://ussd.example.org "
+                                       "--token-file token.txt"))
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--public", action="store_true",
@@ -60,11 +69,12 @@ def is_loopback(host: str) -> bool:
 
 
 def console_command(ctx, inbox: bool) -> str:
-    """The shell command textual-serve runs per session (it runs it through a shell: quoted).
+    """The shell command textual-serve runs per session (it runs it through a shell: quoted, and
+    ``exec``'d, so the console is serve's own child and no shell outlives it).
     No ``--db`` here: a session's command line is readable by every local user (``ps``)."""
     argv = [sys.executable, "-m", "console.cli", "--home", str(ctx.home.root)]
     argv += ["console"] + ([] if inbox else ["--no-inbox"])
-    return shlex.join(argv)
+    return "exec " + shlex.join(argv)
 
 
 def max_sessions(args, ctx) -> int:
@@ -128,8 +138,11 @@ def cmd_serve(args, ctx) -> int:
     ctx.home.ensure()
     _ = ctx.receiver  # a store that cannot be opened is one line here, not a broken page per session
     ctx.close()
+    from console.web.sessions import SERVE_PID
+
     if ctx.db:
         os.environ["USSD_CONSOLE_DB"] = ctx.db  # textual-serve gives each session this environment
+    os.environ[SERVE_PID] = str(os.getpid())  # a session whose serve is gone quits (console.web.sessions)
     from console.web.guard import GuardedServer
 
     if not is_loopback(args.host):

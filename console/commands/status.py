@@ -12,12 +12,13 @@ from core.inbox import file_counts, files_by_state
 from core.ops.health import gather
 
 from .audit import print_retention_fault
-from .common import retention_words
+from .common import retention_words, with_examples
 from .gateway import gateway_status, print_gateway_status
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("status", parents=[common], help="totals, per-path counts and retention")
+    p = sub.add_parser("status", parents=[common], help="totals, per-path counts and retention",
+                       **with_examples("ussd-console status", "ussd-console status --json | jq .health"))
     p.set_defaults(handler=cmd_status)
 
 

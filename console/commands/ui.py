@@ -14,20 +14,28 @@ from core.config import load_console_config, load_inbox_config, load_log_config
 from core.home import LOG_FORMAT, Home, private_folder
 from core.ops.logfile import RotatingLog
 
+from .common import with_examples
 from .options import common_parser
 
 
 def register(sub, common) -> None:
     # The console and the demo print no results: no --json.
-    p = sub.add_parser("console", parents=[common_parser(json=False)], help="open the operator console (the default)")
+    p = sub.add_parser("console", parents=[common_parser(json=False)], help="open the operator console (the default)",
+                       **with_examples("ussd-console --home /srv/ussd console",
+                                       "ussd-console console --no-inbox    while `watch` takes the inbox"))
     p.add_argument("--no-inbox", action="store_true",
                    help="show the store without taking files from the inbox (another process does)")
     p.set_defaults(handler=cmd_console)
 
 
+def served() -> bool:
+    """Run by ``serve`` for a browser session: textual-serve's web driver talks over pipes."""
+    return os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver")
+
+
 def need_terminal() -> None:
-    """A terminal, or textual-serve's web driver (``serve``), which talks over pipes."""
-    if os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver"):
+    """A terminal, or textual-serve's web driver (``serve``)."""
+    if served():
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CommandError("the console needs a terminal; from scripts use a sub-command "
@@ -89,6 +97,10 @@ def open_console(ctx, inbox: bool = True) -> int:
         from core.inbox.writers import ignore_lease_breaks
 
         ignore_lease_breaks()
+    if served():  # a browser session ends with its serve, even one killed
+        from console.web.sessions import exit_with_parent, serve_pid
+
+        exit_with_parent(serve_pid())
     with logs_to_file(home):
         app.run()
     return app.return_code or 0

@@ -30,6 +30,8 @@ from core.gateways.config import load_gateways_config
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import one_line
 
+from .common import with_examples
+
 log = logging.getLogger("ussd.watch")
 
 
@@ -37,6 +39,8 @@ def register(sub, common) -> None:
     p = sub.add_parser(
         "watch", parents=[common],
         help="headless receiver: watch and sweep the inbox, evict hourly (settings: <home>/config.toml [inbox])",
+        **with_examples("ussd-console --home /srv/ussd watch", "ussd-console watch --no-observer --sweep-interval 10",
+                        "ussd-console watch --listen 127.0.0.1:8567"),
     )
     p.add_argument("--sweep-interval", type=float, metavar="S", help="seconds between sweeps (default 3)")
     p.add_argument("--settle-time", type=float, metavar="S",

@@ -8,7 +8,7 @@ At most ``max_sessions`` consoles run at once (each is a process of its own); on
 503 that says so. With a login token (``--public``), no page, web socket or download is
 answered before a login: the token is posted once to ``/login`` (never in a URL, so never in
 an access log), compared in constant time, and answered with a cookie holding a separate
-random value.
+random value. Each session is a ``console.web.sessions.Session``, ended when ``serve`` stops.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import sys
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from textual_serve.server import Server
+from textual_serve.server import Server, to_int
+
+from .sessions import Session, end_sessions
 
 log = logging.getLogger("ussd.serve")
 
@@ -103,6 +105,7 @@ class GuardedServer(Server):
         self.token = token
         self.cookie = secrets.token_urlsafe(32)  # what a logged-in browser holds: never the token itself
         self.sessions = 0
+        self.live: set[Session] = set()  # the session processes started and not yet ended
 
     def initialize_logging(self) -> None:
         """The CLI's logging stays (warnings on stderr); textual-serve's own would add nothing."""
@@ -113,6 +116,12 @@ class GuardedServer(Server):
         app.router.add_get("/login", self.handle_login_page)
         app.router.add_post("/login", self.handle_login)
         return app
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """Before the connections close: every session still running is ended (asked, then signalled)."""
+        if self.live:
+            log.info("serve: stopping; ending %d session(s)", len(self.live))
+        await end_sessions(self.live)
 
     async def on_startup(self, app: web.Application) -> None:
         print(f"ussd-console: serving the console at {self.public_url}/ (at most {self.max_sessions} "
@@ -164,9 +173,32 @@ class GuardedServer(Server):
             return web.Response(status=503, text=f"503: all {self.max_sessions} console sessions are in use\n")
         self.sessions += 1  # one event loop: the check and the count cannot interleave
         try:
-            return await super().handle_websocket(request)
+            return await self._run_session(request)
         finally:
             self.sessions -= 1
+
+    async def _run_session(self, request: web.Request) -> web.WebSocketResponse:
+        """textual-serve 1.1.3's ``handle_websocket``, with a ``Session`` kept in ``live`` until it ended."""
+        websocket = web.WebSocketResponse(heartbeat=15)
+        width = to_int(request.query.get("width", "80"), 80)
+        height = to_int(request.query.get("height", "24"), 24)
+        session: Session | None = None
+        try:
+            await websocket.prepare(request)
+            session = Session(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                              close=websocket.close, download_manager=self.download_manager, debug=self.debug)
+            self.live.add(session)
+            await session.start(width, height)
+            await self._process_messages(websocket, session)
+        except asyncio.CancelledError:
+            await websocket.close()
+        except Exception as error:  # noqa: BLE001 - one broken session never stops the server
+            log.exception(error)
+        finally:
+            if session is not None:
+                await session.stop()  # the browser left (or serve stops): the console ends
+                self.live.discard(session)
+        return websocket
 
     async def handle_login_page(self, request: web.Request) -> web.Response:
         return self._login_form("", 200)

@@ -1,8 +1,8 @@
 """Plain words for outcomes and reasons, and what exactly was wrong with a rejected line.
 
-Pure functions. The codes (``REJECT_BAD_CRC``, ``bad_grammar``) stay exact in
-``--json``, the store and the operator's guide (docs/operator.md); an operator on the screen or the
-command line reads these words instead. ``explain_reject`` works from the frame
+Pure functions. The reasons' words are one table, ``core.rules.reasons``. The codes
+(``REJECT_BAD_CRC``, ``bad_grammar``) stay exact in ``--json``, the store and the operator's
+guide (docs/operator.md); an operator on the screen or the command line reads these words instead. ``explain_reject`` works from the frame
 text as the store keeps it (escaped) and the reason code, so it can explain a
 reject long after it arrived.
 """
@@ -13,6 +13,7 @@ import re
 
 from .cksum import trailer
 from .frame import FRAME_ID_RE, MAX_FRAME_CHARS
+from .reasons import REASONS, reason_words  # noqa: F401 - reason_words is this module's API too
 
 OUTCOME_WORDS = {
     "APPLIED": "applied",
@@ -22,24 +23,7 @@ OUTCOME_WORDS = {
     "REJECT_BAD_CRC": "rejected: bad checksum",
 }
 
-REASON_WORDS = {
-    "new": "new case",
-    "retransmit": "sent again",
-    "rerank": "sent again at another place in its session",
-    "after_eviction": "sent again after its id was forgotten",
-    "resolved_earlier": "an operator already decided this one",
-    "same_frame_id_different_payload": "same frame id, different values",
-    "same_case_different_payload": "same case, different values",
-    "already_quarantined": "already held for an operator",
-    "bad_grammar": "not in the frame's form",
-    "not_ascii": "characters that are not plain text",
-    "too_long": "too long for a frame",
-    "bad_frame_id": "frame id is not valid",
-    "id_seq_mismatch": "frame id and place in session disagree",
-    "bad_trailer": "checksum does not match",
-    "no_frame_id": "a frame but no frame id",
-    "no_frame_in_text": "no frame in the message",
-}
+REASON_WORDS = {code: words.long for code, words in REASONS.items()}  # the table is in reasons.py
 
 NO_FRAME_ID = ("this message has a frame but no frame id; a gateway's message id changes with every "
                "re-send, so it cannot stand in (send it as '<frame_id> <frame>', or name the frame id "
@@ -59,12 +43,6 @@ FIELDS = [
 
 def outcome_words(code: str) -> str:
     return OUTCOME_WORDS.get(code, code)
-
-
-def reason_words(code: str | None) -> str:
-    if code is None:
-        return ""
-    return REASON_WORDS.get(code, code)
 
 
 def _quote(value: str, limit: int = 24) -> str:

@@ -14,17 +14,22 @@ from console.render import make_console, print_json, safe, table
 from core.signing import countersign
 
 from .common import minute
+from .common import with_examples
 from .operators import _reason, _signer_name, _signing_parser, _unlock
 
 
 def register(sub, common) -> None:
     signing = _signing_parser()
     p = sub.add_parser("pending", parents=[common],
-                       help="signed requests waiting for a second admin ([signing] countersign)")
+                       help="signed requests waiting for a second admin ([signing] countersign)",
+                       **with_examples("ussd-console pending", "ussd-console pending --json"))
     p.set_defaults(handler=cmd_pending)
     for verb, text in (("approve", "approve a waiting request as a second admin (signed); its action applies"),
                        ("reject", "reject a waiting request (signed by an admin); nothing applies")):
-        p = sub.add_parser(verb, parents=[common, signing], help=text)
+        p = sub.add_parser(verb, parents=[common, signing], help=text,
+                           **with_examples(f"ussd-console {verb} 42 --operator bob --reason 'checked with the field office'",
+                                           f"ussd-console {verb} 42 --operator bob --reason 'checked' "
+                                           "--passphrase-file /run/keys/bob.pass"))
         p.add_argument("id", metavar="ID", help="the request's id: the id column of `ussd-console pending`")
         p.set_defaults(handler=cmd_decide, verb=verb, writes=True)
 

@@ -135,8 +135,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("next_widget", "tab", "app.focus_next", "Next widget (shift+tab: previous)", ("app",), fixed=True),
     # -- every screen with a table: the Panel base ------------------------------------------
     Action("page_next", "right_square_bracket", "page(1)", "Next page", ("tables",),
-           title="Next page: the next window of rows (Cases, Ranking, Quarantine)", words=("more", "page"),
-           show=True),  # the Panel hides it where the table is not a window (PAGED)
+           title="Next page: the next window of rows (Cases, Ranking, Quarantine)", words=("more", "page")),
+    # Not in the footer: the info line above each table says which rows are shown, and at 80
+    # columns the footer has room for the screen's own actions and Quit, not for paging too.
     Action("page_previous", "left_square_bracket", "page(-1)", "Previous page", ("tables",),
            title="Previous page: the previous window of rows", words=("back", "page")),
     Action("first_row", "home", "first_row", "First row of the table", ("tables",),

@@ -18,6 +18,7 @@ import hmac
 import html
 import logging
 import secrets
+import signal
 import sys
 from urllib.parse import urlsplit
 
@@ -124,8 +125,23 @@ class GuardedServer(Server):
         await end_sessions(self.live)
 
     async def on_startup(self, app: web.Application) -> None:
+        """Nothing to say yet: the sockets are bound after the startup signals (see ``serve``)."""
+
+    def announce(self, *_aiohttp_words) -> None:
         print(f"ussd-console: serving the console at {self.public_url}/ (at most {self.max_sessions} "
               f"session{'s' if self.max_sessions != 1 else ''} at once; Ctrl-C to stop)", file=sys.stderr, flush=True)
+
+    def serve(self, debug: bool = False) -> None:
+        """textual-serve's ``serve``, with the banner printed once the port is listening: a script
+        (or a test) that waits for the banner may connect at once, never to a refused port."""
+        self.debug = debug
+        self.initialize_logging()
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        loop.add_signal_handler(signal.SIGINT, self.request_exit)
+        loop.add_signal_handler(signal.SIGTERM, self.request_exit)
+        web.run_app(self._make_app(), host=self.host, port=self.port, handle_signals=False, loop=loop,
+                    print=self.announce)
 
     @web.middleware
     async def guard(self, request: web.Request, handler):

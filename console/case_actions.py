@@ -19,7 +19,7 @@ from .dialogs.case_screen import CaseScreen
 from .dialogs.export_dialog import ExportDialog
 from .dialogs.mark_dialog import MarkDialog
 from .exports import default_target, write_export
-from .messages import ExportRequest, MarkRequest, OpenCase
+from .messages import ExportRequest, MarkRequest, OpenCase, SigningChanged
 from .ui_text import count
 
 log = logging.getLogger("ussd.console")
@@ -54,6 +54,9 @@ class CaseActions:
             self.notify(f"Signing key of {escape_text(name, 32)} locked after {self.signing.idle_seconds / 60:g} "
                         "idle minutes; the next signature asks for the passphrase.",
                         title="Signing", markup=False, timeout=10)
+        self.show_signing()
+
+    def on_signing_changed(self, message: SigningChanged) -> None:
         self.show_signing()
 
     def show_signing(self) -> None:

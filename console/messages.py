@@ -47,6 +47,11 @@ class ResolveRequest(Message):
 
 
 @dataclass(eq=False)
+class SigningChanged(Message):
+    """A dialog unlocked (or used) the session's signing key: the header says whose it is."""
+
+
+@dataclass(eq=False)
 class OpenCase(Message):
     """Show a case's history, by id or by key."""
 

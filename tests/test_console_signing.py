@@ -4,6 +4,7 @@ and a wrong passphrase that changes nothing."""
 from __future__ import annotations
 
 from textual.widgets import Input, Static
+from textual.widgets.select import InvalidSelectValueError
 
 from console.dialogs.exception_dialog import ExceptionDialog
 from console.dialogs.resolve_dialog import ResolveDialog
@@ -40,9 +41,19 @@ async def open_dialog(app, pilot, screen: str, key: str, kind):
     return app.screen
 
 
-async def fill_and_sign(app, pilot, reason: str, passphrase: str, **extra: str):
+async def fill_and_sign(app, pilot, reason: str, passphrase: str, operator: str = "alice", **extra: str):
+    """Fill the open signing dialog as an operator would; with several who may sign, nobody is
+    chosen for them, so ``operator`` is picked from the list once it is loaded."""
     dialog = app.screen
-    await until(lambda: dialog.query_one("#operator").value == "alice")
+    select = dialog.query_one("#operator")
+
+    def chosen() -> bool:
+        try:
+            select.value = operator
+        except InvalidSelectValueError:  # the list is not loaded yet
+            return False
+        return True
+    await until(chosen, what=f"{operator} in the operator list")
     for field, value in extra.items():
         dialog.query_one(f"#{field}", Input).value = value
     dialog.query_one("#reason", Input).value = reason

@@ -7,7 +7,7 @@ from core import Receiver
 from core.signing import countersign
 from core.signing.operators import add_operator, load_signer
 from core.signing.roles import ADMIN
-from tests.console_support import fixed_app, run_async, until
+from tests.console_support import fixed_app, notes_on_screen, run_async, until
 from tests.signing import PASS, PASSPHRASES
 from tests.test_console_signing import fill_and_sign, open_dialog
 
@@ -22,13 +22,13 @@ async def test_a_held_retention_change_is_a_notification_with_its_request(sample
     kept = sample_home.config.read_text() if sample_home.config.exists() else ""
     sample_home.config.write_text(kept + '\n[signing]\ncountersign = ["retention"]\n')
     app = fixed_app(sample_home)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await open_dialog(app, pilot, "4", "x", ExceptionDialog)
         dialog = await fill_and_sign(app, pilot, "disk nearly full", PASS, days="10")
         await until(lambda: app.screen is not dialog)
-        await until(lambda: any("waiting for a second admin" in str(n.message) for n in app._notifications))
+        notes = await until(lambda: [n for n in notes_on_screen(app) if "waiting for a second admin" in n])
     with Receiver(str(sample_home.db)) as r:
         [held] = countersign.pending(r)
         assert r.retention_seconds() == before
-    [note] = [n for n in app._notifications if "waiting for a second admin" in str(n.message)]
-    assert f"request {held['id']}" in str(note.message)
+    [note] = notes
+    assert f"request {held['id']}" in note

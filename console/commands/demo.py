@@ -22,6 +22,7 @@ from core import Receiver
 from core.config import InboxConfig
 from core.home import Home
 from core.inbox import InboxService
+from core.rules.explain import outcome_words, reason_words
 
 from .common import with_examples
 from .options import common_parser
@@ -131,7 +132,8 @@ def print_story(home: Home, samples: Path) -> int:
             service.sweep_now()
             out.rule(Text(f"{number}/{len(STORY)} {step.name}"), align="left")
             out.print(Text(step.story))
-            rows = [(v.line, v.frame_id, v.outcome.value, v.reason) for _result, verdicts in results for v in verdicts]
+            rows = [(v.line, v.frame_id, outcome_words(v.outcome.value), reason_words(v.reason))
+                    for _result, verdicts in results for v in verdicts]
             out.print(table("", ["line", "frame_id", "outcome", "reason"], rows))
     finally:
         service.stop()

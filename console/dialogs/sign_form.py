@@ -30,6 +30,7 @@ from core.signing import unlock_guard
 from core.signing.keys import ActionError
 from core.signing.operators import list_operators, load_signer
 from core.signing.roles import WHAT
+from console.messages import SigningChanged
 
 
 def unlock_place() -> str:
@@ -267,6 +268,6 @@ class SignForm(ModalScreen[bool]):
             return
         if session is not None:
             session.unlock(signer)
-            self.app.show_signing()  # the header says whose key is unlocked
+            self.app.post_message(SigningChanged())  # the header says whose key is unlocked
         self.app.notify(escape_text(message, 300), title="Signed", timeout=8)
         self.dismiss(True)

@@ -43,7 +43,7 @@ SORTS = {
     "pri": "pri",
 }
 SORT_CYCLE = ["first_seen", "pri", "headcount", "site", "need", "frame_id"]
-SORT_NAMES = dict(COLUMNS) | {"first_seen": "first seen"}
+SORT_NAMES = dict(COLUMNS) | {"first_seen": "first seen", "pri": "pri(ority)"}
 FILTER_SETTLE = 0.25  # seconds after the last key before the filter applies: one query per pause, not per key
 NARROW_PATH = 8  # at 80 columns: the path's first characters (cli, watch, sweep, gw_...)
 

@@ -112,5 +112,5 @@ class RankingPanel(CaseRows, Panel):
             self.query_one("#bars-need", Bars).rows = tuple((r["key"], r["headcount"]) for r in data["by_need"])
             self.query_one("#bars-site", Bars).rows = tuple((r["key"], r["headcount"]) for r in data["by_site"])
         info = window_text(self.page_offset, len(rows), self.total, "dispatch order")
-        info.append(" | open and dispatched; Enter: history", style="dim")
+        info.append(" | highest pri(ority) first; Enter: history", style="dim")
         self.query_one("#ranking-info", InfoLine).update(info)

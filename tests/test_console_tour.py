@@ -236,8 +236,14 @@ def test_the_focused_field_carries_a_mark_without_colour(sample_home, monkeypatc
             await until(lambda: len(marked(app)) == 1 and "▶ Passphrase" in marked(app)[0])
             await pilot.press("shift+tab", "shift+tab")
             await until(lambda: len(marked(app)) == 1 and "▶ Reason" in marked(app)[0])
+            assert reversed_labels(app.screen) == ["▶ Reason"]  # the operator row is not lit as well
 
     run()
+
+
+def reversed_labels(dialog) -> list[str]:
+    """The field labels drawn reversed: only the focused field's, under NO_COLOR too."""
+    return [str(label.content) for label in dialog.query(".field Label") if "reverse" in str(label.styles.text_style)]
 
 
 @run_async

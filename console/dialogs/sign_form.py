@@ -146,6 +146,8 @@ class SignForm(ModalScreen[bool]):
             plain = str(label.content).removeprefix(FOCUS_MARK)
             focused = self.focused is not None and self.focused in row.query("*")
             label.update(FOCUS_MARK + plain if focused else plain)
+            # A class, not :focus-within: a Select's row matched that with the keyboard elsewhere.
+            row.set_class(focused, "-focused")
         box = self.query_one("#preview-box", VerticalScroll)
         box.border_title = ("▶ " if self.focused is box else "") + "what will be signed"
 

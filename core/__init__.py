@@ -7,7 +7,7 @@ sqlite3. See ``core/rules/__init__.py`` for the layout.
 
 from __future__ import annotations
 
-import importlib
+from core.lazy import lazy_names
 
 _LAZY = {
     "Offer": "core.rules.batch",
@@ -21,10 +21,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -7,7 +7,7 @@ Names are looked up on first use (PEP 562): reading the settings does not load t
 
 from __future__ import annotations
 
-import importlib
+from core.lazy import lazy_names
 
 _LAZY = {
     "AlertsConfig": "core.alerts.config",
@@ -20,10 +20,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'core.alerts' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)

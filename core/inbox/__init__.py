@@ -8,7 +8,7 @@ the inbox's files does not pay for the service, its alert threads and the spread
 
 from __future__ import annotations
 
-import importlib
+from core.lazy import lazy_names
 
 _LAZY = {
     "SHOWN_STATES": "core.store.inbox_progress",
@@ -31,10 +31,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'core.inbox' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)

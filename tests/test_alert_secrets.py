@@ -55,7 +55,10 @@ def test_a_failing_secret_url_is_masked_in_log_stderr_status_alerts_the_store_an
         drop(home, "session.txt", conflict_file("s1"))
         faults = lambda: [e for e in target.delivered() if e["kind"] == "fault"]  # noqa: E731
         [fault] = wait_for(faults, what="the url target's fault told through the command target")
-        status = cli(home, "status", "--json")
+        # watch records its faults for `status` on its own tick, a moment after telling them
+        status = wait_for(lambda: (done := cli(home, "status", "--json")).returncode == 0
+                          and "alert target url failing" in done.stdout and done, interval=0.5,
+                          what="the fault in status")
         alerts = cli(home, "alerts", "--json")
         shown = cli(home, "alerts")
     finally:

@@ -243,16 +243,7 @@ class LedgerWrites:
         self._insert(m.Quarantine, QuarantineRow._fields, w.new_quarantine)
         self._insert(m.Reject, RejectRow._fields, w.reject_rows)
         self._insert(m.Activity, ActivityRow._fields, w.activity_rows)
-        self._execute_many(
-            "UPDATE seen_frames SET seen_count = seen_count + ?, last_seen = ?, last_source = ? "
-            "WHERE frame_id = ?",
-            [(n, now, source, fid) for fid, n in w.seen_bumps.items()],
-        )
-        self._execute_many(
-            "UPDATE quarantine SET seen_count = seen_count + ?, last_seen = ? "
-            "WHERE frame_id = ? AND frame_text = ?",
-            [(n, now, fid, text) for (fid, text), n in w.quarantine_bumps.items()],
-        )
+        self._bump_resends(now, source, w)
         self._add(m.Counter, ["source", "outcome"], "count", [(source, o, n) for o, n in w.outcomes.items()])
         self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, sum(w.outcomes.values()))])
         bump_total(self.db, m, [("cases", w.added_cases), ("headcount", w.added_headcount),
@@ -315,16 +306,7 @@ class LedgerWrites:
         if self.db.dialect == "postgresql":
             self._bump_postgres(now, source, w)
         else:
-            self._execute_many(
-                "UPDATE seen_frames SET seen_count = seen_count + ?, last_seen = ?, last_source = ? "
-                "WHERE frame_id = ?",
-                [(n, now, source, fid) for fid, n in w.seen_bumps.items()],
-            )
-            self._execute_many(
-                "UPDATE quarantine SET seen_count = seen_count + ?, last_seen = ? "
-                "WHERE frame_id = ? AND frame_text = ?",
-                [(n, now, fid, text) for (fid, text), n in w.quarantine_bumps.items()],
-            )
+            self._bump_resends(now, source, w)
         self._add(m.Counter, ["source", "outcome"], "count", [(source, o, n) for o, n in w.outcomes.items()])
         self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, sum(w.outcomes.values()))])
         totals = [("cases", w.added_cases), ("headcount", w.added_headcount), ("seen_frames", len(w.seen_rows))]
@@ -392,6 +374,19 @@ class LedgerWrites:
             return []
         applied = {row[1] for row in case_rows}
         return [row for row in seen_rows if row[0] not in applied]
+
+    def _bump_resends(self, now, source, w) -> None:
+        """Re-sends of a kept frame or a held conflict: their counts and last sighting."""
+        self._execute_many(
+            "UPDATE seen_frames SET seen_count = seen_count + ?, last_seen = ?, last_source = ? "
+            "WHERE frame_id = ?",
+            [(n, now, source, fid) for fid, n in w.seen_bumps.items()],
+        )
+        self._execute_many(
+            "UPDATE quarantine SET seen_count = seen_count + ?, last_seen = ? "
+            "WHERE frame_id = ? AND frame_text = ?",
+            [(n, now, fid, text) for (fid, text), n in w.quarantine_bumps.items()],
+        )
 
     def _prune_activity(self) -> None:
         self.db.execute_sql(

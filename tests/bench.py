@@ -189,15 +189,16 @@ def main() -> None:
 
 def backup_figure(tmp: Path, db: str, frames: int) -> None:
     """`ussd-console backup` and `backup verify` of the loaded store (a separate figure: its own row)."""
-    from core.backup import archive
+    from core.backup.make import make_backup
+    from core.backup.verify import verify
     from core.home import Home
 
     home = Home(tmp / "backup-home").ensure()
     t = time.perf_counter()
-    made = archive.make_backup(home, db, tmp / "backups")
+    made = make_backup(home, db, tmp / "backups")
     made_s = time.perf_counter() - t
     t = time.perf_counter()
-    archive.verify(made.file)
+    verify(made.file)
     verify_s = time.perf_counter() - t
     print(f"BACKUP of a {frames:,}-frame store: {made_s:.1f} s, {made.size / 2**20:,.1f} MiB "
           f"(store {os.path.getsize(db) / 2**20:,.1f} MiB); backup verify {verify_s:.1f} s")

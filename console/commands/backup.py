@@ -12,6 +12,9 @@ from pathlib import Path
 from rich.text import Text
 
 from core.backup import archive
+from core.backup.make import make_backup
+from core.backup.restore import restore
+from core.backup.verify import verify
 from core.backup.config import load_backup_config
 from core.home import Home
 
@@ -57,7 +60,7 @@ def cmd_backup(args, ctx) -> int:
     config = load_backup_config(home.config)
     folder = Path(args.to).expanduser() if args.to else config.folder(home)
     try:
-        made = archive.make_backup(home, ctx.store_target, folder, config.recipients)
+        made = make_backup(home, ctx.store_target, folder, config.recipients)
     except archive.CannotRun as exc:
         return _fail(str(exc), EXIT_CANNOT)
     if ctx.json:
@@ -105,7 +108,7 @@ def _note_verified(home, file: Path) -> None:
 
 def cmd_backup_verify(args, ctx) -> int:
     try:
-        manifest = archive.verify(Path(args.file), args.identity, server=_pg_server(args, ctx))
+        manifest = verify(Path(args.file), args.identity, server=_pg_server(args, ctx))
     except archive.CannotRun as exc:
         return _fail(str(exc), EXIT_CANNOT)
     except archive.BackupError as exc:
@@ -135,7 +138,7 @@ def cmd_restore(args, ctx) -> int:
         return _fail("say where to restore with --home NEW (a new folder)", EXIT_CANNOT)
     home = Home.resolve(args.home)
     try:
-        manifest = archive.restore(Path(args.file), home, args.identity, db=getattr(args, "db", None))
+        manifest = restore(Path(args.file), home, args.identity, db=getattr(args, "db", None))
     except archive.CannotRun as exc:
         return _fail(str(exc), EXIT_CANNOT)
     except archive.BackupError as exc:

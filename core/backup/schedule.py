@@ -20,6 +20,7 @@ from core.home import replace_private, sync_folder
 from core.rules.text import one_line
 
 from . import archive
+from .make import make_backup
 from .config import BackupConfig, load_backup_config
 
 log = logging.getLogger("ussd.backup")
@@ -199,7 +200,7 @@ class BackupSchedule:
         try:
             # Verified before it gets its final name (an encrypted one before encryption: its identity is
             # kept offline, so the monthly drill with `backup verify --identity` checks the age layer).
-            made = archive.make_backup(self.home, self.store_target, folder, self.config.recipients, check=True)
+            made = make_backup(self.home, self.store_target, folder, self.config.recipients, check=True)
         except Exception as exc:  # noqa: BLE001 - any failure is a fault and an alert, never a dead watch
             words = one_line(exc) or type(exc).__name__
             state["last_failure"] = {"at": time.time(), "why": words}

@@ -35,6 +35,25 @@ def sample_home(tmp_path, utc):
     return build(Home(tmp_path / "home"))
 
 
+@pytest.fixture
+def console_opened_with(monkeypatch) -> dict:
+    """What ``ussd-console console`` hands the app (its keyword arguments), with the app itself
+    replaced by a probe that records them and returns: the command line's part, without a screen."""
+    seen: dict = {}
+
+    class Probe:
+        def __init__(self, home, **kwargs):
+            seen.update(kwargs)
+            self.return_code = 0
+
+        def run(self):
+            pass
+
+    monkeypatch.setattr("console.commands.ui.need_terminal", lambda: None)
+    monkeypatch.setattr("console.app.ConsoleApp", Probe)
+    return seen
+
+
 def fixed_app(home: Home, **kwargs):
     from console.app import ConsoleApp
     from tools.sample_store import FIXED_NOW

@@ -258,19 +258,8 @@ async def test_marking_a_case_served_shows_on_cases_without_ctrl_r(sample_home):
         assert {c["frame_id"]: c["status"] for c in r.cases(limit=100)}[frame_id] == "served"
 
 
-def test_console_keys_from_config_reach_the_console(home, monkeypatch):
-    seen = {}
-
-    class Probe:
-        def __init__(self, home, **kwargs):
-            seen.update(kwargs)
-            self.return_code = 0
-
-        def run(self):
-            pass
-
-    monkeypatch.setattr("console.commands.ui.need_terminal", lambda: None)
-    monkeypatch.setattr("console.app.ConsoleApp", Probe)
+def test_console_keys_from_config_reach_the_console(home, console_opened_with):
+    seen = console_opened_with
     Receiver(str(home.db)).close()
     home.config.write_text('[console]\nunlock_minutes = 5\n\n[console.keys]\nquit = "ctrl+q"\nhelp = "?,f1"\n',
                            encoding="utf-8")

@@ -130,24 +130,13 @@ def test_perf_probe_reports_open_time_and_memory(tmp_path):
     assert again["build_s"] is None and again["store_mb"] == result["store_mb"]  # the store was reused
 
 
-def test_console_unlock_minutes_from_config(home, capsys, monkeypatch):
+def test_console_unlock_minutes_from_config(home, capsys, console_opened_with):
     from core.config import load_console_config
 
     assert load_console_config(home.config).unlock_minutes == 15
     home.config.write_text("[console]\nunlock_minutes = 5\n", encoding="utf-8")
     assert load_console_config(home.config).unlock_minutes == 5
-    seen = {}
-
-    class Probe:
-        def __init__(self, home, **kwargs):
-            seen.update(kwargs)
-            self.return_code = 0
-
-        def run(self):
-            pass
-
-    monkeypatch.setattr("console.commands.ui.need_terminal", lambda: None)
-    monkeypatch.setattr("console.app.ConsoleApp", Probe)
+    seen = console_opened_with
     Receiver(str(home.db)).close()  # --no-inbox reads a store another process made; it never makes one
     assert main(["--home", str(home.root), "console", "--no-inbox"]) == 0
     assert seen["unlock_minutes"] == 5

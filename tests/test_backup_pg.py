@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from console.cli import main
 from core.backup import archive, pg
 from core.home import Home
 from tests.signing import A1, A1_FIX, B2, C1, PASSPHRASES
@@ -51,28 +52,33 @@ def cli_ok(home: Home, *argv: str) -> subprocess.CompletedProcess:
     return proc
 
 
+def arrange(home: Home, *argv: str) -> None:
+    assert main(["--home", str(home.root), *argv]) == 0, argv
+
+
 @pytest.fixture
 def pg_home(tmp_path, pg_url) -> tuple[Home, str]:
     """A home whose store (``db =`` in config.toml) is a PostgreSQL database with operators, cases,
-    a correction resolved by a signature and a status change."""
+    a correction resolved by a signature and a status change. Made in this process (the arrangement,
+    not what is tested: every backup, verify and restore below runs the real command)."""
     url = new_database(pg_url)
     home = Home(tmp_path / "home").ensure()
     home.config.write_text(f"db = {json.dumps(url)}\n")
-    cli_ok(home, "operator", "add", "alice", "--passphrase-file", passfile(tmp_path, "alice"))
+    arrange(home, "operator", "add", "alice", "--passphrase-file", passfile(tmp_path, "alice"))
     frames = tmp_path / "frames.txt"
     frames.write_text("".join(f"{fid} {text}\n" for fid, text in (A1, B2, C1)))
-    cli_ok(home, "ingest", str(frames))
+    arrange(home, "ingest", str(frames))
     fix = tmp_path / "fix.txt"
     fix.write_text(f"{A1_FIX[0]} {A1_FIX[1]}\n")
-    cli_ok(home, "ingest", str(fix))
+    arrange(home, "ingest", str(fix))
     from core import Receiver
 
     with Receiver(url) as r:
         qid = next(q["id"] for q in r.quarantine(status=None, limit=100) if q["frame_id"] == "A-1")
-    cli_ok(home, "resolve", str(qid), "--accept-correction", "--operator", "alice",
-           "--passphrase-file", passfile(tmp_path, "alice"), "--reason", "checked with the site")
-    cli_ok(home, "case", "mark", "B-2", "dispatched", "--operator", "alice",
-           "--passphrase-file", passfile(tmp_path, "alice"), "--reason", "checked with the site")
+    arrange(home, "resolve", str(qid), "--accept-correction", "--operator", "alice",
+             "--passphrase-file", passfile(tmp_path, "alice"), "--reason", "checked with the site")
+    arrange(home, "case", "mark", "B-2", "dispatched", "--operator", "alice",
+             "--passphrase-file", passfile(tmp_path, "alice"), "--reason", "checked with the site")
     return home, url
 
 

@@ -2,8 +2,10 @@
 ``console``; importing any module of ``core/rules/`` also loads no store, thread or file-watch
 library (peewee, psycopg, sqlite3, watchdog).
 
-Each import runs in a fresh interpreter, because in the test process the console is long since
-imported and ``sys.modules`` would prove nothing. One probe serves both checks.
+The imports run in a fresh interpreter, because in the test process the console is long since
+imported and ``sys.modules`` would prove nothing. One probe serves both checks: it imports the
+modules in turn and notes after which one each library first appears. Imports only ever add to
+``sys.modules``, so a library absent after all of them is loaded by none of them.
 
 No module of ``core/`` or ``console/`` imports itself round a cycle, counting imports inside
 functions (a cycle hidden in a function still ties the modules together): the import graph is
@@ -19,7 +21,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 import core
 import core.rules
@@ -32,17 +33,22 @@ RULES = sorted(m.name for m in pkgutil.walk_packages(core.rules.__path__, prefix
 
 PROBE = """
 import importlib, json, sys
-importlib.import_module(sys.argv[1])
-print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+first = {}
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+    for top in {m.split(".")[0] for m in sys.modules}:
+        first.setdefault(top, name)
+print(json.dumps(first))
 """
 
 
-def loaded_by(module: str) -> set[str]:
-    """Top-level packages present after importing ``module`` alone."""
-    proc = subprocess.run([sys.executable, "-c", PROBE, module], cwd=ROOT, capture_output=True, text=True,
+def loaded_by(*modules: str) -> dict[str, str]:
+    """Top-level packages present after importing ``modules`` in turn, in one fresh interpreter,
+    each with the first module after whose import it was there."""
+    proc = subprocess.run([sys.executable, "-c", PROBE, *modules], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
-    return set(json.loads(proc.stdout))
+    return json.loads(proc.stdout)
 
 
 def test_there_are_modules_to_check():
@@ -50,16 +56,24 @@ def test_there_are_modules_to_check():
     assert {"core.rules.frame", "core.rules.decide", "core.rules.batch"} <= set(RULES)
 
 
-@pytest.mark.parametrize("module", CORE_MODULES)
-def test_importing_a_core_module_loads_no_ui(module):
-    found = loaded_by(module) & (UI | (IO if module in RULES or module == "core.rules" else set()))
-    assert not found, f"importing {module} loads {sorted(found)}"
+def test_importing_the_rules_loads_no_store_thread_watch_or_ui_library():
+    """Every module of ``core/rules/`` in one interpreter: a library none of them loads together,
+    none loads alone; one that appears is named with the module that brought it."""
+    found = {top: by for top, by in loaded_by("core.rules", *RULES).items() if top in UI | IO}
+    assert not found, f"the rules load {found} (each first there once the module named was imported)"
+
+
+def test_importing_any_core_module_loads_no_ui():
+    found = {top: by for top, by in loaded_by(*CORE_MODULES).items() if top in UI}
+    assert not found, f"the core loads {found} (each first there once the module named was imported)"
 
 
 def test_the_probe_sees_what_a_module_loads():
-    """The check can fail: a console module is seen loading rich, the store loading peewee."""
-    assert {"console", "rich"} <= loaded_by("console.render")
-    assert "peewee" in loaded_by("core.store.receiver")
+    """The check can fail, and names the module: a console module is seen loading rich, the
+    store loading peewee, and after a module that loads nothing new the one that does is named."""
+    assert loaded_by("console.render")["rich"] == "console.render"
+    assert loaded_by("core.rules.frame", "core.store.receiver")["peewee"] == "core.store.receiver"
+    assert "peewee" not in loaded_by("core.rules.frame")
 
 
 def modules_under(root: Path, packages: list[str]) -> dict[str, tuple[Path, bool]]:

@@ -17,11 +17,13 @@ tests/test_fast_path_differential.py compares the fast path with.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import count
 from operator import itemgetter
 from typing import Callable, Iterable, Sequence
 
@@ -69,7 +71,24 @@ def _is_race(exc: BaseException) -> bool:
 
 
 def _parse_all(chunk: Sequence[Offer]) -> list:
-    return [parse(offer[0], offer[1]) for offer in chunk]
+    """``parse`` for every offer; an exact copy of an earlier (id, text) in the chunk (a re-send, a
+    third of a typical feed) takes that one's result, since ``parse`` is pure and its results
+    immutable."""
+    done: dict[tuple[str, str], object] = {}
+    done_get = done.get
+    out = []
+    append = out.append
+    for offer in chunk:
+        frame_id, text = offer[0], offer[1]
+        if frame_id.__class__ is str and text.__class__ is str:  # hashable, and no subclass
+            pair = (frame_id, text)
+            parsed = done_get(pair)
+            if parsed is None:
+                parsed = done[pair] = parse(frame_id, text)
+            append(parsed)
+        else:
+            append(parse(frame_id, text))
+    return out
 
 
 def _slices(seq: Sequence, size: int):
@@ -121,7 +140,19 @@ class LedgerWrites:
         """
         if not isinstance(source, str) or not source.isidentifier() or len(source) > SOURCE_MAX:
             raise ValueError(f"bad source label {source!r}")
-        items = as_offers(items)
+        # A batch builds several tuples per frame and frees them with the batch: nothing for the
+        # cyclic collector to find, yet its passes over every live tuple cost a quarter of the
+        # ingest. It is off for the batch and back on after (if it was on: another thread's batch
+        # may have it off).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._ingest_all(as_offers(items), now, source, within)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _ingest_all(self, items: list[Offer], now: float | None, source: str, within) -> list[Verdict]:
         verdicts: list[Verdict] = []
         if not items:
             if within is not None:
@@ -344,31 +375,26 @@ class LedgerWrites:
             )
 
     def _stage_applied(self, case_rows: list, seen_rows: list) -> list:
-        """SQLite: the applied frames' cases and witnesses from one staging table.
+        """SQLite: the applied frames' cases in one ``executemany``, their witnesses copied from them.
 
-        One ``executemany`` into a TEMP table with no index, then two ``INSERT ...
-        SELECT``s that SQLite runs in C: the cases sorted by key with the ids one
-        insert each would give in arrival order, the witnesses sorted by id (a new frame's
-        witness is its case row's id, text and times: ``SeenRow`` of a ``NEW``).
-        Returns the witnesses of frames that were not applied (re-ranks, frames
-        after eviction), for the plain insert.
+        The cases go in sorted by case key (the unique index of a big ledger
+        then takes them in one sweep) with the ids one insert each would give
+        in arrival order (next after the highest); then one ``INSERT ...
+        SELECT``, run in C, copies the new cases' rows into witnesses sorted by
+        id (a new frame's witness is its case row's id, text and times:
+        ``SeenRow`` of a ``NEW``). Returns the witnesses of frames that were
+        not applied (re-ranks, frames after eviction), for the plain insert.
         """
         q = self.db.quoted
-        case_cols = ", ".join(q(c) for c in CaseRow._fields)
         cursor = self.db.cursor()
-        cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS ingest_stage ({case_cols})")
-        cursor.execute("DELETE FROM temp.ingest_stage")
-        cursor.executemany(f"INSERT INTO temp.ingest_stage VALUES ({', '.join('?' * len(CaseRow._fields))})",
-                           case_rows)
-        # The ids one insert per case would give (next after the highest, in arrival order), the rows
-        # sorted by case key: the unique index of a big ledger then takes them in one sweep.
         base = cursor.execute("SELECT COALESCE(MAX(id), 0) FROM cases").fetchone()[0]
-        cursor.execute(f"INSERT INTO cases (id, {case_cols}) SELECT ? + rowid, {case_cols} FROM temp.ingest_stage "
-                       "ORDER BY case_key", (base,))
+        rows = sorted(map(tuple.__add__, zip(count(base + 1)), case_rows), key=itemgetter(1))
+        cursor.executemany(f"INSERT INTO cases (id, {', '.join(q(c) for c in CaseRow._fields)}) "
+                           f"VALUES ({', '.join('?' * (len(CaseRow._fields) + 1))})", rows)
         cursor.execute(
             "INSERT INTO seen_frames (frame_id, frame_text, crc8, first_seen, last_seen, seen_count, last_source) "
             "SELECT frame_id, frame_text, substr(frame_text, -2), first_seen, updated_at, 1, source "
-            "FROM temp.ingest_stage ORDER BY frame_id"
+            "FROM cases WHERE id > ? ORDER BY frame_id", (base,)
         )
         if len(seen_rows) == len(case_rows):
             return []

@@ -70,11 +70,12 @@ def _is_race(exc: BaseException) -> bool:
     return False
 
 
-def _parse_all(chunk: Sequence[Offer]) -> list:
-    """``parse`` for every offer; an exact copy of an earlier (id, text) in the chunk (a re-send, a
-    third of a typical feed) takes that one's result, since ``parse`` is pure and its results
-    immutable."""
-    done: dict[tuple[str, str], object] = {}
+def _parse_all(chunk: Sequence[Offer], done: dict | None = None) -> list:
+    """``parse`` for every offer; an exact copy of an (id, text) parsed before in this call
+    (``done``: a re-send, a third of a typical feed) takes that one's result, since ``parse`` is
+    pure and its results immutable."""
+    if done is None:
+        done = {}
     done_get = done.get
     out = []
     append = out.append
@@ -165,13 +166,14 @@ class LedgerWrites:
             # The next chunk is parsed on a thread while this one is written: SQLite lets go of
             # the GIL inside each step, so parsing can use that time (and a second core).
             ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-parse")
+        done: dict = {}  # (id, text) -> parsed, for the whole call: one thread parses at a time
         try:
-            parsed = ahead.submit(_parse_all, parts[0]) if ahead else None
+            parsed = ahead.submit(_parse_all, parts[0], done) if ahead else None
             for i, chunk in enumerate(parts):
                 stamp = time.time() if now is None else float(now)
                 last = i == len(parts) - 1
-                results = parsed.result() if parsed is not None else _parse_all(chunk)
-                parsed = ahead.submit(_parse_all, parts[i + 1]) if ahead and not last else None
+                results = parsed.result() if parsed is not None else _parse_all(chunk, done)
+                parsed = ahead.submit(_parse_all, parts[i + 1], done) if ahead and not last else None
                 verdicts.extend(self._ingest_chunk(chunk, results, stamp, source, within if last else None))
         finally:
             if ahead is not None:
@@ -337,7 +339,7 @@ class LedgerWrites:
         if self.db.dialect == "postgresql":
             self._bump_postgres(now, source, w)
         else:
-            self._bump_resends(now, source, w)
+            self._bump_sqlite(now, source, w)
         self._add(m.Counter, ["source", "outcome"], "count", [(source, o, n) for o, n in w.outcomes.items()])
         self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, sum(w.outcomes.values()))])
         totals = [("cases", w.added_cases), ("headcount", w.added_headcount), ("seen_frames", len(w.seen_rows))]
@@ -388,7 +390,7 @@ class LedgerWrites:
         q = self.db.quoted
         cursor = self.db.cursor()
         base = cursor.execute("SELECT COALESCE(MAX(id), 0) FROM cases").fetchone()[0]
-        rows = sorted(map(tuple.__add__, zip(count(base + 1)), case_rows), key=itemgetter(1))
+        rows = list(map(tuple.__add__, zip(count(base + 1)), case_rows))
         cursor.executemany(f"INSERT INTO cases (id, {', '.join(q(c) for c in CaseRow._fields)}) "
                            f"VALUES ({', '.join('?' * (len(CaseRow._fields) + 1))})", rows)
         cursor.execute(
@@ -400,6 +402,18 @@ class LedgerWrites:
             return []
         applied = {row[1] for row in case_rows}
         return [row for row in seen_rows if row[0] not in applied]
+
+    def _bump_sqlite(self, now: float, source: str, w: Writes) -> None:
+        """SQLite: the witnesses' re-send counts in one ``UPDATE ... FROM json_each``: the ids and
+        counts go in as one JSON object (sorted, so the key's index is walked in one sweep), not
+        a bound statement per id. The held conflicts' few repeats as ``_bump_resends`` does."""
+        if w.seen_bumps:
+            self.db.cursor().execute(
+                "UPDATE seen_frames SET seen_count = seen_count + b.value, last_seen = ?, last_source = ? "
+                "FROM json_each(?) AS b WHERE seen_frames.frame_id = b.key",
+                (now, source, json.dumps(w.seen_bumps, sort_keys=True)),
+            )
+        self._bump_resends(now, source, w._replace(seen_bumps={}))
 
     def _bump_resends(self, now, source, w) -> None:
         """Re-sends of a kept frame or a held conflict: their counts and last sighting."""

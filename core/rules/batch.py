@@ -164,7 +164,7 @@ class ActivityRow(NamedTuple):
 
 # Built once or twice per frame on the hot path, so without Python code (see ``_builder``).
 _verdict, _seen_row, _case_row = _builder(Verdict), _builder(SeenRow), _builder(CaseRow)
-_case_ref = _builder(CaseRef)
+_case_ref, _reject_row, _activity_row = _builder(CaseRef), _builder(RejectRow), _builder(ActivityRow)
 _first, _second, _third, _fourth = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
 _last_two = itemgetter(slice(-2, None))  # a witness's crc8: the trailer's two hex digits
 
@@ -262,10 +262,10 @@ class BatchState:
             bad = reject(parsed)
             # Not a frame, so it may carry anything, a phone number included: escaped and masked.
             shown_id = _masked(offer.frame_id, 80)
-            self.reject_rows.append(RejectRow(self.now, source, _VALUE_OF[bad.outcome], bad.reason, shown_id,
-                                              _masked(offer.text, 200), file, line))
+            self.reject_rows.append(_reject_row((self.now, source, _VALUE_OF[bad.outcome], bad.reason, shown_id,
+                                                 _masked(offer.text, 200), file, line)))
             # A rejected id may carry anything; only its escaped form travels on.
-            verdict = Verdict(shown_id, bad.outcome, bad.reason, source, file, line)
+            verdict = _verdict((shown_id, bad.outcome, bad.reason, source, file, line))
             self.verdicts.append(verdict)
             return verdict
         frame: Frame = parsed
@@ -429,8 +429,12 @@ class BatchState:
         """The rows the batch decided so far, for the store to write in one transaction."""
         now, source, verdicts = self.now, self.source, self.verdicts
         # Only the newest rows of the feed are kept, so older ones are never written.
-        activity = [ActivityRow(now, source, v.frame_id, _VALUE_OF[v.outcome], v.reason, v.file, v.line)
-                    for v in verdicts[-ACTIVITY_KEEP:]]
+        tail = verdicts[-ACTIVITY_KEEP:]
+        activity = []
+        if tail:
+            ids, outcomes, reasons, _, files, lines = zip(*tail)
+            activity = list(map(_activity_row, zip(repeat(now), repeat(source), ids,
+                                                   map(_VALUE_OF.__getitem__, outcomes), reasons, files, lines)))
         return Writes(self.seen_rows, self.case_rows, self.reject_rows, activity, self.seen_bumps,
                       list(self.new_quarantine.values()), self.quarantine_bumps,
                       Tally(map(_VALUE_OF.__getitem__, map(_second, verdicts))), self.added_cases,

@@ -23,7 +23,8 @@ import logging
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
-from itertools import count
+from functools import partial
+from itertools import compress, count
 from operator import itemgetter
 from typing import Callable, Iterable, Sequence
 
@@ -90,6 +91,10 @@ def _parse_all(chunk: Sequence[Offer], done: dict | None = None) -> list:
         else:
             append(parse(frame_id, text))
     return out
+
+
+_frame_id, _case_key = itemgetter(0), itemgetter(8)  # a ``Frame``'s fields, read in bulk
+_case_ref = partial(tuple.__new__, CaseRef)  # a ``CaseRef`` from one tuple, no Python code per row
 
 
 def _slices(seq: Sequence, size: int):
@@ -207,17 +212,18 @@ class LedgerWrites:
 
         Witnesses and cases are looked up for every frame; the quarantine and
         the settlements only for frames that hit one of those, since a frame
-        with neither is new and cannot be in either.
+        with neither is new and cannot be in either. Built with ``map``/``zip``
+        (no Python code per frame or row: this runs for every batch).
         """
-        seen = dict(self._lookup("frame_id, frame_text", "seen_frames", "frame_id", {f.frame_id for f in frames}))
-        cases = {
-            key: CaseRef(fid, text, (site, need, hc, pri))
-            for key, fid, text, site, need, hc, pri in self._lookup(
-                "case_key, frame_id, frame_text, site, need, headcount, pri", "cases", "case_key",
-                {f.case_key for f in frames},
-            )
-        }
-        hit_ids = {f.frame_id for f in frames if f.frame_id in seen or f.case_key in cases}
+        seen = dict(self._lookup("frame_id, frame_text", "seen_frames", "frame_id", set(map(_frame_id, frames))))
+        rows = self._lookup("case_key, frame_id, frame_text, site, need, headcount, pri", "cases", "case_key",
+                            set(map(_case_key, frames)))
+        cases: dict[str, CaseRef] = {}
+        hit_ids = set(seen)
+        if rows:
+            keys, ids, texts, sites, needs, heads, pris = zip(*rows)
+            cases = dict(zip(keys, map(_case_ref, zip(ids, texts, zip(sites, needs, heads, pris)))))
+            hit_ids.update(compress(map(_frame_id, frames), map(cases.__contains__, map(_case_key, frames))))
         quarantined = set(self._lookup("frame_id, frame_text", "quarantine", "frame_id", hit_ids))
         settled_texts: dict[str, set[str]] = {}
         settled_payloads: dict[str, set[tuple]] = {}

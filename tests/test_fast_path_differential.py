@@ -202,3 +202,45 @@ def test_a_big_mixed_batch_equals_reference(pair):
         assert fast.ingest_many(part, now=T0, source="cli") == ref.ingest_many(part, now=T0, source="cli")
     assert dump(fast) == dump(ref)
     assert len(dump(ref)["cases"]) > 2000
+
+
+def test_a_case_applied_after_a_slow_frame_of_its_key_keeps_arrival_order(pair):
+    """A witness with no case (a store that lost its case row, or one written before cases
+    existed) sends the first frame of its key down the slow path; a later frame of that key is
+    then applied by ``decide`` itself, between first arrivals applied in bulk. The cases' ids
+    must still follow arrival order, and every other row match."""
+    ref, fast = (emptied(r) for r in pair)
+    for r in (ref, fast):
+        r.m.SeenFrame.create(frame_id="r7-1", frame_text=frame(1, "Kakuma1", "MED", 4, 50), crc8="00",
+                             first_seen=T0 - 10, last_seen=T0 - 10, seen_count=1, last_source="api")
+    items = [("a1-1", frame(1, "S9", "WAT", 3, 51)),
+             ("r7-1", frame(1, "Kakuma1", "MED", 4, 50)),  # its witness, no case: a re-send
+             ("a2-1", frame(1, "S9", "FOO", 5, 52)),
+             ("r7-2", frame(2, "Kakuma1", "MED", 4, 50)),  # first of rec:r7 with no witness: applied by decide
+             ("a3-1", frame(1, "S9", "SHE", 6, 53)),
+             ("r7-2", frame(2, "Kakuma1", "MED", 4, 50)),  # and its re-send
+             ("a1-1", frame(1, "S9", "WAT", 3, 51))]
+    want = ref.ingest_many(items, now=T0, source="cli")
+    assert fast.ingest_many(items, now=T0, source="cli") == want
+    assert [v.reason for v in want] == ["new", "retransmit", "new", "new", "new", "retransmit", "retransmit"]
+    assert dump(fast) == dump(ref)
+    rows = fast.db.execute_sql("SELECT case_key FROM cases ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == ["rec:a1", "rec:a2", "rec:r7", "rec:a3"]
+
+
+def test_duplicates_inside_a_batch_and_across_its_chunks(pair):
+    """The same new frame several times in one call, its copies falling in the same chunk and in
+    later ones, with a conflicting copy and a re-rank between: the first is applied, the exact
+    copies are re-sends whichever chunk they are in."""
+    ref, fast = (emptied(r) for r in pair)
+    a, b = frame(1, "S9", "MED", 3, 50), frame(1, "S9", "MED", 9, 50)
+    items = [("r1-1", a), ("r1-1", a), ("r1-1", b), ("r1-2", frame(2, "S9", "MED", 3, 50)), ("r1-1", a),
+             ("x", frame(1, "S9", "WAT", 1, 1)), ("r1-1", b), ("x", frame(1, "S9", "WAT", 1, 1)), ("r1-1", a)]
+    for chunk in (1, 2, 4, 100):
+        ref, fast = (emptied(r) for r in pair)
+        ref.chunk_frames = fast.chunk_frames = chunk
+        try:
+            assert fast.ingest_many(items, now=T0, source="api") == ref.ingest_many(items, now=T0, source="api")
+            assert dump(fast) == dump(ref)
+        finally:
+            ref.chunk_frames = fast.chunk_frames = Receiver.chunk_frames

@@ -244,3 +244,35 @@ def test_duplicates_inside_a_batch_and_across_its_chunks(pair):
             assert dump(fast) == dump(ref)
         finally:
             ref.chunk_frames = fast.chunk_frames = Receiver.chunk_frames
+
+
+ID_CHARS = "ab09._:-" + "-1x"
+FRAME_CHARS = "H1|#MEDWAT0123456789abcdefABCDEFSk \t\r\n\x0b\x0c\u0661"
+
+
+@examples(300, fuzz=20_000)
+@given(frame_id=st.one_of(st.text(ID_CHARS, max_size=70), st.builds(lambda r, s: f"r{r}-{s}", st.integers(0, 9),
+                                                                      st.integers(0, 99999))),
+       text=st.one_of(
+           st.builds(lambda seq, site, need, hc, pri, how: render("x", 0, seq, 0, how, False)[1]
+                     if how not in ("ok", "crc") else frame(seq, site, need, hc, pri),
+                     st.integers(0, 99999), st.text("Ka1", min_size=0, max_size=9), st.sampled_from(NEEDS + ["med"]),
+                     st.integers(0, 9999999), st.integers(0, 9999), st.sampled_from(HOWS[:-1])),
+           st.builds(lambda t, pre, post, upper: (pre + (t[:-2] + t[-2:].upper() if upper else t) + post),
+                     st.builds(frame, st.integers(1, 4), st.just("S9"), st.just("MED"), st.integers(1, 9),
+                               st.integers(0, 99)),
+                     st.text(" \t\r\n\x0b\x0c", max_size=120), st.text(" \t\r\n\x0b\x0c", max_size=120), st.booleans()),
+           st.text(FRAME_CHARS, max_size=80)))
+@example(frame_id="r1-1", text=" " * 130 + frame(1, "S9", "MED", 3, 50) + "\t" * 110)  # too long only raw
+@example(frame_id="r1-1", text=" " * 96 + frame(1, "S9", "MED", 3, 50).upper() + "\r\n")
+def test_the_common_form_parses_as_parse_does(frame_id, text):
+    """The ledger's one-match parse of the common form gives exactly what ``parse`` gives, on frames,
+    near-frames (spaces around, an upper-case trailer, a sequence the id disagrees with, too long,
+    not ASCII) and junk."""
+    from core.rules.frame import parse
+    from core.store.ledger import _parse_common
+
+    assert _parse_common(frame_id, text) == parse(frame_id, text)
+    for seq in (1, 2):
+        fid = f"r{len(text) % 7}-{seq}"
+        assert _parse_common(fid, text) == parse(fid, text)

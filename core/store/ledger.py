@@ -4,10 +4,11 @@
 with the pure ``core.rules.frame.parse``, gathers what the store knows about
 the batch's ids in a few set-based queries (``_gather``), lets the pure
 ``core.rules.batch.BatchState`` decide every frame (``decide_all``: the common
-verdicts inline, the rest through ``decide``), and writes the rows it holds in
-one transaction (R8: a frame's dedup row and its applied case commit together
-or not at all): on SQLite the applied frames through one staging table and
-``INSERT ... SELECT``, on PostgreSQL with ``unnest`` arrays and ``ON CONFLICT
+verdicts sorted out in one pass and built in bulk, the rest through ``decide``),
+and writes the rows it holds in one transaction (R8: a frame's dedup row and its
+applied case commit together or not at all): on SQLite the applied frames'
+cases in one ``executemany`` and their witnesses copied from them by ``INSERT
+... SELECT``, on PostgreSQL with ``unnest`` arrays and ``ON CONFLICT
 DO NOTHING RETURNING``, so receivers sharing the store settle "first arrival"
 between themselves through the unique keys and a batch that lost a race is
 decided again. ``fast_ingest = False`` keeps the reference path (the pure

@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import strategies as st
 
 from core import Receiver
-from core.rules.decide import payload_key
+from core.rules.batch import Facts, as_offers, decide_batch, needs_facts
+from core.rules.decide import CaseRef, payload_from_key, payload_key
+from core.rules.frame import parse
 from core.rules.frame import Unreadable
 from core.rules.retention import DAY
 from tests.helpers import bad_trailer, frame
@@ -113,6 +115,34 @@ def emptied(r: Receiver) -> Receiver:
     return r
 
 
+def everything_known(r: Receiver, frames) -> Facts:
+    """What the store holds about every id and every case key of ``frames``, plainly: the facts the
+    ingest's pruned lookups (``_gather``) must decide exactly as."""
+    m = r.m
+    ids, keys = {f.frame_id for f in frames}, {f.case_key for f in frames}
+    seen = {s.frame_id: s.frame_text for s in m.SeenFrame.select() if s.frame_id in ids}
+    cases = {c.case_key: CaseRef(c.frame_id, c.frame_text, (c.site, c.need, c.headcount, c.pri))
+             for c in m.Case.select() if c.case_key in keys}
+    quarantined = {(q.frame_id, q.frame_text) for q in m.Quarantine.select() if q.frame_id in ids}
+    texts: dict = {}
+    payloads: dict = {}
+    for row in m.Settlement.select():
+        if row.case_key in cases:
+            texts.setdefault(row.case_key, set()).add(row.frame_text)
+            payloads.setdefault(row.case_key, set()).add(payload_from_key(row.payload))
+    return Facts(seen, quarantined, cases, texts, payloads)
+
+
+def assert_gathered_as_everything(r: Receiver, items, now: float, source: str) -> None:
+    """The batch decided on ``_gather``'s facts equals the batch decided on everything known."""
+    offers = as_offers(items)
+    results = [parse(o.frame_id, o.text) for o in offers]
+    asked = needs_facts(results)
+    with r.db.atomic():
+        gathered, known = r._gather(asked), everything_known(r, asked)
+    assert decide_batch(offers, results, gathered, now, source) == decide_batch(offers, results, known, now, source)
+
+
 @pytest.fixture
 def pair(new_store):
     """A reference receiver and a fast one, on two stores of one backend, for all examples."""
@@ -136,6 +166,7 @@ def run_both(pair, operations, chunk: int, parse_ahead: bool = False) -> None:
 
         def push() -> None:
             source = "api" if len(pending) % 2 else "gw_a"
+            assert_gathered_as_everything(ref, pending, now, source)
             want = ref.ingest_many(list(pending), now=now, source=source)
             got = fast.ingest_many(list(pending), now=now, source=source)
             assert got == want
@@ -185,6 +216,8 @@ def run_both(pair, operations, chunk: int, parse_ahead: bool = False) -> None:
 @example(operations=[("file", "b\u00e9.csv"), ("frame", 2, 1, 0, "ok", False), ("frame", 2, 2, 0, "ok", False),
                      ("garbage", "+254 712 345 678", None), ("frame", 2, 1, 1, "phone", True),
                      ("frame", 3, 1, 0, "crc", True), ("frame", 3, 1, 0, "ok", True)], chunk=2, parse_ahead=True)
+@example(operations=[("frame", 1, 1, 0, "ok", True), ("flush",), ("settle", 1, 0, 1), ("frame", 1, 1, 0, "ok", True),
+                     ("frame", 2, 1, 0, "ok", True)], chunk=20_000, parse_ahead=False)  # a settled witness re-sent
 def test_fast_path_equals_reference(pair, operations, chunk, parse_ahead):
     run_both(pair, operations, chunk, parse_ahead)
 

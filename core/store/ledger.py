@@ -27,7 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import compress, count
-from operator import itemgetter
+from operator import itemgetter, not_
 from typing import Callable, Iterable, Sequence
 
 from core.rules.batch import (
@@ -216,7 +216,7 @@ class LedgerWrites:
                 ahead.shutdown(wait=True, cancel_futures=True)
         return verdicts
 
-    def _lookup(self, columns: str, table: str, key: str, values: Iterable[str]) -> list[tuple]:
+    def _lookup(self, columns: str, table: str, key: str, values: Iterable[str], also: str = "") -> list[tuple]:
         """``columns`` of ``table``'s rows whose ``key`` is one of ``values``: one statement, raw rows.
 
         Built by hand rather than through the query builder: for thousands of
@@ -232,23 +232,29 @@ class LedgerWrites:
         cursor = self.db.cursor()
         listed = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
         if self.db.dialect == "postgresql":
-            cursor.execute(f"SELECT {listed} FROM {table} t WHERE t.{key} = ANY(%s)", (values,))
+            cursor.execute(f"SELECT {listed} FROM {table} t WHERE t.{key} = ANY(%s){' AND ' + also if also else ''}",
+                           (values,))
         else:
-            cursor.execute(f"SELECT {listed} FROM json_each(?) AS j CROSS JOIN {table} AS t ON t.{key} = j.value",
-                           (json.dumps(values),))
+            cursor.execute(f"SELECT {listed} FROM json_each(?) AS j CROSS JOIN {table} AS t ON t.{key} = j.value"
+                           f"{' WHERE ' + also if also else ''}", (json.dumps(values),))
         return cursor.fetchall()
 
     def _gather(self, frames: list[Frame]) -> Facts:
         """Set-based lookups of everything the batch's ids and case keys touch.
 
-        Witnesses and cases are looked up for every frame; the quarantine and
-        the settlements only for frames that hit one of those, since a frame
-        with neither is new and cannot be in either. Built with ``map``/``zip``
-        (no Python code per frame or row: this runs for every batch).
+        Witnesses are looked up for every frame, cases only for frames with no
+        witness (a frame with one is decided on its witness alone, and a later
+        frame of its key with no witness asks for the key itself); the
+        quarantine and the settlements only for frames that hit one of those,
+        since a frame with neither is new and cannot be in either. A settlement
+        counts only where its case exists, as when every key's case was looked
+        up. Built with ``map``/``zip`` (no Python code per frame or row: this
+        runs for every batch).
         """
         seen = dict(self._lookup("frame_id, frame_text", "seen_frames", "frame_id", set(map(_frame_id, frames))))
+        witnessed = list(map(seen.__contains__, map(_frame_id, frames)))
         rows = self._lookup("case_key, frame_id, frame_text, site, need, headcount, pri", "cases", "case_key",
-                            set(map(_case_key, frames)))
+                            set(compress(map(_case_key, frames), map(not_, witnessed))))
         cases: dict[str, CaseRef] = {}
         hit_ids = set(seen)
         if rows:
@@ -258,7 +264,9 @@ class LedgerWrites:
         quarantined = set(self._lookup("frame_id, frame_text", "quarantine", "frame_id", hit_ids))
         settled_texts: dict[str, set[str]] = {}
         settled_payloads: dict[str, set[tuple]] = {}
-        for key, text, payload in self._lookup("case_key, frame_text, payload", "settlements", "case_key", cases):
+        asked = set(cases).union(compress(map(_case_key, frames), witnessed))
+        for key, text, payload in self._lookup("case_key, frame_text, payload", "settlements", "case_key", asked,
+                                               also="EXISTS (SELECT 1 FROM cases c WHERE c.case_key = t.case_key)"):
             settled_texts.setdefault(key, set()).add(text)
             settled_payloads.setdefault(key, set()).add(payload_from_key(payload))
         return Facts(seen, quarantined, cases, settled_texts, settled_payloads)

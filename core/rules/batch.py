@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter as Tally
 from functools import partial
-from itertools import repeat
+from itertools import compress, repeat
 from operator import itemgetter
 from typing import Iterable, NamedTuple, Sequence
 
@@ -365,8 +365,11 @@ class BatchState:
         now, source = self.now, self.source
         if applied:
             ids, texts, seqs, sites, needs, heads, pris, _, akeys = zip(*applied)
-            self.seen.update(zip(ids, texts))
-            cases.update(zip(akeys, map(_case_ref, zip(ids, texts, zip(sites, needs, heads, pris)))))
+            # The state ``decide``'s frames see: only they look, each at its own id and key.
+            wanted = {results[i][8] for i in slow_at if results[i].__class__ is frame_class}
+            for frame in compress(applied, map(wanted.__contains__, akeys)):
+                self.seen[frame[0]] = frame[1]
+                cases[frame[8]] = _case_ref((frame[0], frame[1], frame[3:7]))
             self.seen_rows.extend(map(_seen_row, zip(ids, texts, map(_last_two, texts), repeat(now), repeat(now),
                                                      repeat(1), repeat(source))))
             applied_rows = list(map(_case_row, zip(akeys, ids, texts, seqs, sites, needs, heads, pris, repeat(now),

@@ -124,7 +124,8 @@ def _parse_all(chunk: Sequence[Offer], done: dict | None = None) -> list:
     return out
 
 
-_frame_id, _case_key = itemgetter(0), itemgetter(8)  # a ``Frame``'s fields, read in bulk
+_frame_id, _case_key = itemgetter(0), itemgetter(8)  # a ``Frame``'s fields, read in bulk (and a witness's id)
+_frame_id_of_case = itemgetter(1)  # a ``CaseRow``'s
 _case_ref = partial(tuple.__new__, CaseRef)  # a ``CaseRef`` from one tuple, no Python code per row
 
 
@@ -446,8 +447,8 @@ class LedgerWrites:
         )
         if len(seen_rows) == len(case_rows):
             return []
-        applied = {row[1] for row in case_rows}
-        return [row for row in seen_rows if row[0] not in applied]
+        applied = set(map(_frame_id_of_case, case_rows))
+        return list(compress(seen_rows, map(not_, map(applied.__contains__, map(_frame_id, seen_rows)))))
 
     def _bump_sqlite(self, now: float, source: str, w: Writes) -> None:
         """SQLite: the witnesses' re-send counts in one ``UPDATE ... FROM json_each``: the ids and

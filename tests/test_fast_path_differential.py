@@ -309,3 +309,18 @@ def test_the_common_form_parses_as_parse_does(frame_id, text):
     for seq in (1, 2):
         fid = f"r{len(text) % 7}-{seq}"
         assert _parse_common(fid, text) == parse(fid, text)
+
+
+def test_the_parse_memo_of_one_call_is_bounded():
+    """Re-sends within one call are parsed once, but a call of millions of frames does not keep
+    every pair it parsed: past ``PARSE_MEMO`` the memo starts again."""
+    from core.store import ledger
+
+    memo: dict = {}
+    items = as_offers([(f"m{i}-1", frame(1, "S9", "MED", 3, 50)) for i in range(3)] * 2)
+    got = ledger._parse_all(items, memo)
+    assert got == [parse(o.frame_id, o.text) for o in items] and len(memo) == 3
+    assert got[0] is got[3]  # the re-send took the first one's result
+    memo.update({(str(i), "x"): None for i in range(ledger.PARSE_MEMO)})
+    ledger._parse_all(items[:1], memo)
+    assert len(memo) == 1

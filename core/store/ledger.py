@@ -49,6 +49,7 @@ from .totals import add_counts, bump_total
 log = logging.getLogger("ussd.receiver")
 
 CHUNK = 20_000  # frames per transaction
+PARSE_MEMO = 200_000  # parsed (id, text) pairs remembered within one call, for its re-sends
 _IN_BATCH = 500  # ids per IN (...) lookup
 SOURCE_MAX = 16
 RACE_RETRIES = 50  # PostgreSQL: a batch decided again after losing a race to another receiver
@@ -105,9 +106,11 @@ def _parse_common(frame_id: str, text: str) -> Frame | Rejected:
 def _parse_all(chunk: Sequence[Offer], done: dict | None = None) -> list:
     """``parse`` for every offer; an exact copy of an (id, text) parsed before in this call
     (``done``: a re-send, a third of a typical feed) takes that one's result, since ``parse`` is
-    pure and its results immutable."""
+    pure and its results immutable. Bounded: a call of millions of frames keeps the latest only."""
     if done is None:
         done = {}
+    elif len(done) > PARSE_MEMO:
+        done.clear()
     done_get = done.get
     out = []
     append = out.append

@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import strategies as st
 
 from core import Receiver
-from core.rules.decide import payload_key
+from core.rules.batch import Facts, as_offers, decide_batch, needs_facts
+from core.rules.decide import CaseRef, payload_from_key, payload_key
+from core.rules.frame import parse
 from core.rules.frame import Unreadable
 from core.rules.retention import DAY
 from tests.helpers import bad_trailer, frame
@@ -113,6 +115,34 @@ def emptied(r: Receiver) -> Receiver:
     return r
 
 
+def everything_known(r: Receiver, frames) -> Facts:
+    """What the store holds about every id and every case key of ``frames``, plainly: the facts the
+    ingest's pruned lookups (``_gather``) must decide exactly as."""
+    m = r.m
+    ids, keys = {f.frame_id for f in frames}, {f.case_key for f in frames}
+    seen = {s.frame_id: s.frame_text for s in m.SeenFrame.select() if s.frame_id in ids}
+    cases = {c.case_key: CaseRef(c.frame_id, c.frame_text, (c.site, c.need, c.headcount, c.pri))
+             for c in m.Case.select() if c.case_key in keys}
+    quarantined = {(q.frame_id, q.frame_text) for q in m.Quarantine.select() if q.frame_id in ids}
+    texts: dict = {}
+    payloads: dict = {}
+    for row in m.Settlement.select():
+        if row.case_key in cases:
+            texts.setdefault(row.case_key, set()).add(row.frame_text)
+            payloads.setdefault(row.case_key, set()).add(payload_from_key(row.payload))
+    return Facts(seen, quarantined, cases, texts, payloads)
+
+
+def assert_gathered_as_everything(r: Receiver, items, now: float, source: str) -> None:
+    """The batch decided on ``_gather``'s facts equals the batch decided on everything known."""
+    offers = as_offers(items)
+    results = [parse(o.frame_id, o.text) for o in offers]
+    asked = needs_facts(results)
+    with r.db.atomic():
+        gathered, known = r._gather(asked), everything_known(r, asked)
+    assert decide_batch(offers, results, gathered, now, source) == decide_batch(offers, results, known, now, source)
+
+
 @pytest.fixture
 def pair(new_store):
     """A reference receiver and a fast one, on two stores of one backend, for all examples."""
@@ -136,6 +166,7 @@ def run_both(pair, operations, chunk: int, parse_ahead: bool = False) -> None:
 
         def push() -> None:
             source = "api" if len(pending) % 2 else "gw_a"
+            assert_gathered_as_everything(ref, pending, now, source)
             want = ref.ingest_many(list(pending), now=now, source=source)
             got = fast.ingest_many(list(pending), now=now, source=source)
             assert got == want
@@ -185,6 +216,8 @@ def run_both(pair, operations, chunk: int, parse_ahead: bool = False) -> None:
 @example(operations=[("file", "b\u00e9.csv"), ("frame", 2, 1, 0, "ok", False), ("frame", 2, 2, 0, "ok", False),
                      ("garbage", "+254 712 345 678", None), ("frame", 2, 1, 1, "phone", True),
                      ("frame", 3, 1, 0, "crc", True), ("frame", 3, 1, 0, "ok", True)], chunk=2, parse_ahead=True)
+@example(operations=[("frame", 1, 1, 0, "ok", True), ("flush",), ("settle", 1, 0, 1), ("frame", 1, 1, 0, "ok", True),
+                     ("frame", 2, 1, 0, "ok", True)], chunk=20_000, parse_ahead=False)  # a settled witness re-sent
 def test_fast_path_equals_reference(pair, operations, chunk, parse_ahead):
     run_both(pair, operations, chunk, parse_ahead)
 
@@ -202,3 +235,92 @@ def test_a_big_mixed_batch_equals_reference(pair):
         assert fast.ingest_many(part, now=T0, source="cli") == ref.ingest_many(part, now=T0, source="cli")
     assert dump(fast) == dump(ref)
     assert len(dump(ref)["cases"]) > 2000
+
+
+def test_a_case_applied_after_a_slow_frame_of_its_key_keeps_arrival_order(pair):
+    """A witness with no case (a store that lost its case row, or one written before cases
+    existed) sends the first frame of its key down the slow path; a later frame of that key is
+    then applied by ``decide`` itself, between first arrivals applied in bulk. The cases' ids
+    must still follow arrival order, and every other row match."""
+    ref, fast = (emptied(r) for r in pair)
+    for r in (ref, fast):
+        r.m.SeenFrame.create(frame_id="r7-1", frame_text=frame(1, "Kakuma1", "MED", 4, 50), crc8="00",
+                             first_seen=T0 - 10, last_seen=T0 - 10, seen_count=1, last_source="api")
+    items = [("a1-1", frame(1, "S9", "WAT", 3, 51)),
+             ("r7-1", frame(1, "Kakuma1", "MED", 4, 50)),  # its witness, no case: a re-send
+             ("a2-1", frame(1, "S9", "FOO", 5, 52)),
+             ("r7-2", frame(2, "Kakuma1", "MED", 4, 50)),  # first of rec:r7 with no witness: applied by decide
+             ("a3-1", frame(1, "S9", "SHE", 6, 53)),
+             ("r7-2", frame(2, "Kakuma1", "MED", 4, 50)),  # and its re-send
+             ("a1-1", frame(1, "S9", "WAT", 3, 51))]
+    want = ref.ingest_many(items, now=T0, source="cli")
+    assert fast.ingest_many(items, now=T0, source="cli") == want
+    assert [v.reason for v in want] == ["new", "retransmit", "new", "new", "new", "retransmit", "retransmit"]
+    assert dump(fast) == dump(ref)
+    rows = fast.db.execute_sql("SELECT case_key FROM cases ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == ["rec:a1", "rec:a2", "rec:r7", "rec:a3"]
+
+
+def test_duplicates_inside_a_batch_and_across_its_chunks(pair):
+    """The same new frame several times in one call, its copies falling in the same chunk and in
+    later ones, with a conflicting copy and a re-rank between: the first is applied, the exact
+    copies are re-sends whichever chunk they are in."""
+    ref, fast = (emptied(r) for r in pair)
+    a, b = frame(1, "S9", "MED", 3, 50), frame(1, "S9", "MED", 9, 50)
+    items = [("r1-1", a), ("r1-1", a), ("r1-1", b), ("r1-2", frame(2, "S9", "MED", 3, 50)), ("r1-1", a),
+             ("x", frame(1, "S9", "WAT", 1, 1)), ("r1-1", b), ("x", frame(1, "S9", "WAT", 1, 1)), ("r1-1", a)]
+    for chunk in (1, 2, 4, 100):
+        ref, fast = (emptied(r) for r in pair)
+        ref.chunk_frames = fast.chunk_frames = chunk
+        try:
+            assert fast.ingest_many(items, now=T0, source="api") == ref.ingest_many(items, now=T0, source="api")
+            assert dump(fast) == dump(ref)
+        finally:
+            ref.chunk_frames = fast.chunk_frames = Receiver.chunk_frames
+
+
+ID_CHARS = "ab09._:-" + "-1x"
+FRAME_CHARS = "H1|#MEDWAT0123456789abcdefABCDEFSk \t\r\n\x0b\x0c\u0661"
+
+
+@examples(300, fuzz=20_000)
+@given(frame_id=st.one_of(st.text(ID_CHARS, max_size=70), st.builds(lambda r, s: f"r{r}-{s}", st.integers(0, 9),
+                                                                      st.integers(0, 99999))),
+       text=st.one_of(
+           st.builds(lambda seq, site, need, hc, pri, how: render("x", 0, seq, 0, how, False)[1]
+                     if how not in ("ok", "crc") else frame(seq, site, need, hc, pri),
+                     st.integers(0, 99999), st.text("Ka1", min_size=0, max_size=9), st.sampled_from(NEEDS + ["med"]),
+                     st.integers(0, 9999999), st.integers(0, 9999), st.sampled_from(HOWS[:-1])),
+           st.builds(lambda t, pre, post, upper: (pre + (t[:-2] + t[-2:].upper() if upper else t) + post),
+                     st.builds(frame, st.integers(1, 4), st.just("S9"), st.just("MED"), st.integers(1, 9),
+                               st.integers(0, 99)),
+                     st.text(" \t\r\n\x0b\x0c", max_size=120), st.text(" \t\r\n\x0b\x0c", max_size=120), st.booleans()),
+           st.text(FRAME_CHARS, max_size=80)))
+@example(frame_id="r1-1", text=" " * 130 + frame(1, "S9", "MED", 3, 50) + "\t" * 110)  # too long only raw
+@example(frame_id="r1-1", text=" " * 96 + frame(1, "S9", "MED", 3, 50).upper() + "\r\n")
+def test_the_common_form_parses_as_parse_does(frame_id, text):
+    """The ledger's one-match parse of the common form gives exactly what ``parse`` gives, on frames,
+    near-frames (spaces around, an upper-case trailer, a sequence the id disagrees with, too long,
+    not ASCII) and junk."""
+    from core.rules.frame import parse
+    from core.store.ledger import _parse_common
+
+    assert _parse_common(frame_id, text) == parse(frame_id, text)
+    for seq in (1, 2):
+        fid = f"r{len(text) % 7}-{seq}"
+        assert _parse_common(fid, text) == parse(fid, text)
+
+
+def test_the_parse_memo_of_one_call_is_bounded():
+    """Re-sends within one call are parsed once, but a call of millions of frames does not keep
+    every pair it parsed: past ``PARSE_MEMO`` the memo starts again."""
+    from core.store import ledger
+
+    memo: dict = {}
+    items = as_offers([(f"m{i}-1", frame(1, "S9", "MED", 3, 50)) for i in range(3)] * 2)
+    got = ledger._parse_all(items, memo)
+    assert got == [parse(o.frame_id, o.text) for o in items] and len(memo) == 3
+    assert got[0] is got[3]  # the re-send took the first one's result
+    memo.update({(str(i), "x"): None for i in range(ledger.PARSE_MEMO)})
+    ledger._parse_all(items[:1], memo)
+    assert len(memo) == 1

@@ -4,10 +4,11 @@
 with the pure ``core.rules.frame.parse``, gathers what the store knows about
 the batch's ids in a few set-based queries (``_gather``), lets the pure
 ``core.rules.batch.BatchState`` decide every frame (``decide_all``: the common
-verdicts inline, the rest through ``decide``), and writes the rows it holds in
-one transaction (R8: a frame's dedup row and its applied case commit together
-or not at all): on SQLite the applied frames through one staging table and
-``INSERT ... SELECT``, on PostgreSQL with ``unnest`` arrays and ``ON CONFLICT
+verdicts sorted out in one pass and built in bulk, the rest through ``decide``),
+and writes the rows it holds in one transaction (R8: a frame's dedup row and its
+applied case commit together or not at all): on SQLite the applied frames'
+cases in one ``executemany`` and their witnesses copied from them by ``INSERT
+... SELECT``, on PostgreSQL with ``unnest`` arrays and ``ON CONFLICT
 DO NOTHING RETURNING``, so receivers sharing the store settle "first arrival"
 between themselves through the unique keys and a batch that lost a race is
 decided again. ``fast_ingest = False`` keeps the reference path (the pure
@@ -17,12 +18,16 @@ tests/test_fast_path_differential.py compares the fast path with.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import random
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from operator import itemgetter
+from functools import partial
+from itertools import compress, count
+from operator import itemgetter, not_
 from typing import Callable, Iterable, Sequence
 
 from core.rules.batch import (
@@ -31,7 +36,8 @@ from core.rules.batch import (
 )
 from core.rules import events
 from core.rules.decide import CaseRef, payload_from_key
-from core.rules.frame import Frame, parse
+from core.rules.cksum import trailer
+from core.rules.frame import _FRAME_RE, _SURROUNDING_SPACE, FRAME_ID_RE, Frame, Rejected, parse
 from core.rules.retention import RetentionError, check_retention
 from core.rules.text import one_line
 
@@ -43,6 +49,7 @@ from .totals import add_counts, bump_total
 log = logging.getLogger("ussd.receiver")
 
 CHUNK = 20_000  # frames per transaction
+PARSE_MEMO = 200_000  # parsed (id, text) pairs remembered within one call, for its re-sends
 _IN_BATCH = 500  # ids per IN (...) lookup
 SOURCE_MAX = 16
 RACE_RETRIES = 50  # PostgreSQL: a batch decided again after losing a race to another receiver
@@ -68,8 +75,61 @@ def _is_race(exc: BaseException) -> bool:
     return False
 
 
-def _parse_all(chunk: Sequence[Offer]) -> list:
-    return [parse(offer[0], offer[1]) for offer in chunk]
+# A frame in its common form, id and text in one match: ``parse``'s own two patterns (R1's grammar
+# is written once, in ``core.rules.frame``) joined by a NUL neither allows, the text's surrounding
+# space bounded so the raw text stays under ``parse``'s length limit.
+_SPACE = "[" + re.escape(_SURROUNDING_SPACE) + "]{0,96}"
+_COMMON_FORM = re.compile(f"(?:{FRAME_ID_RE.pattern})\x00{_SPACE}({_FRAME_RE.pattern}){_SPACE}", re.ASCII).fullmatch
+_new_frame = partial(tuple.__new__, Frame)
+
+
+def _parse_common(frame_id: str, text: str) -> Frame | Rejected:
+    """``parse(frame_id, text)`` for two plain strings, in one match for the common form (an id and a
+    well-formed frame); anything else, and an id whose sequence disagrees, goes to ``parse`` itself.
+    tests/test_fast_path_differential.py holds the two equal."""
+    m = _COMMON_FORM(frame_id + "\x00" + text)
+    if m is None:
+        return parse(frame_id, text)
+    whole, seq_s, site, need, head_s, pri_s, hh = m.groups()
+    seq = int(seq_s)
+    dash = frame_id.rfind("-")
+    if dash > 0 and frame_id[dash + 1 :].isdigit():
+        if int(frame_id[dash + 1 :]) != seq:
+            return parse(frame_id, text)
+        key = "rec:" + frame_id[:dash]
+    else:
+        key = "id:" + frame_id
+    body, hh = whole[:-4], hh.lower()
+    return _new_frame((frame_id, body + "|#" + hh, seq, site, need, int(head_s), int(pri_s), trailer(body) == hh, key))
+
+
+def _parse_all(chunk: Sequence[Offer], done: dict | None = None) -> list:
+    """``parse`` for every offer; an exact copy of an (id, text) parsed before in this call
+    (``done``: a re-send, a third of a typical feed) takes that one's result, since ``parse`` is
+    pure and its results immutable. Bounded: a call of millions of frames keeps the latest only."""
+    if done is None:
+        done = {}
+    elif len(done) > PARSE_MEMO:
+        done.clear()
+    done_get = done.get
+    out = []
+    append = out.append
+    for offer in chunk:
+        frame_id, text = offer[0], offer[1]
+        if frame_id.__class__ is str and text.__class__ is str:  # hashable, and no subclass
+            pair = (frame_id, text)
+            parsed = done_get(pair)
+            if parsed is None:
+                parsed = done[pair] = _parse_common(frame_id, text)
+            append(parsed)
+        else:
+            append(parse(frame_id, text))
+    return out
+
+
+_frame_id, _case_key = itemgetter(0), itemgetter(8)  # a ``Frame``'s fields, read in bulk (and a witness's id)
+_frame_id_of_case = itemgetter(1)  # a ``CaseRow``'s
+_case_ref = partial(tuple.__new__, CaseRef)  # a ``CaseRef`` from one tuple, no Python code per row
 
 
 def _slices(seq: Sequence, size: int):
@@ -121,7 +181,19 @@ class LedgerWrites:
         """
         if not isinstance(source, str) or not source.isidentifier() or len(source) > SOURCE_MAX:
             raise ValueError(f"bad source label {source!r}")
-        items = as_offers(items)
+        # A batch builds several tuples per frame and frees them with the batch: nothing for the
+        # cyclic collector to find, yet its passes over every live tuple cost a quarter of the
+        # ingest. It is off for the batch and back on after (if it was on: another thread's batch
+        # may have it off).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._ingest_all(as_offers(items), now, source, within)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _ingest_all(self, items: list[Offer], now: float | None, source: str, within) -> list[Verdict]:
         verdicts: list[Verdict] = []
         if not items:
             if within is not None:
@@ -134,20 +206,21 @@ class LedgerWrites:
             # The next chunk is parsed on a thread while this one is written: SQLite lets go of
             # the GIL inside each step, so parsing can use that time (and a second core).
             ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-parse")
+        done: dict = {}  # (id, text) -> parsed, for the whole call: one thread parses at a time
         try:
-            parsed = ahead.submit(_parse_all, parts[0]) if ahead else None
+            parsed = ahead.submit(_parse_all, parts[0], done) if ahead else None
             for i, chunk in enumerate(parts):
                 stamp = time.time() if now is None else float(now)
                 last = i == len(parts) - 1
-                results = parsed.result() if parsed is not None else _parse_all(chunk)
-                parsed = ahead.submit(_parse_all, parts[i + 1]) if ahead and not last else None
+                results = parsed.result() if parsed is not None else _parse_all(chunk, done)
+                parsed = ahead.submit(_parse_all, parts[i + 1], done) if ahead and not last else None
                 verdicts.extend(self._ingest_chunk(chunk, results, stamp, source, within if last else None))
         finally:
             if ahead is not None:
                 ahead.shutdown(wait=True, cancel_futures=True)
         return verdicts
 
-    def _lookup(self, columns: str, table: str, key: str, values: Iterable[str]) -> list[tuple]:
+    def _lookup(self, columns: str, table: str, key: str, values: Iterable[str], also: str = "") -> list[tuple]:
         """``columns`` of ``table``'s rows whose ``key`` is one of ``values``: one statement, raw rows.
 
         Built by hand rather than through the query builder: for thousands of
@@ -163,32 +236,41 @@ class LedgerWrites:
         cursor = self.db.cursor()
         listed = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
         if self.db.dialect == "postgresql":
-            cursor.execute(f"SELECT {listed} FROM {table} t WHERE t.{key} = ANY(%s)", (values,))
+            cursor.execute(f"SELECT {listed} FROM {table} t WHERE t.{key} = ANY(%s){' AND ' + also if also else ''}",
+                           (values,))
         else:
-            cursor.execute(f"SELECT {listed} FROM json_each(?) AS j CROSS JOIN {table} AS t ON t.{key} = j.value",
-                           (json.dumps(values),))
+            cursor.execute(f"SELECT {listed} FROM json_each(?) AS j CROSS JOIN {table} AS t ON t.{key} = j.value"
+                           f"{' WHERE ' + also if also else ''}", (json.dumps(values),))
         return cursor.fetchall()
 
     def _gather(self, frames: list[Frame]) -> Facts:
         """Set-based lookups of everything the batch's ids and case keys touch.
 
-        Witnesses and cases are looked up for every frame; the quarantine and
-        the settlements only for frames that hit one of those, since a frame
-        with neither is new and cannot be in either.
+        Witnesses are looked up for every frame, cases only for frames with no
+        witness (a frame with one is decided on its witness alone, and a later
+        frame of its key with no witness asks for the key itself); the
+        quarantine and the settlements only for frames that hit one of those,
+        since a frame with neither is new and cannot be in either. A settlement
+        counts only where its case exists, as when every key's case was looked
+        up. Built with ``map``/``zip`` (no Python code per frame or row: this
+        runs for every batch).
         """
-        seen = dict(self._lookup("frame_id, frame_text", "seen_frames", "frame_id", {f.frame_id for f in frames}))
-        cases = {
-            key: CaseRef(fid, text, (site, need, hc, pri))
-            for key, fid, text, site, need, hc, pri in self._lookup(
-                "case_key, frame_id, frame_text, site, need, headcount, pri", "cases", "case_key",
-                {f.case_key for f in frames},
-            )
-        }
-        hit_ids = {f.frame_id for f in frames if f.frame_id in seen or f.case_key in cases}
+        seen = dict(self._lookup("frame_id, frame_text", "seen_frames", "frame_id", set(map(_frame_id, frames))))
+        witnessed = list(map(seen.__contains__, map(_frame_id, frames)))
+        rows = self._lookup("case_key, frame_id, frame_text, site, need, headcount, pri", "cases", "case_key",
+                            set(compress(map(_case_key, frames), map(not_, witnessed))))
+        cases: dict[str, CaseRef] = {}
+        hit_ids = set(seen)
+        if rows:
+            keys, ids, texts, sites, needs, heads, pris = zip(*rows)
+            cases = dict(zip(keys, map(_case_ref, zip(ids, texts, zip(sites, needs, heads, pris)))))
+            hit_ids.update(compress(map(_frame_id, frames), map(cases.__contains__, map(_case_key, frames))))
         quarantined = set(self._lookup("frame_id, frame_text", "quarantine", "frame_id", hit_ids))
         settled_texts: dict[str, set[str]] = {}
         settled_payloads: dict[str, set[tuple]] = {}
-        for key, text, payload in self._lookup("case_key, frame_text, payload", "settlements", "case_key", cases):
+        asked = set(cases).union(compress(map(_case_key, frames), witnessed))
+        for key, text, payload in self._lookup("case_key, frame_text, payload", "settlements", "case_key", asked,
+                                               also="EXISTS (SELECT 1 FROM cases c WHERE c.case_key = t.case_key)"):
             settled_texts.setdefault(key, set()).add(text)
             settled_payloads.setdefault(key, set()).add(payload_from_key(payload))
         return Facts(seen, quarantined, cases, settled_texts, settled_payloads)
@@ -306,7 +388,7 @@ class LedgerWrites:
         if self.db.dialect == "postgresql":
             self._bump_postgres(now, source, w)
         else:
-            self._bump_resends(now, source, w)
+            self._bump_sqlite(now, source, w)
         self._add(m.Counter, ["source", "outcome"], "count", [(source, o, n) for o, n in w.outcomes.items()])
         self._add(m.ArrivalMinute, ["minute", "source"], "count", [(int(now // 60), source, sum(w.outcomes.values()))])
         totals = [("cases", w.added_cases), ("headcount", w.added_headcount), ("seen_frames", len(w.seen_rows))]
@@ -344,36 +426,44 @@ class LedgerWrites:
             )
 
     def _stage_applied(self, case_rows: list, seen_rows: list) -> list:
-        """SQLite: the applied frames' cases and witnesses from one staging table.
+        """SQLite: the applied frames' cases in one ``executemany``, their witnesses copied from them.
 
-        One ``executemany`` into a TEMP table with no index, then two ``INSERT ...
-        SELECT``s that SQLite runs in C: the cases sorted by key with the ids one
-        insert each would give in arrival order, the witnesses sorted by id (a new frame's
-        witness is its case row's id, text and times: ``SeenRow`` of a ``NEW``).
-        Returns the witnesses of frames that were not applied (re-ranks, frames
-        after eviction), for the plain insert.
+        The cases go in arrival order with the ids one insert each would give
+        (next after the highest), so the table's own b-tree, the biggest, takes
+        them as appends (sorting them by case key instead scattered it:
+        measured slower); then one ``INSERT ... SELECT``, run in C, copies the
+        new cases' rows into witnesses sorted by id (a new frame's witness is
+        its case row's id, text and times: ``SeenRow`` of a ``NEW``). Returns
+        the witnesses of frames that were not applied (re-ranks, frames after
+        eviction), for the plain insert.
         """
         q = self.db.quoted
-        case_cols = ", ".join(q(c) for c in CaseRow._fields)
         cursor = self.db.cursor()
-        cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS ingest_stage ({case_cols})")
-        cursor.execute("DELETE FROM temp.ingest_stage")
-        cursor.executemany(f"INSERT INTO temp.ingest_stage VALUES ({', '.join('?' * len(CaseRow._fields))})",
-                           case_rows)
-        # The ids one insert per case would give (next after the highest, in arrival order), the rows
-        # sorted by case key: the unique index of a big ledger then takes them in one sweep.
         base = cursor.execute("SELECT COALESCE(MAX(id), 0) FROM cases").fetchone()[0]
-        cursor.execute(f"INSERT INTO cases (id, {case_cols}) SELECT ? + rowid, {case_cols} FROM temp.ingest_stage "
-                       "ORDER BY case_key", (base,))
+        rows = list(map(tuple.__add__, zip(count(base + 1)), case_rows))
+        cursor.executemany(f"INSERT INTO cases (id, {', '.join(q(c) for c in CaseRow._fields)}) "
+                           f"VALUES ({', '.join('?' * (len(CaseRow._fields) + 1))})", rows)
         cursor.execute(
             "INSERT INTO seen_frames (frame_id, frame_text, crc8, first_seen, last_seen, seen_count, last_source) "
             "SELECT frame_id, frame_text, substr(frame_text, -2), first_seen, updated_at, 1, source "
-            "FROM temp.ingest_stage ORDER BY frame_id"
+            "FROM cases WHERE id > ? ORDER BY frame_id", (base,)
         )
         if len(seen_rows) == len(case_rows):
             return []
-        applied = {row[1] for row in case_rows}
-        return [row for row in seen_rows if row[0] not in applied]
+        applied = set(map(_frame_id_of_case, case_rows))
+        return list(compress(seen_rows, map(not_, map(applied.__contains__, map(_frame_id, seen_rows)))))
+
+    def _bump_sqlite(self, now: float, source: str, w: Writes) -> None:
+        """SQLite: the witnesses' re-send counts in one ``UPDATE ... FROM json_each``: the ids and
+        counts go in as one JSON object (sorted, so the key's index is walked in one sweep), not
+        a bound statement per id. The held conflicts' few repeats as ``_bump_resends`` does."""
+        if w.seen_bumps:
+            self.db.cursor().execute(
+                "UPDATE seen_frames SET seen_count = seen_count + b.value, last_seen = ?, last_source = ? "
+                "FROM json_each(?) AS b WHERE seen_frames.frame_id = b.key",
+                (now, source, json.dumps(w.seen_bumps, sort_keys=True)),
+            )
+        self._bump_resends(now, source, w._replace(seen_bumps={}))
 
     def _bump_resends(self, now, source, w) -> None:
         """Re-sends of a kept frame or a held conflict: their counts and last sighting."""

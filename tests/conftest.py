@@ -17,6 +17,17 @@ os.environ.setdefault("USSD_CONSOLE_KDF_ROUNDS", "1")
 BACKENDS = ["sqlite", "postgres"]
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: two workers more than the cores this process may use. Many tests wait on a
+    process, a watcher's tick or a socket rather than on the CPU; measured on two cores, four
+    workers took a quarter less time than two with both cores busy, a sixth less on an idle machine."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return cores + 2
+
+
 def _must_have_postgres() -> bool:
     return bool(os.environ.get("CI")) or os.environ.get("USSD_REQUIRE_PG") == "1"
 

@@ -299,28 +299,28 @@ FRAME_CHARS = "H1|#MEDWAT0123456789abcdefABCDEFSk \t\r\n\x0b\x0c\u0661"
 @example(frame_id="r1-1", text=" " * 130 + frame(1, "S9", "MED", 3, 50) + "\t" * 110)  # too long only raw
 @example(frame_id="r1-1", text=" " * 96 + frame(1, "S9", "MED", 3, 50).upper() + "\r\n")
 def test_the_common_form_parses_as_parse_does(frame_id, text):
-    """The ledger's one-match parse of the common form gives exactly what ``parse`` gives, on frames,
+    """The batch parse's one match of the common form gives exactly what ``parse`` gives, on frames,
     near-frames (spaces around, an upper-case trailer, a sequence the id disagrees with, too long,
     not ASCII) and junk."""
     from core.rules.frame import parse
-    from core.store.ledger import _parse_common
+    from core.rules.parse_batch import parse_common
 
-    assert _parse_common(frame_id, text) == parse(frame_id, text)
+    assert parse_common(frame_id, text) == parse(frame_id, text)
     for seq in (1, 2):
         fid = f"r{len(text) % 7}-{seq}"
-        assert _parse_common(fid, text) == parse(fid, text)
+        assert parse_common(fid, text) == parse(fid, text)
 
 
 def test_the_parse_memo_of_one_call_is_bounded():
     """Re-sends within one call are parsed once, but a call of millions of frames does not keep
     every pair it parsed: past ``PARSE_MEMO`` the memo starts again."""
-    from core.store import ledger
+    from core.rules import parse_batch
 
     memo: dict = {}
     items = as_offers([(f"m{i}-1", frame(1, "S9", "MED", 3, 50)) for i in range(3)] * 2)
-    got = ledger._parse_all(items, memo)
+    got = parse_batch.parse_all(items, memo)
     assert got == [parse(o.frame_id, o.text) for o in items] and len(memo) == 3
     assert got[0] is got[3]  # the re-send took the first one's result
-    memo.update({(str(i), "x"): None for i in range(ledger.PARSE_MEMO)})
-    ledger._parse_all(items[:1], memo)
+    memo.update({(str(i), "x"): None for i in range(parse_batch.PARSE_MEMO)})
+    parse_batch.parse_all(items[:1], memo)
     assert len(memo) == 1

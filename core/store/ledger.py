@@ -1,4 +1,4 @@
-"""Ledger writes: the ingest (the one merge point every delivery path calls), retention, eviction.
+"""Ledger writes: the ingest, the one merge point every delivery path calls.
 
 ``ingest_many`` is the only code that writes the ledger. It parses a batch
 with the pure ``core.rules.frame.parse``, gathers what the store knows about
@@ -22,7 +22,6 @@ import gc
 import json
 import logging
 import random
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -36,9 +35,8 @@ from core.rules.batch import (
 )
 from core.rules import events
 from core.rules.decide import CaseRef, payload_from_key
-from core.rules.cksum import trailer
-from core.rules.frame import _FRAME_RE, _SURROUNDING_SPACE, FRAME_ID_RE, Frame, Rejected, parse
-from core.rules.retention import RetentionError, check_retention
+from core.rules.frame import Frame
+from core.rules.parse_batch import parse_all as _parse_all
 from core.rules.text import one_line
 
 from .backend import PG_WRITE_LOCK
@@ -49,8 +47,6 @@ from .totals import add_counts, bump_total
 log = logging.getLogger("ussd.receiver")
 
 CHUNK = 20_000  # frames per transaction
-PARSE_MEMO = 200_000  # parsed (id, text) pairs remembered within one call, for its re-sends
-_IN_BATCH = 500  # ids per IN (...) lookup
 SOURCE_MAX = 16
 RACE_RETRIES = 50  # PostgreSQL: a batch decided again after losing a race to another receiver
 # peewee field types -> PostgreSQL array element types, for ``unnest`` inserts
@@ -73,58 +69,6 @@ def _is_race(exc: BaseException) -> bool:
         inner = seen.args[0] if seen.args and isinstance(seen.args[0], BaseException) else None
         seen = seen.__cause__ or inner or seen.__context__
     return False
-
-
-# A frame in its common form, id and text in one match: ``parse``'s own two patterns (R1's grammar
-# is written once, in ``core.rules.frame``) joined by a NUL neither allows, the text's surrounding
-# space bounded so the raw text stays under ``parse``'s length limit.
-_SPACE = "[" + re.escape(_SURROUNDING_SPACE) + "]{0,96}"
-_COMMON_FORM = re.compile(f"(?:{FRAME_ID_RE.pattern})\x00{_SPACE}({_FRAME_RE.pattern}){_SPACE}", re.ASCII).fullmatch
-_new_frame = partial(tuple.__new__, Frame)
-
-
-def _parse_common(frame_id: str, text: str) -> Frame | Rejected:
-    """``parse(frame_id, text)`` for two plain strings, in one match for the common form (an id and a
-    well-formed frame); anything else, and an id whose sequence disagrees, goes to ``parse`` itself.
-    tests/test_fast_path_differential.py holds the two equal."""
-    m = _COMMON_FORM(frame_id + "\x00" + text)
-    if m is None:
-        return parse(frame_id, text)
-    whole, seq_s, site, need, head_s, pri_s, hh = m.groups()
-    seq = int(seq_s)
-    dash = frame_id.rfind("-")
-    if dash > 0 and frame_id[dash + 1 :].isdigit():
-        if int(frame_id[dash + 1 :]) != seq:
-            return parse(frame_id, text)
-        key = "rec:" + frame_id[:dash]
-    else:
-        key = "id:" + frame_id
-    body, hh = whole[:-4], hh.lower()
-    return _new_frame((frame_id, body + "|#" + hh, seq, site, need, int(head_s), int(pri_s), trailer(body) == hh, key))
-
-
-def _parse_all(chunk: Sequence[Offer], done: dict | None = None) -> list:
-    """``parse`` for every offer; an exact copy of an (id, text) parsed before in this call
-    (``done``: a re-send, a third of a typical feed) takes that one's result, since ``parse`` is
-    pure and its results immutable. Bounded: a call of millions of frames keeps the latest only."""
-    if done is None:
-        done = {}
-    elif len(done) > PARSE_MEMO:
-        done.clear()
-    done_get = done.get
-    out = []
-    append = out.append
-    for offer in chunk:
-        frame_id, text = offer[0], offer[1]
-        if frame_id.__class__ is str and text.__class__ is str:  # hashable, and no subclass
-            pair = (frame_id, text)
-            parsed = done_get(pair)
-            if parsed is None:
-                parsed = done[pair] = _parse_common(frame_id, text)
-            append(parsed)
-        else:
-            append(parse(frame_id, text))
-    return out
 
 
 _frame_id, _case_key = itemgetter(0), itemgetter(8)  # a ``Frame``'s fields, read in bulk (and a witness's id)
@@ -495,66 +439,3 @@ class LedgerWrites:
             if not is_database_error(exc):
                 raise
             log.warning("the live feed was not cut this time: %s", one_line(exc))
-
-    # -- retention (R7) --------------------------------------------------------
-    def set_retention(self, seconds: int, set_by: str = "operator", reason: str = "",
-                      signed: bool = False, audit_id: int | None = None, now: float | None = None) -> dict:
-        """Record a signed policy change (``core.signing.actions.set_retention`` signs it first).
-
-        Refused below 72 h, below 30 days unless signed, and without its audit
-        entry: a row without one would never be applied.
-        """
-        seconds = int(seconds)
-        is_exception = check_retention(seconds, signed)
-        if audit_id is None:
-            raise RetentionError("a retention change is signed by an operator: use `ussd-console retention set`")
-        with write_transaction(self.db):
-            if seconds == self.retention_seconds() and self.m.Policy.select().exists():
-                return self.retention()
-            self.m.Policy.create(
-                retention_seconds=seconds, set_at=time.time() if now is None else now,
-                set_by=set_by, reason=reason, is_exception=is_exception, audit_id=audit_id,
-            )
-        log.info("retention set to %ss by %s", seconds, set_by)
-        return self.retention()
-
-    def evict(self, now: float | None = None, started_by: str = "api", chunk: int = 2000) -> int:
-        """Age-only eviction of dedup witnesses, in short transactions; logged (R7)."""
-        m = self.m
-        now = time.time() if now is None else float(now)
-        in_force = self.retention()
-        if in_force["fault"]:
-            log.warning("%s", in_force["fault"])
-        policy = in_force["retention_seconds"]
-        cutoff = now - policy
-        removed = 0
-        oldest = newest = None
-        S = m.SeenFrame
-        while True:
-            with write_transaction(self.db):
-                rows = list(
-                    S.select(S.frame_id, S.first_seen)
-                    .where(S.first_seen < cutoff)
-                    .order_by(S.first_seen)
-                    .limit(chunk)
-                    .tuples()
-                )
-                if not rows:
-                    break
-                for part in _slices([r[0] for r in rows], _IN_BATCH):
-                    S.delete().where(S.frame_id.in_(part)).execute()
-                bump_total(self.db, m, [("seen_frames", -len(rows))])
-            if oldest is None:
-                oldest = rows[0][1]
-            newest = rows[-1][1]
-            removed += len(rows)
-            if len(rows) < chunk:
-                break
-        if removed or started_by != "schedule":
-            with write_transaction(self.db):
-                m.Eviction.create(
-                    ran_at=now, retention_seconds=policy, cutoff=cutoff, removed=removed,
-                    oldest=oldest, newest=newest, started_by=started_by,
-                )
-            log.info("eviction by %s: %d removed (cutoff %.0f, policy %ss)", started_by, removed, cutoff, policy)
-        return removed

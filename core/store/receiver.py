@@ -1,7 +1,7 @@
 """The receiver: the store's one object, what every delivery path and screen holds.
 
-``Receiver`` joins the ledger writes (``ledger.LedgerWrites``: the ingest,
-retention, eviction) and the read queries (``queries.LedgerReads``) on one
+``Receiver`` joins the ledger writes (``ledger.LedgerWrites``: the ingest;
+``retention_writes.RetentionWrites``: retention, eviction) and the read queries (``queries.LedgerReads``) on one
 database connection opened and migrated by ``migrations.connect``. It is
 handed the function that says which retention policy is in force, since
 that means checking signatures, which is signing's work, not the store's:
@@ -17,11 +17,12 @@ from core.rules.batch import Verdict
 from .ledger import LedgerWrites
 from .migrations import connect
 from .queries import LedgerReads
+from .retention_writes import RetentionWrites
 
 __all__ = ["Receiver", "Verdict"]
 
 
-class Receiver(LedgerWrites, LedgerReads):
+class Receiver(LedgerWrites, RetentionWrites, LedgerReads):
     """Takes frames in exactly once on a durable store, and answers what the store holds."""
 
     def __init__(self, store_target: str, *, policy: Callable[["Receiver"], dict], create: bool = True):

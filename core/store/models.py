@@ -82,8 +82,8 @@ def bind_models(db: Database) -> SimpleNamespace:
         status = TextField(default="open", constraints=[SQL("DEFAULT 'open'")])
 
         class Meta:
+            # Its one rank index, ``cases_ranked``, is partial and made by migration 14.
             table_name = "cases"
-            indexes = ((("pri", "headcount", "first_seen"), False),)
 
     class CaseHistory(Base):
         """Values a case held before an accepted correction replaced them."""

@@ -153,11 +153,10 @@ def pair(new_store):
     fast.close()
 
 
-def run_both(pair, operations, chunk: int, parse_ahead: bool = False) -> None:
+def run_both(pair, operations, chunk: int) -> None:
     ref, fast = (emptied(r) for r in pair)
     assert fast.fast_ingest  # the default
     ref.chunk_frames = fast.chunk_frames = chunk
-    fast.parse_ahead = parse_ahead
     try:
         now = float(T0)
         pending: list[tuple] = []
@@ -203,23 +202,22 @@ def run_both(pair, operations, chunk: int, parse_ahead: bool = False) -> None:
         assert dump(fast) == dump(ref)
     finally:
         ref.chunk_frames = fast.chunk_frames = Receiver.chunk_frames
-        fast.parse_ahead = Receiver.parse_ahead
 
 
 @examples(25, fuzz=3000, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(operations=ops, chunk=st.sampled_from([1, 2, 3, 7, 20_000]), parse_ahead=st.booleans())
+@given(operations=ops, chunk=st.sampled_from([1, 2, 3, 7, 20_000]))
 @example(operations=[("frame", 1, 1, 0, "ok", True)] * 3 + [("frame", 1, 2, 0, "ok", True),
                      ("frame", 1, 1, 1, "ok", True), ("frame", 1, 1, 1, "ok", True),
                      ("frame", 1, 3, 2, "ok", True), ("flush",), ("frame", 1, 1, 1, "ok", True),
                      ("settle", 1, 1, 1), ("frame", 1, 4, 1, "ok", True), ("evict", 31),
-                     ("frame", 1, 1, 0, "ok", True), ("frame", 1, 1, 2, "ok", True)], chunk=20_000, parse_ahead=False)
+                     ("frame", 1, 1, 0, "ok", True), ("frame", 1, 1, 2, "ok", True)], chunk=20_000)
 @example(operations=[("file", "b\u00e9.csv"), ("frame", 2, 1, 0, "ok", False), ("frame", 2, 2, 0, "ok", False),
                      ("garbage", "+254 712 345 678", None), ("frame", 2, 1, 1, "phone", True),
-                     ("frame", 3, 1, 0, "crc", True), ("frame", 3, 1, 0, "ok", True)], chunk=2, parse_ahead=True)
+                     ("frame", 3, 1, 0, "crc", True), ("frame", 3, 1, 0, "ok", True)], chunk=2)
 @example(operations=[("frame", 1, 1, 0, "ok", True), ("flush",), ("settle", 1, 0, 1), ("frame", 1, 1, 0, "ok", True),
-                     ("frame", 2, 1, 0, "ok", True)], chunk=20_000, parse_ahead=False)  # a settled witness re-sent
-def test_fast_path_equals_reference(pair, operations, chunk, parse_ahead):
-    run_both(pair, operations, chunk, parse_ahead)
+                     ("frame", 2, 1, 0, "ok", True)], chunk=20_000)  # a settled witness re-sent
+def test_fast_path_equals_reference(pair, operations, chunk):
+    run_both(pair, operations, chunk)
 
 
 def test_a_big_mixed_batch_equals_reference(pair):

@@ -23,7 +23,6 @@ import json
 import logging
 import random
 import time
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import compress, count
 from operator import itemgetter, not_
@@ -89,9 +88,6 @@ class LedgerWrites:
     # lock) is kept for the differential test and the benchmark's A/B.
     fast_ingest = True
     chunk_frames: int | None = None  # frames per transaction; None: ``CHUNK``
-    # Parsing the next chunk on a thread: measured A/B on the shared 2-core machine it did not pay
-    # (6.7-7.4k vs 6.1-9.2k frames/s, the second core being busy with others), so it is off.
-    parse_ahead = False
 
     # -- low-level helpers (the one place that writes raw SQL) ------------------
     def _insert(self, model, fields: Sequence[str], rows: list, on_conflict: str = "") -> None:
@@ -144,24 +140,12 @@ class LedgerWrites:
                 with write_transaction(self.db):
                     within()
             return verdicts
+        done: dict = {}  # (id, text) -> parsed, for the whole call: a re-send is parsed once
         parts = list(_slices(items, self.chunk_frames or CHUNK))
-        ahead = None
-        if self.parse_ahead and len(parts) > 1:
-            # The next chunk is parsed on a thread while this one is written: SQLite lets go of
-            # the GIL inside each step, so parsing can use that time (and a second core).
-            ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-parse")
-        done: dict = {}  # (id, text) -> parsed, for the whole call: one thread parses at a time
-        try:
-            parsed = ahead.submit(_parse_all, parts[0], done) if ahead else None
-            for i, chunk in enumerate(parts):
-                stamp = time.time() if now is None else float(now)
-                last = i == len(parts) - 1
-                results = parsed.result() if parsed is not None else _parse_all(chunk, done)
-                parsed = ahead.submit(_parse_all, parts[i + 1], done) if ahead and not last else None
-                verdicts.extend(self._ingest_chunk(chunk, results, stamp, source, within if last else None))
-        finally:
-            if ahead is not None:
-                ahead.shutdown(wait=True, cancel_futures=True)
+        for i, chunk in enumerate(parts):
+            stamp = time.time() if now is None else float(now)
+            last = i == len(parts) - 1
+            verdicts.extend(self._ingest_chunk(chunk, _parse_all(chunk, done), stamp, source, within if last else None))
         return verdicts
 
     def _lookup(self, columns: str, table: str, key: str, values: Iterable[str], also: str = "") -> list[tuple]:

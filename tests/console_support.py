@@ -85,8 +85,21 @@ async def press_and_settle(pilot, *keys: str) -> None:
         if app.refresh_pending:
             await until(lambda: app.refreshes > before)
         await app.settled()
+    # A tab shown for the first time mounts its panel lazily and asks for its load from there,
+    # which may come after the refresh waited for above: wait until the panel shows what it was
+    # asked for, with no loading indicator left over it.
+    assert await until(_panel_shown(app), what="the shown panel's load")
+    await app.settled()
     await pilot.pause()
     await pilot.pause()
+
+
+def _panel_shown(app):
+    def shown() -> bool:
+        panel = app.mounted_panel()
+        return panel is not None and panel.loaded_params == panel.params() and not panel.loading
+
+    return shown
 
 
 def run_async(test):

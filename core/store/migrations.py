@@ -111,8 +111,8 @@ def _v23_one_rank_index(db: Database, m) -> None:
     order), and each commit wrote those pages again: with 1,000,000 stored, the
     ingest measured 1.16x faster without the full one. It served only
     ``ranking --all`` and ``cases --sort pri``, which now sort like the other
-    columns do (0.3 s on a million cases). A second step of issue 22's work:
-    22 itself was taken by the writer slots.
+    columns do (0.3 s on a million cases). Numbered after the writer slots,
+    the step before it on the same work.
     """
     db.execute_sql("DROP INDEX IF EXISTS cases_pri_headcount_first_seen")
 

@@ -255,8 +255,7 @@ class BatchState:
         file, line = offer.file, offer.line
         if file is not None:
             if file is not self._raw_file:
-                safe = isinstance(file, str) and file.isascii() and file.isprintable()
-                self._raw_file, self._shown_file = file, mask_phones(file if safe else escape_text(file, 200))
+                self._raw_file, self._shown_file = file, self._show_file(file)
             file = self._shown_file
         if parsed.__class__ is not Frame or not parsed.trailer_ok:
             bad = reject(parsed)

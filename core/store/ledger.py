@@ -384,14 +384,14 @@ class LedgerWrites:
     def _bump_sqlite(self, now: float, source: str, w: Writes) -> None:
         """SQLite: the witnesses' re-send counts in one ``UPDATE ... FROM json_each``: the ids and
         counts go in as one JSON object (sorted, so the key's index is walked in one sweep), not
-        a bound statement per id. The held conflicts' few repeats as ``_bump_resends`` does."""
+        a bound statement per id. The held conflicts' few repeats as the reference writes them."""
         if w.seen_bumps:
             self.db.cursor().execute(
                 "UPDATE seen_frames SET seen_count = seen_count + b.value, last_seen = ?, last_source = ? "
                 "FROM json_each(?) AS b WHERE seen_frames.frame_id = b.key",
                 (now, source, json.dumps(w.seen_bumps, sort_keys=True)),
             )
-        self._bump_resends(now, source, w._replace(seen_bumps={}))
+        self._bump_held(now, w)
 
     def _bump_resends(self, now, source, w) -> None:
         """Re-sends of a kept frame or a held conflict: their counts and last sighting."""
@@ -400,6 +400,10 @@ class LedgerWrites:
             "WHERE frame_id = ?",
             [(n, now, source, fid) for fid, n in w.seen_bumps.items()],
         )
+        self._bump_held(now, w)
+
+    def _bump_held(self, now, w) -> None:
+        """Repeats of a conflict already held in quarantine: its count and last sighting."""
         self._execute_many(
             "UPDATE quarantine SET seen_count = seen_count + ?, last_seen = ? "
             "WHERE frame_id = ? AND frame_text = ?",

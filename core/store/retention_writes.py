@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import time
 
+from peewee import chunked
+
 from core.rules.retention import RetentionError, check_retention
 
 from .database import write_transaction
@@ -18,11 +20,6 @@ from .totals import bump_total
 log = logging.getLogger("ussd.receiver")
 
 _IN_BATCH = 500  # ids per IN (...) delete
-
-
-def _slices(seq, size: int):
-    for i in range(0, len(seq), size):
-        yield seq[i : i + size]
 
 
 class RetentionWrites:
@@ -73,7 +70,7 @@ class RetentionWrites:
                 )
                 if not rows:
                     break
-                for part in _slices([r[0] for r in rows], _IN_BATCH):
+                for part in chunked([r[0] for r in rows], _IN_BATCH):
                     S.delete().where(S.frame_id.in_(part)).execute()
                 bump_total(self.db, m, [("seen_frames", -len(rows))])
             if oldest is None:

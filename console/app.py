@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -58,6 +59,7 @@ from .widgets.palette import ActionsProvider, PlainPalette
 log = logging.getLogger("ussd.console")
 
 NOTIFY_AT_MOST = 3  # conflict notifications per refresh; the rest are summed up in one
+TERMINAL_CHECK_SECONDS = 2.0  # how soon a console whose terminal went away (a dropped SSH session) closes
 SLOW_LOAD_SECONDS = 0.4  # show the loading indicator when an operator's request takes longer
 FIRST_EVICTION_AFTER = 60.0  # seconds after start; then hourly
 
@@ -178,6 +180,18 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         self.request_refresh(force=True)
         if self.service_factory is not None:
             self._start_inbox()
+        terminal = None if self.is_headless else _terminal_fd()
+        if terminal is not None:
+            self.set_interval(TERMINAL_CHECK_SECONDS, lambda: self._terminal_check(terminal))
+
+    def _terminal_check(self, fd: int) -> None:
+        """Close when the terminal has hung up. A parent that keeps the hang-up signal to itself
+        (``make demo``, ``make run``) leaves the console reading an ended terminal, which Textual
+        then polls without end: a dropped SSH session would leave it spinning a core and running
+        the inbox with nobody watching."""
+        if not os.isatty(fd):
+            log.warning("the terminal went away; closing the console")
+            self.exit(return_code=129)
 
     @work(thread=True, group="inbox", exit_on_error=False)
     def _start_inbox(self) -> None:
@@ -445,3 +459,12 @@ class ConsoleApp(CaseActions, OperatorActions, App):
             screen.minimize()
         elif screen.focused is not None:
             screen.maximize(screen.focused, container=False)
+
+
+def _terminal_fd() -> int | None:
+    """The terminal the console reads its keys from, or None (a pipe, ``serve``, a test)."""
+    try:
+        fd = sys.__stdin__.fileno()
+    except (AttributeError, ValueError, OSError):
+        return None
+    return fd if os.isatty(fd) else None

@@ -4,7 +4,7 @@ Each figure is measured in this run on this machine:
 - batch ingest of a generated mixed file into a file-backed store, beside the bare
   keyed insert of the same rows (same durability) and the reference decision, measured
   alternately (A/B) and shown as medians, since the machine may be busy;
-- the same ingest with 1,000,000 frames already stored;
+- the same ingest with 1,000,000 frames already stored (a copy of one filled store per round);
 - how long a console read waits while 1,000,000 expired rows are evicted;
 - drop-to-ledger latency through a watched inbox, the share of a burst of files the
   observer carries against the sweep, and console open time and memory, when those
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import sqlite3
 import statistics
 import tempfile
@@ -139,7 +140,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=100_000)
     ap.add_argument("--stored", type=int, default=1_000_000)
-    ap.add_argument("--rounds", type=int, default=3, help="A/B rounds of the empty-store ingest (median shown)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the ingest figures, each on an empty store and on a copy of the filled one (medians shown)")
     ap.add_argument("--quick", action="store_true", help="small sizes, to check the bench itself runs")
     ap.add_argument("--only-sqlite", action="store_true", help="the file-store ingest figures only (no backup, "
                     "eviction, PostgreSQL, inbox, gateway or console figures)")
@@ -153,11 +154,28 @@ def main() -> None:
         write_file(empty_file, mixed_lines(args.frames, "a"))
         write_file(loaded_file, mixed_lines(args.frames, "b", seed=2))
 
-        raws, rates = [], {"fast": [], "reference": []}
-        for k in range(args.rounds):  # alternately: the ceiling, then both paths
+        # The 1,000,000-frame store is filled once and copied for each round, so the loaded rate is a
+        # median over the same rounds as the empty one (a single run differs from the next by up to
+        # a fifth here).
+        t0 = time.time() - 40 * DAY
+        filled = tmp / "filled.db"
+        with Receiver(str(filled)) as r:
+            t = time.perf_counter()
+            fill(r, args.stored, now=t0)
+            print(f"filled {args.stored:,} stored frames in {time.perf_counter() - t:.1f} s")
+
+        raws, rates, loaded_rates = [], {"fast": [], "reference": []}, []
+        for k in range(args.rounds):  # alternately: the ceiling, both paths, then the loaded store
             raws.append(raw_sqlite_rate(tmp / f"raw-{k}.db", empty_file))
             for name, got in ab_rates(tmp, empty_file, 1).items():
                 rates[name].append(got[0])
+            loaded = tmp / f"loaded-{k}.db"
+            if k:
+                (tmp / f"loaded-{k - 1}.db").unlink()
+            shutil.copyfile(filled, loaded)
+            with Receiver(str(loaded)) as r:
+                seconds, n = ingest_file(r, loaded_file)
+            loaded_rates.append(n / seconds)
         raw = statistics.median(raws)
         empty_rate, ref_rate = statistics.median(rates["fast"]), statistics.median(rates["reference"])
         shown = ", ".join(f"{x:,.0f}" for x in rates["fast"])
@@ -166,16 +184,11 @@ def main() -> None:
               f"fast path {empty_rate / ref_rate:.2f}x)")
         print(f"bare keyed insert, same rows:{raw:>9,.0f} rows/s    (frame id key, same pragmas, one "
               f"transaction); ingest/bare = {empty_rate / raw:.2f} (target >= 0.30)")
-
-        t0 = time.time() - 40 * DAY
-        with Receiver(str(tmp / "loaded.db")) as r:
-            t = time.perf_counter()
-            fill(r, args.stored, now=t0)
-            print(f"filled {args.stored:,} stored frames in {time.perf_counter() - t:.1f} s")
-            seconds, n = ingest_file(r, loaded_file)
-            loaded_rate = n / seconds
-            print(f"ingest, {args.stored:,} stored: {loaded_rate:>10,.0f} frames/s  "
-                  f"({loaded_rate / empty_rate:.0%} of the empty-store rate)")
+        loaded_rate = statistics.median(loaded_rates)
+        shown = ", ".join(f"{x:,.0f}" for x in loaded_rates)
+        print(f"ingest, {args.stored:,} stored: {loaded_rate:>10,.0f} frames/s  ({loaded_rate / empty_rate:.0%} of "
+              f"the empty-store rate; median of {args.rounds} runs: {shown})")
+        with Receiver(str(loaded)) as r:
             if args.only_sqlite:
                 return
             backup_figure(tmp, r.store_target, args.stored + n)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from core.home import Home, private_folder
-from core.rules.privacy import mask_phones, mask_phones_bytes
+from core.rules.privacy import RUN_BYTES, mask_phones, mask_phones_bytes
 from core.rules.text import escape_text
 
 log = logging.getLogger("ussd.inbox")
@@ -274,9 +274,6 @@ def _write_synced(path: Path, data: bytes | Path) -> None:
         os.fsync(fh.fileno())
 
 
-_RUN_CHARS = frozenset(b"0123456789+ -")
-
-
 def _copy_masked(source: Path, out) -> None:
     """Copy a file too big to read whole, phone-like runs masked, its holes left holes (a 1 GB
     sparse file costs no disk). A chunk is cut after its last byte that cannot be in a run,
@@ -304,7 +301,7 @@ def _copy_masked(source: Path, out) -> None:
                 left -= len(chunk)
                 chunk = carry + chunk
                 cut = len(chunk)
-                while cut > 0 and chunk[cut - 1] in _RUN_CHARS and len(chunk) - cut < 4096:
+                while cut > 0 and chunk[cut - 1] in RUN_BYTES and len(chunk) - cut < 4096:
                     cut -= 1
                 out.write(mask_phones_bytes(chunk[:cut]))
                 carry = chunk[cut:]

@@ -10,27 +10,14 @@ the receiver keeps text (docs/rules.md): no valid frame has such a run.
 
 from __future__ import annotations
 
-import re
+from .privacy import mask_phones
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-# 8 or more digits, with or without a leading +, with spaces or dashes between groups.
-PHONE_RUN = re.compile(r"\+?\d(?:[ \-]?\d){7,}")
-PHONE_MASK = "[phone]"
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def guard(text: str) -> str:
     """Text a spreadsheet shows as text, never runs."""
     return "'" + text if text.startswith(FORMULA_START) else text
-
-
-def _mask(match: re.Match) -> str:
-    run = match.group(0)
-    return run if _DATE.match(run) else PHONE_MASK  # "served 2024-05-02" keeps its date
-
-
-def mask_phones(text: str) -> str:
-    return PHONE_RUN.sub(_mask, text)
 
 
 def outside_text(value: object) -> str:

@@ -186,13 +186,16 @@ class Committer:
     def _spool_or_fail(self, group: list[Post]) -> None:
         live = [p for p in group if p.name in self.listener.active_names()]
         try:
-            written = spool(self.listener.home, live)
+            written, retries = spool(self.listener.home, live)
         except OSError as exc:
             log.error("gateway posts could not be spooled into the inbox either: %s", one_line(exc))
             for post in group:
                 post.done.set_result(Outcome("failed"))
             return
-        log.info("%d gateway posts spooled into the inbox as %s", len(live), written or "nothing")
+        log.info("%d gateway posts spooled into the inbox as %s", len(live), ", ".join(written) or "nothing")
+        for (name, what), n in retries.items():
+            for _ in range(n):
+                self.listener.count_refused(name, what)
         for post in group:
             if post in live:
                 self.listener.count_refused(post.name, "spooled")

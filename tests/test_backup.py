@@ -372,3 +372,22 @@ def test_restore_of_a_sqlite_backup_into_a_database_is_refused(home, tmp_path):
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
         assert_plain_failure(proc)
         assert not (tmp_path / "r").exists()
+
+
+def test_a_backup_verified_by_hand_is_verified_in_status_as_on_the_retention_screen(home, tmp_path, identity):
+    from core.backup.schedule import listing
+
+    ident_path, recipient = identity
+    home.config.write_text(f'[backup]\nrecipients = ["{recipient}"]\n')
+    file = make(home)
+    assert file.parent == home.root / "backups"
+    before = json.loads(run("--home", str(home.root), "--json", "status").stdout)["backup"]
+    assert before["last_verified"] is None  # made by hand: not verified until checked
+    proc = run("backup", "verify", str(file), "--home", str(home.root), "--identity", str(ident_path))
+    assert proc.returncode == 0, proc.stderr
+    [row] = listing(home)["rows"]
+    assert row["file"] == file.name and row["verified"]
+    last = json.loads(run("--home", str(home.root), "--json", "status").stdout)["backup"]["last_verified"]
+    assert last is not None and Path(last["file"]) == file and last["size"] == file.stat().st_size
+    text = run("--home", str(home.root), "status").stdout.replace("\n", "")
+    assert "backups: last verified" in text and file.name in text and "none verified yet" not in text

@@ -161,7 +161,7 @@ def test_unreadable_bodies_are_one_reject_not_an_error():
 
 
 def test_the_spool_is_one_whole_json_lines_file_without_phone_numbers_or_nothing(tmp_path):
-    from core.gateways.posts import Post
+    from core.gateways.posts import Post, message_key
     from core.gateways.spool import spool
     from core.home import Home
     from core.rules.formats import read_items
@@ -170,14 +170,63 @@ def test_the_spool_is_one_whole_json_lines_file_without_phone_numbers_or_nothing
     home.inbox.mkdir(parents=True, exist_ok=True)
     posts = [Post("office", "africastalking", "h", parse("africastalking", Request({}, form(
         **{"from": PHONE, "text": f"rec42-1 {F1}\ncall {PHONE}", "id": "1"}))).messages, False)]
-    name = spool(home, posts)
+    again = Post("office", "africastalking", "h", parse("africastalking", Request({}, form(
+        **{"from": PHONE, "text": f"rec42-1 {F1}", "id": "1"}))).messages, False)  # a webhook retry
+    [name], retries = spool(home, [*posts, again])
+    assert retries == {("office", "webhook_retries"): 1}
     files = [p.name for p in home.inbox.iterdir() if p.is_file()]
     assert files == [name] and name.endswith(".jsonl")
     data = (home.inbox / name).read_bytes()
     assert b"711222333" not in data
     items, fmt = read_items(name, data)
     assert fmt == "jsonl" and items[0][:2] == ("rec42-1", F1) and len(items) == 2
+    # Each line names its gateway and its message's key (the store's hash), never the message id.
+    lines = [json.loads(line) for line in data.splitlines()]
+    assert {(line["gateway"], line["gateway_message"]) for line in lines} == {("office", message_key("1"))}
     home.inbox.rename(tmp_path / "elsewhere")  # the inbox gone: an error, and nothing half-written anywhere
     with pytest.raises(OSError):
         spool(home, posts)
     assert not home.inbox.exists()
+
+
+def test_a_spooled_message_cut_by_a_stop_is_resumed_whole_and_its_key_kept_only_once_it_is_in(inbox):
+    import os
+    import threading
+
+    from core.config import InboxConfig
+    from core.gateways import accounts
+    from core.gateways.posts import Post
+    from core.gateways.spool import spool
+    from core.inbox import deliver
+    from tests.helpers import frame
+
+    home, r = inbox
+    accounts.add_account(r.db, {"name": "office", "kind": "africastalking", "token_hash": "h", "secret_file": None,
+                                "public_url": None, "reply": "END"}, at=1.0, by="alice", seq=1)
+    two = f"sp1-1 {frame(1, 'S1', 'MED', 3, 80)}\nsp2-1 {frame(1, 'S2', 'MED', 4, 80)}"
+
+    def post(text: str, msg_id: str) -> Post:
+        return Post("office", "africastalking", "h", parse("africastalking", Request({}, form(
+            **{"from": PHONE, "text": text, "id": msg_id}))).messages, False)
+
+    def drop_spool(*posts: Post):
+        [name], _retries = spool(home, list(posts))
+        os.utime(home.inbox / name, (1.0, 1.0))  # settled long ago
+        return home.inbox / name
+
+    config = InboxConfig(settle_time=0.3, batch_lines=1)
+    stop = threading.Event()
+    stop.set()
+    first = deliver(drop_spool(post(two, "M1"), post(f"sp3-1 {frame(1, 'S3', 'MED', 5, 80)}", "M2")),
+                    "watch", r, home, config, stop=stop)
+    assert (first.status, first.line) == ("held", 1)
+    assert accounts.counts(r.db)["office"]["messages"] == 0  # M1 is half in: not yet a message taken in
+    rest = deliver(first.claimed, "sweep", r, home, config)
+    assert (rest.status, rest.frames) == ("done", 2)
+    assert r.per_source() == {"gw_office": {"APPLIED": 3}}
+    # M1 spooled again (the gateway's retry during a second fault): a webhook retry, nothing offered.
+    again = deliver(drop_spool(post(two, "M1")), "watch", r, home, config)
+    assert (again.status, again.frames) == ("done", 0)
+    office = accounts.counts(r.db)["office"]
+    assert (office["messages"], office["webhook_retries"]) == (2, 1)
+    assert r.per_source() == {"gw_office": {"APPLIED": 3}}

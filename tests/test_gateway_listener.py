@@ -201,6 +201,44 @@ def test_with_the_store_locked_posts_are_spooled_into_the_inbox_and_nothing_answ
     assert PHONE_DIGITS.encode() not in every_byte_under(home.root)
 
 
+def test_a_spooled_post_is_taken_in_as_its_gateways_and_its_retry_is_a_webhook_retry(home, tmp_path, capsys):
+    from core.gateways.posts import message_key
+
+    add_operators(home, tmp_path, "alice")
+    office = add_gateway(home, tmp_path, capsys, "office", "africastalking")
+    fid, text = frames(1, "lk")[0]
+    body = at_sms(fid, text, "ATXid_9")
+    w = Listening(home, tmp_path)
+    try:
+        locker = sqlite3.connect(home.db, isolation_level=None, timeout=60)
+        locker.execute("BEGIN EXCLUSIVE")  # held past the busy timeout: the post is spooled
+        try:
+            assert post(w.base, office, body, FORM)[0] == 200
+            [spooled] = [p for p in home.inbox.rglob("*gateway-*.jsonl") if p.is_file()]
+            data = spooled.read_bytes()
+            [line] = [json.loads(line) for line in data.splitlines()]
+            assert line == {"frame_id": fid, "frame": text, "gateway": "office",
+                            "gateway_message": message_key("ATXid_9")}
+            assert PHONE_DIGITS.encode() not in data and b"ATXid_9" not in data
+        finally:
+            locker.rollback()
+            locker.close()
+        wait_for(lambda: ledger(home) == {fid: "gw_office"}, what="the spooled frame taken in as gw_office's")
+        assert gateway_counts(home)["office"]["messages"] == 1
+        # The gateway posts the same message again: a webhook retry, not offered to the ledger again.
+        assert post(w.base, office, body, FORM)[0] == 200
+        # A spooled file of the first format (frames only) is still an ordinary inbox file.
+        old_id, old_text = frames(1, "old")[0]
+        (home.inbox / "gateway-firstformatfile.jsonl").write_text(json.dumps({"frame_id": old_id, "frame": old_text}))
+        wait_for(lambda: old_id in ledger(home), what="the first-format spool file taken in")
+    finally:
+        assert w.signal(signal.SIGTERM) == 0
+    g = gateway_counts(home)["office"]
+    assert (g["spooled"], g["messages"], g["webhook_retries"]) == (1, 1, 1)
+    sources = per_source(home)
+    assert sources == {"gw_office": {"APPLIED": 1}, "sweep": {"APPLIED": 1}}, sources  # the old file: the sweep's
+
+
 def test_an_address_in_use_or_a_bad_listen_value_is_one_line_and_the_watch_ends(home, tmp_path):
     import socket
     import subprocess

@@ -101,7 +101,8 @@ def test_an_old_key_file_is_rewrapped_on_a_good_unlock_and_still_signs(home, tmp
 
 
 @pytest.mark.parametrize("weak", ["password", "12345678", " " * 8, "alice", "Alice2024", "aaaaaaaaaa",
-                                  "abababab", "tiny1", "PassWord123", "qwertyuiop", "abcdefghij"])
+                                  "abababab", "tiny1", "PassWord123", "qwertyuiop", "abcdefghij",
+                                  "alice alice alice alice", "Alice-Alice!", "ALICE 2024 alice", "ecila ecila"])
 def test_a_weak_passphrase_is_refused_at_operator_add(home, tmp_path, capsys, weak):
     pf = passfile(tmp_path, "alice", weak)
     assert cli(home, "operator", "add", "alice", "--passphrase-file", pf) == 2
@@ -125,6 +126,10 @@ def test_a_weak_passphrase_typed_at_the_prompt_is_asked_again(home, monkeypatch,
 def test_good_passphrases_pass(home, tmp_path):
     pf = passfile(tmp_path, "alice", "kettle on the third shelf")
     assert cli(home, "operator", "add", "alice", "--passphrase-file", pf) == 0
+    pf = passfile(tmp_path, "erin", "erin keeps the kettle on")  # the name among other words is fine
+    assert cli(home, "operator", "add", "erin", "--passphrase-file", pf, "--operator", "alice",
+               "--operator-passphrase-file", passfile(tmp_path, "alice", "kettle on the third shelf"),
+               "--role", "resolver") == 0
 
 
 def test_the_kdf_is_slow_by_default_and_only_the_test_setting_lowers_it(monkeypatch):

@@ -95,13 +95,15 @@ def _pg_server(args, ctx) -> str | None:
     return target if is_postgres_url(target) else None
 
 
-def _note_verified(home, file: Path) -> None:
-    """A backup in this home's backup folder that verified is marked so in the console's list."""
+def _note_verified(home, file: Path, made_at: object) -> None:
+    """A backup in this home's backup folder that verified counts as verified, for ``status`` and
+    the console's list alike, as made at ``made_at``."""
     from core.backup import schedule
 
     try:
         if Path(home.root).is_dir() and file.resolve().parent == load_backup_config(home.config).folder(home).resolve():
-            schedule.note_verified(home, file)
+            at = made_at if isinstance(made_at, (int, float)) and not isinstance(made_at, bool) else None
+            schedule.note_verified(home, file, at)
     except (OSError, ValueError):
         pass  # the mark is a convenience; the verdict above stands
 
@@ -115,7 +117,7 @@ def cmd_backup_verify(args, ctx) -> int:
         if ctx.json:
             print_json({"file": args.file, "ok": False, "why": str(exc)})
         return _fail(f"BAD: {exc}", EXIT_BAD)
-    _note_verified(ctx.home, Path(args.file))
+    _note_verified(ctx.home, Path(args.file), manifest["made_at"])
     if ctx.json:
         print_json({"file": args.file, "ok": True, "made_at": manifest["made_at"], "counts": manifest["counts"],
                     "checkpoint": manifest["checkpoint"], "software_version": manifest["software_version"],

@@ -67,6 +67,36 @@ def overdue_words(state: dict, every: float, since: float, now: float) -> str | 
     return f"backup overdue: the last verified backup is {int(now - last)} s old (every {int(every)} s)"
 
 
+def verified_backups(home, folder: Path, state: dict | None = None) -> dict[str, float | None]:
+    """The backups in ``folder`` (this home's backup folder) that count as verified, by file name,
+    with when each was made: ``watch`` verified it as it made it, or ``backup verify`` passed on it
+    there with this home. The one answer to "verified?": ``status`` and the console's list both ask it."""
+    state = read_state(home) if state is None else state
+    noted = state.get("verified") if isinstance(state.get("verified"), dict) else {}
+    verified = {name: at for name, at in noted.items() if isinstance(name, str)}
+    last = state.get("last_verified") or {}
+    if last.get("file") and Path(last["file"]).parent == folder:
+        verified.setdefault(Path(last["file"]).name, last.get("at"))
+    present = {p.name for p in backups_in(folder)}
+    return {name: at for name, at in verified.items() if name in present}
+
+
+def last_verified(home, folder: Path, state: dict | None = None) -> dict | None:
+    """The newest verified backup (``at``, ``file``, ``size``): the last one ``watch`` made, or a
+    newer one of ``verified_backups``."""
+    state = read_state(home) if state is None else state
+    best = state.get("last_verified") if isinstance(state.get("last_verified"), dict) else None
+    for name, at in verified_backups(home, folder, state).items():
+        if not isinstance(at, (int, float)) or (best is not None and at <= (best.get("at") or 0)):
+            continue
+        try:
+            size = (folder / name).stat().st_size
+        except OSError:
+            continue
+        best = {"at": at, "file": str(folder / name), "size": size}
+    return best
+
+
 def status(home) -> dict:
     """The ``backup`` object of ``status --json``: the last verified backup, the last failure, overdue."""
     state = read_state(home)
@@ -74,6 +104,7 @@ def status(home) -> dict:
         config = load_backup_config(home.config)
     except ValueError as exc:
         return {**_shape(state), "every": None, "overdue": False, "fault": one_line(exc)}
+    state = {**state, "last_verified": last_verified(home, config.folder(home), state)}
     overdue = None
     if config.every:
         # Since the last verified backup, or, before the first, since watch first scheduled them.
@@ -99,7 +130,8 @@ def warning(home) -> str | None:
 
 
 def note_verified(home, file: Path, at: float | None = None) -> None:
-    """Remember that ``file`` (in this home's backup folder) verified, for the console's list."""
+    """Remember that ``file`` (in this home's backup folder) verified, made at ``at``: one of
+    ``verified_backups`` from then on."""
     state = read_state(home)
     names = state.get("verified") if isinstance(state.get("verified"), dict) else {}
     folder = Path(file).parent
@@ -117,11 +149,7 @@ def listing(home) -> dict:
     except ValueError as exc:
         return {"folder": None, "rows": [], "fault": one_line(exc), "every": None, "keep": None}
     folder = config.folder(home)
-    state = read_state(home)
-    verified = dict(state.get("verified") or {}) if isinstance(state.get("verified"), dict) else {}
-    last = state.get("last_verified") or {}
-    if last.get("file") and Path(last["file"]).parent == folder:
-        verified.setdefault(Path(last["file"]).name, last.get("at"))
+    verified = verified_backups(home, folder)
     rows = []
     for path in reversed(backups_in(folder)):
         try:
@@ -188,7 +216,9 @@ class BackupSchedule:
         if not busy and self.due(now):
             self._thread = threading.Thread(target=self.run_once, name="backup", daemon=True)
             self._thread.start()
-        late = overdue_words(read_state(self.home), self.config.every, self.started_at, now)
+        state = read_state(self.home)
+        state["last_verified"] = last_verified(self.home, self.config.folder(self.home), state)
+        late = overdue_words(state, self.config.every, self.started_at, now)
         if late and self._failing is None:
             self._fault(FAULT_KEY, late)
             self._failing = late

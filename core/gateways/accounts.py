@@ -23,6 +23,7 @@ import re
 import stat
 import weakref
 from types import SimpleNamespace
+from typing import Mapping
 from urllib.parse import urlsplit
 
 from peewee import BigIntegerField, CompositeKey, Database, DoubleField, IntegerField, Model, TextField
@@ -204,6 +205,41 @@ def counts(db: Database) -> dict[str, dict]:
     for info in out.values():
         info["refused"] = sum(info[k] for k in COUNTS if k.startswith("refused_"))
     return out
+
+
+# -- the per-gateway tables' writes (the committer's and the spool's, in the ingest's transaction) --
+def known_messages(db: Database, name: str, keys: list[str]) -> set[tuple[str, str]]:
+    """``(gateway, key)`` of the message keys among ``keys`` already taken in for gateway ``name``.
+    Raw SQL on the primary key's index (gateway first, then key), in slices of 400."""
+    known: set[tuple[str, str]] = set()
+    keys = sorted(set(keys))
+    for k in range(0, len(keys), 400):
+        part = keys[k:k + 400]
+        marks = ", ".join([db.param] * len(part))
+        cursor = db.execute_sql(f"SELECT gateway, key FROM gateway_messages WHERE gateway = {db.param} "
+                                f"AND key IN ({marks})", [name, *part])
+        known.update(cursor.fetchall())
+    return known
+
+
+def record_messages(db: Database, rows: list[tuple[str, str, float]]) -> None:
+    """Remember ``(gateway, key, at)`` message keys as taken in (a later post of one is a webhook retry)."""
+    for k in range(0, len(rows), 300):
+        part = rows[k:k + 300]
+        values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(part))
+        db.execute_sql(f"INSERT INTO gateway_messages (gateway, key, at) VALUES {values} "
+                       "ON CONFLICT (gateway, key) DO NOTHING", [v for row in part for v in row])
+
+
+def bump_counts(db: Database, counts: Mapping[tuple[str, str], int]) -> None:
+    """Add ``counts`` (``(gateway, what) -> n``) to the per-gateway counts, in one statement."""
+    rows = [(name, what, n) for (name, what), n in sorted(counts.items()) if n]
+    if not rows:
+        return
+    values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(rows))
+    db.execute_sql(f"INSERT INTO gateway_counts (gateway, what, count) VALUES {values} ON CONFLICT "
+                   "(gateway, what) DO UPDATE SET count = gateway_counts.count + excluded.count",
+                   [v for row in rows for v in row])
 
 
 def add_account(db: Database, payload: dict, *, at: float, by: str, seq: int) -> None:

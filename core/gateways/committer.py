@@ -132,13 +132,8 @@ class Committer:
         per_gateway: dict[str, list[str]] = {}
         for name, key in wanted:
             per_gateway.setdefault(name, []).append(key)
-        for name, keys in per_gateway.items():  # the primary key's index: gateway first, then key
-            for k in range(0, len(keys), 400):
-                part = keys[k:k + 400]
-                marks = ", ".join([db.param] * len(part))
-                cursor = db.execute_sql(f"SELECT gateway, key FROM gateway_messages WHERE gateway = {db.param} "
-                                        f"AND key IN ({marks})", [name, *part])
-                known.update(cursor.fetchall())
+        for name, keys in per_gateway.items():
+            known.update(accounts.known_messages(db, name, keys))
         counts: Counter = Counter(refused)
         new_keys: list[tuple[str, str, float]] = []
         by_source: dict[str, list] = {}
@@ -161,12 +156,8 @@ class Committer:
         for source, items in by_source.items():
             if items:
                 r.ingest_many(items, now=now, source=source)
-        for k in range(0, len(new_keys), 300):
-            part = new_keys[k:k + 300]
-            values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(part))
-            db.execute_sql(f"INSERT INTO gateway_messages (gateway, key, at) VALUES {values} "
-                           "ON CONFLICT (gateway, key) DO NOTHING", [v for row in part for v in row])
-        self._bump(db, counts)
+        accounts.record_messages(db, new_keys)
+        accounts.bump_counts(db, counts)
         names = sorted({group[i].name for i in live})
         if names:
             values = ", ".join([f"({db.param}, {db.param})"] * len(names))
@@ -177,16 +168,6 @@ class Committer:
             record_event(db, event, at=now)
         return outcomes
 
-    @staticmethod
-    def _bump(db, counts: Counter) -> None:
-        rows = [(name, what, n) for (name, what), n in sorted(counts.items()) if n]
-        if not rows:
-            return
-        values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(rows))
-        db.execute_sql(f"INSERT INTO gateway_counts (gateway, what, count) VALUES {values} ON CONFLICT "
-                       "(gateway, what) DO UPDATE SET count = gateway_counts.count + excluded.count",
-                       [v for row in rows for v in row])
-
     def _flush_refused(self) -> None:
         refused, alerts = self.listener.take_refused()
         if not refused and not alerts:
@@ -194,7 +175,7 @@ class Committer:
         r = self.receiver
         try:
             with write_transaction(r.db):
-                self._bump(r.db, refused)
+                accounts.bump_counts(r.db, refused)
                 for event in alerts:
                     record_event(r.db, event)
         except Exception as exc:  # noqa: BLE001 - kept for the next commit
@@ -205,13 +186,16 @@ class Committer:
     def _spool_or_fail(self, group: list[Post]) -> None:
         live = [p for p in group if p.name in self.listener.active_names()]
         try:
-            written = spool(self.listener.home, live)
+            written, retries = spool(self.listener.home, live)
         except OSError as exc:
             log.error("gateway posts could not be spooled into the inbox either: %s", one_line(exc))
             for post in group:
                 post.done.set_result(Outcome("failed"))
             return
-        log.info("%d gateway posts spooled into the inbox as %s", len(live), written or "nothing")
+        log.info("%d gateway posts spooled into the inbox as %s", len(live), ", ".join(written) or "nothing")
+        for (name, what), n in retries.items():
+            for _ in range(n):
+                self.listener.count_refused(name, what)
         for post in group:
             if post in live:
                 self.listener.count_refused(post.name, "spooled")

@@ -2,7 +2,16 @@
 
 Its own module because it is a file-writing job (temporary name, fsync, rename,
 fsync of the folder) with its own privacy rule (no phone number, no token, no
-gateway message id at rest), apart from both the HTTP server and the commit.
+gateway message id at rest: only the message's key, the hash the store keeps
+too), apart from both the HTTP server and the commit.
+
+A spooled file is one gateway's, and each line names the gateway and its
+message's key, so the inbox takes it in as that gateway's path would have:
+``SpoolFile`` credits the frames to the gateway's own path (``gw_<name>``),
+records each message's key with the last line of it (a later post of that
+message is a webhook retry) and offers nothing of a message already taken in.
+A file of the first format (only ``frame_id`` and ``frame``) is an ordinary
+inbox file.
 """
 
 from __future__ import annotations
@@ -10,34 +19,56 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections import Counter
+from typing import Callable
 
 from core.home import Home, sync_folder
 from core.rules.frame import Frame, Unreadable, parse as parse_frame
 
-from .posts import Post
+from . import accounts
+from .posts import Post, message_key
 from .text import unreadable
 
+PREFIX = "gateway-"
+GATEWAY, MESSAGE = "gateway", "gateway_message"  # neither is a frame, text or phone column name
 
-def spool(home: Home, posts: list[Post]) -> str | None:
-    """The posts' frames as one JSON-lines file in the inbox: temporary name, fsync, rename, fsync.
+
+def spool(home: Home, posts: list[Post]) -> tuple[list[str], Counter]:
+    """The posts' frames as JSON-lines files in the inbox, one per gateway: temporary name, fsync,
+    rename, fsync. Returns the names written and the webhook retries left out, per gateway.
 
     Only frames (each with its frame id) and, for what is not a frame, its
-    masked text: no phone number, no token, no gateway message id.
+    masked text, each with the gateway's name and its message's key: no phone
+    number, no token, no gateway message id. A message whose key is already in
+    a file being written (the gateway posted it again) is left out and counted.
     """
-    lines = []
+    per_gateway: dict[str, list[str]] = {}
+    retries: Counter = Counter()
+    seen: set[tuple[str, str]] = set()
     for post in posts:
+        lines = per_gateway.setdefault(post.name, [])
         for msg in post.messages:
+            key = None if msg.gateway_id is None else message_key(msg.gateway_id)
+            if key is not None and (post.name, key) in seen:
+                retries[(post.name, "webhook_retries")] += 1
+                continue
+            if key is not None:
+                seen.add((post.name, key))
+            where = {GATEWAY: post.name, MESSAGE: key}
             for fid, text in msg.items:
                 if isinstance(parse_frame(fid, text), Frame):
-                    lines.append(json.dumps({"frame_id": fid, "frame": text}))
+                    lines.append(json.dumps({"frame_id": fid, "frame": text, **where}))
                 else:  # a reject to be: the inbox records it, from its masked text only
                     shown = text if isinstance(text, Unreadable) else unreadable(f"{fid} {text}", "")
-                    lines.append(json.dumps({"text": str(shown)}))
-    if not lines:
-        return None
+                    lines.append(json.dumps({"text": str(shown), **where}))
+    names = [_write(home, lines) for lines in per_gateway.values() if lines]
+    return names, retries
+
+
+def _write(home: Home, lines: list[str]) -> str:
     inbox = home.inbox
     # Letters only: a run of digits in a name would be masked as a phone number in the logs.
-    name = "gateway-" + "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(16)) + ".jsonl"
+    name = PREFIX + "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(16)) + ".jsonl"
     temporary = inbox / f".{name}.tmp"
     data = ("\n".join(lines) + "\n").encode("utf-8")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -55,3 +86,59 @@ def spool(home: Home, posts: list[Post]) -> str | None:
         raise
     sync_folder(inbox)
     return name
+
+
+class SpoolFile:
+    """A spooled file being taken in: its gateway, and each line's message key."""
+
+    def __init__(self, gateway: str, keys: dict[int, str]):
+        self.gateway = gateway
+        self.source = accounts.source_label(gateway)
+        self.keys = keys  # line number -> message key
+        self.last_line: dict[str, int] = {}
+        for line, key in keys.items():
+            self.last_line[key] = max(line, self.last_line.get(key, 0))
+
+    @classmethod
+    def of(cls, db, inbox_name: str, data: bytes) -> "SpoolFile | None":
+        """The file as a gateway's spool, or None: not named so, lines of the first format or of more
+        than one gateway, or a gateway this store never had (an ordinary inbox file then)."""
+        if not (inbox_name.startswith(PREFIX) and inbox_name.endswith(".jsonl")):
+            return None
+        names, keys = set(), {}
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                return None
+            if not isinstance(obj, dict) or not isinstance(obj.get(GATEWAY), str):
+                return None
+            names.add(obj[GATEWAY])
+            key = obj.get(MESSAGE)
+            if isinstance(key, str) and key:
+                keys[number] = key
+        if len(names) != 1:
+            return None
+        [name] = names
+        if not accounts.NAME_RE.fullmatch(name) or accounts.gateway_models(db).Gateway.get_or_none(name=name) is None:
+            return None
+        return cls(name, keys)
+
+    def take(self, db, chunk: list, after: int, upto: int, now: float) -> tuple[list, Callable[[], None]]:
+        """``chunk``'s items (lines ``after`` < line <= ``upto``) less those of messages already taken in,
+        and what to write in the chunk's transaction: the keys of the messages ending in it, and
+        the gateway's counts (a message new, or a webhook retry)."""
+        in_chunk = {self.keys[item[3]] for item in chunk if item[3] in self.keys}
+        known = {key for _gateway, key in accounts.known_messages(db, self.gateway, sorted(in_chunk))}
+        offered = [item for item in chunk if self.keys.get(item[3]) not in known]
+        ending = [key for key, last in self.last_line.items() if after < last <= upto]
+        new = [key for key in ending if key not in known]
+        counts = {(self.gateway, "messages"): len(new), (self.gateway, "webhook_retries"): len(ending) - len(new)}
+
+        def record() -> None:
+            accounts.record_messages(db, [(self.gateway, key, now) for key in sorted(new)])
+            accounts.bump_counts(db, counts)
+
+        return offered, record

@@ -8,7 +8,8 @@ place and does not come here). It claims the file (``files``), and a
 progress row (R8: a crash resumes where the last commit stopped, nothing
 counted twice), then archives it to ``processed/YYYY-MM-DD/`` without
 phone-number columns, or moves an unreadable one to ``rejected/`` with a
-reason file.
+reason file. A gateway's spooled posts (``core.gateways.spool.SpoolFile``) are taken
+in as that gateway's path, with its message keys and counts in the same transactions.
 
 A file whose writer may still be appending is read only up to its last
 complete line and stays claimed ("held"): the writer's open descriptor follows
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from core.config import InboxConfig
+from core.gateways.spool import SpoolFile
 from core.home import Home
 from core.rules.batch import Verdict
 from core.rules.formats import FormatError, complete_part, line_count, read_items, spreadsheet_kind, table_items
@@ -190,6 +192,7 @@ class Delivery:
         self.key = ""  # the file's row in the progress table, once locked
         self.row: dict | None = None  # that row as the pass found it
         self.verdicts: list[Verdict] = []
+        self.spooled: SpoolFile | None = None  # a gateway's spooled posts: taken in as that gateway's
 
     def run(self) -> FileResult:
         c = self.claim
@@ -225,6 +228,7 @@ class Delivery:
         if isinstance(data, str):
             return reject(c, data, self.receiver, self.home, config)
         fresh = _may_grow(fd, c.path, st, data, config)
+        self.spooled = SpoolFile.of(self.receiver.db, c.inbox_name, data)
         try:
             read = self._read_items(data, fresh)
         except FormatError as exc:
@@ -291,6 +295,8 @@ class Delivery:
         # An empty batch still commits: the file's row (and its path's count) or lines with no frames.
         chunks = [fresh_items[i : i + batch] for i in range(0, len(fresh_items), batch)] or [[]]
         line_at, offset_at, row_exists = done_line, done_offset, row is not None
+        spooled = self.spooled
+        source = c.source if spooled is None else spooled.source
         for k, chunk in enumerate(chunks):
             last = k == len(chunks) - 1
             upto = max(read.total, line_at) if last else chunks[k + 1][0][3] - 1
@@ -298,16 +304,22 @@ class Delivery:
             upto_offset = len(part) if last or read.whole else _offset_after(part, offset_at, upto - line_at)
             if row_exists and upto == line_at:
                 continue  # nothing new to commit
+            offered, also = chunk, None
+            if spooled is not None:  # less the messages already taken in; their keys and counts with the frames
+                offered, also = spooled.take(self.receiver.db, chunk, line_at, upto, time.time())
 
-            def within(chunk=chunk, upto=upto, upto_offset=upto_offset, first=not row_exists, expect=line_at):
+            def within(chunk=chunk, upto=upto, upto_offset=upto_offset, first=not row_exists, expect=line_at,
+                       also=also):
                 stamp = time.time()
                 if first:
                     create_progress(m, key, c.label, c.source, fmt, "claimed", upto, upto_offset, len(chunk), stamp)
                 else:
                     advance_progress(m, key, expect, upto, upto_offset, len(chunk), fmt, stamp)
+                if also is not None:
+                    also()
 
             try:
-                self.verdicts.extend(self.receiver.ingest_many(chunk, source=c.source, within=within))
+                self.verdicts.extend(self.receiver.ingest_many(offered, source=source, within=within))
             except ClaimTaken:
                 log.info("claim lost by %s: %s was being read by another worker", c.resumer, c.label)
                 return self._result("lost", reason="progress committed elsewhere")

@@ -4,10 +4,13 @@ The key file's slow KDF makes each guess cost, but only a passphrase outside
 the first lists an attacker tries makes the cost count. The list below is the
 head of the published most-common-password lists (the ones every cracking
 tool starts with), lower-cased; a passphrase is compared case-blind and with
-its surrounding spaces removed.
+its surrounding spaces removed. The operator's own name is refused however it
+is dressed: repeated, reversed, or among spaces, punctuation and digits.
 """
 
 from __future__ import annotations
+
+import re
 
 from .keys import ActionError
 
@@ -34,6 +37,20 @@ def _sequence(text: str) -> bool:
     return steps in ({1}, {-1})
 
 
+def _letters(text: str) -> str:
+    """Only the letters, case-blind: spaces, punctuation and digits are what a name is dressed in."""
+    return re.sub(r"[\W\d_]+", "", text.casefold())
+
+
+def _only_name(squeezed: str, own: str) -> bool:
+    """Whether the passphrase is the name and nothing else: once, twice or more ("erin erin erin
+    erin", "Erin-Erin!"), backwards, or with digits and punctuation around it ("erin2024")."""
+    if squeezed.strip("0123456789!.-_ ") == own or squeezed == own[::-1] or squeezed == own * 2:
+        return True
+    name, left = _letters(own), _letters(squeezed)
+    return bool(name) and re.fullmatch(f"(?:{re.escape(name)}|{re.escape(name[::-1])})+", left) is not None
+
+
 def weakness(passphrase: str, name: str) -> str | None:
     """Why ``passphrase`` is too weak for operator ``name``, or None."""
     if len(passphrase) < PASSPHRASE_MIN:
@@ -49,7 +66,7 @@ def weakness(passphrase: str, name: str) -> str | None:
     if _sequence(squeezed):
         return "the passphrase is a run of consecutive characters"
     own = name.casefold()
-    if own and (squeezed.strip("0123456789!.-_ ") == own or squeezed == own[::-1] or squeezed == own * 2):
+    if own and _only_name(squeezed, own):
         return "the passphrase is the operator's own name"
     return None
 

@@ -145,6 +145,30 @@ def test_a_terminal_too_narrow_for_the_columns_gets_one_block_per_row(busy_home)
     assert re.search(r"^name +office", out, re.M) and re.search(r"^kind +africastalking", out, re.M), out
 
 
+def test_the_eviction_log_shows_each_cutoff_and_the_removed_range_on_two_lines(tmp_path):
+    """The sample story: one scheduled run removed three ids first seen in one minute; a run now
+    removes the story's frames, first seen over eighteen minutes (the story is from 2024)."""
+    from core.home import Home
+    from tools.sample_store import build
+
+    build(Home(tmp_path / "home"))
+    ok("--home", "home", "evict", cwd=tmp_path)
+    [now, scheduled] = [json.loads(line) for line in ok("--home", "home", "--json", "evictions", cwd=tmp_path)
+                        .splitlines()]
+    minute = "%Y-%m-%d %H:%M"
+    narrow, wide = (ok("--home", "home", "evictions", cwd=tmp_path, columns=c) for c in (80, 200))
+    for out in (narrow, wide):
+        assert "\\n" not in out, out  # a line break in the cell, not its escape
+        assert time.strftime(minute, time.localtime(scheduled["cutoff"])) in out, out
+        assert time.strftime(minute, time.localtime(now["cutoff"])) in out, out
+        body = [line for line in out.splitlines() if line.startswith("│")]
+        oldest, newest = (time.strftime(minute, time.localtime(now[k])) for k in ("oldest", "newest"))
+        assert oldest in body[0] and newest in body[1] and oldest != newest, out
+    assert not [line for line in narrow.splitlines() if len(line) > 80], narrow
+    assert not broken_words(narrow, wide), narrow
+    assert "cutoff" in narrow and "policy" in wide and "30 days" in wide
+
+
 def test_every_reason_is_in_words_on_the_command_line(busy_home, tmp_path):
     """Codes stay in --json; people read words, also for the reasons readers give (no_text...)."""
     (tmp_path / "odd.csv").write_text("frame_id,message\nkak09-1\n")  # a row without its text cell

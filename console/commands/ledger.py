@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 from rich.text import Text
 
 from console.exports import default_target, write_csv, write_export
+from console.errors import stdout_closed
 from console.render import make_console, print_json, table
 
 from .common import add_paging, date_arg, date_arg_end, examples, minute, need_words, status_words
@@ -90,7 +90,7 @@ def _ranking_csv(args, ctx) -> int:
             write_csv(receiver, "ranking", sys.stdout)
             sys.stdout.flush()
         except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            stdout_closed()
         return 0
     target = Path(args.csv) if args.csv else default_target(ctx.home.exports, "ranking", "csv", time.time())
     rows = write_export(receiver, "ranking", target, "csv", force=args.force)

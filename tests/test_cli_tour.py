@@ -368,3 +368,33 @@ def test_a_passphrase_file_is_tried_once(signer_home):
                 "--passphrase-file", passfile(signer_home, "not the right one"), cwd=signer_home)
     assert proc.returncode == 2 and "wrong passphrase" in proc.stderr and "tries" not in proc.stderr
     assert len(unlock_log(signer_home / "home")) == 1
+
+
+# -- paging: a negative --limit or --offset is a usage error; a page past the end says so ---------------
+def test_every_listing_refuses_a_negative_limit_or_offset_naming_the_flag(tmp_path):
+    paged = [(path, flag) for path, parser in every_parser() for flag in ("--limit", "--offset")
+             if flag in parser._option_string_actions]
+    assert {(("cases",), "--offset"), (("files",), "--offset"), (("audit", "show"), "--limit")} <= set(paged)
+    for path, flag in paged:
+        proc = ussd("--home", "home", *path, flag, "-3", cwd=tmp_path)
+        last = proc.stderr.strip().splitlines()[-1]
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, (path, flag, proc.stderr)
+        assert last == f"ussd-console {' '.join(path)}: error: argument {flag}: -3 is negative: " \
+                       "a number of rows is 0 or more", last
+    assert not (tmp_path / "home").exists()  # refused before anything is opened
+
+
+def test_a_page_says_which_rows_it_shows_and_a_page_past_the_end_says_none(busy_home):
+    total = len(ok("--home", "home", "--json", "cases", "--limit", "1000", cwd=busy_home).splitlines())
+
+    def first(*argv):
+        return ok("--home", "home", *argv, cwd=busy_home).splitlines()[0].strip()
+
+    assert first("cases", "--offset", "1", "--limit", "2") == f"Cases 2-3 of {total}"
+    assert first("cases", "--offset", "999") == f"Cases: none at offset 999 (of {total})"
+    assert first("cases", "--limit", "0") == f"Cases: none (of {total})"
+    assert first("cases", "--filter", "no-such-site") == "Cases: none"
+    ranked = len(ok("--home", "home", "--json", "ranking", "--limit", "1000", cwd=busy_home).splitlines())
+    assert first("ranking", "--limit", "2").endswith(f"1-2 of {ranked}")
+    assert "none at offset 999" in ok("--home", "home", "ranking", "--offset", "999", cwd=busy_home)
+    assert ok("--home", "home", "--json", "cases", "--offset", "999", cwd=busy_home) == ""

@@ -379,7 +379,7 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         for q in fresh[:NOTIFY_AT_MOST]:
             self.notify(
                 f"{escape_text(q['frame_id'], 64)}: {escape_text(q['frame_text'], 40)} differs from "
-                f"{escape_text(q['first_text'], 40)}. Held for review; press 3 (d hides notes).",
+                f"{escape_text(q['ledger_text'] or q['first_text'], 40)}. Held for review; press 3 (d hides notes).",
                 title="! Conflict held", severity="warning", timeout=8, markup=False,
             )
         if len(fresh) > NOTIFY_AT_MOST:

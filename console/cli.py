@@ -20,7 +20,7 @@ from core.rules.text import escape_text, one_line
 from .commands import COMMANDS, MODULES, default_command
 from .commands.common import examples
 from .commands.options import common_parser
-from .errors import CommandError
+from .errors import CommandError, StdoutClosed, stdout_closed
 from .startup import import_store_driver
 
 EXIT_ERROR = 2
@@ -149,9 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     handler = getattr(args, "handler", None)
     umask = private_umask()  # the home and all in it stay its user's, whatever umask the caller had
     try:
-        if handler is None:
-            return default_command(args, ctx, parser)
-        return handler(args, ctx)
+        code = default_command(args, ctx, parser) if handler is None else handler(args, ctx)
+        try:
+            sys.stdout.flush()  # a reader gone before the last lines were written is found here, not at exit
+        except BrokenPipeError:
+            stdout_closed()
+        return code
+    except StdoutClosed:
+        return 0
     except (CommandError, StoreError, RetentionError, ValueError) as exc:
         print(f"ussd-console: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR

@@ -14,9 +14,20 @@ from rich.text import Text
 
 from core.rules.text import escape_text
 
+from .errors import stdout_closed
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """Rich's own exits 1; a closed reader of stdout ends a table as it ends ``--json``."""
+        if self.stderr:
+            super().on_broken_pipe()
+        self.quiet = True
+        stdout_closed()
+
 
 def make_console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, emoji=False)
+    return _Console(stderr=stderr, highlight=False, emoji=False)
 
 
 def when(ts: float | None) -> str:
@@ -151,4 +162,7 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]],
 
 
 def print_json(obj: object) -> None:
-    sys.stdout.write(json.dumps(obj, default=str, ensure_ascii=True) + "\n")
+    try:
+        sys.stdout.write(json.dumps(obj, default=str, ensure_ascii=True) + "\n")
+    except BrokenPipeError:
+        stdout_closed()

@@ -1,7 +1,7 @@
 """Carrying a case to done through the command line alone, each command a real process:
 ingest a session, mark a case dispatched then served (signed), the ranking and its CSV,
-a disputed case, a case's versions, counts by status, and verify before and after a mark
-is edited by SQL."""
+a disputed case, a case's versions, counts by status, verify before and after a mark
+is edited by SQL, and a conflict shown against the ledger after a correction on its case."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from console.demo.gateway_sim import SAMPLES
-from tests.helpers import ROOT
+from tests.helpers import ROOT, frame
 from tests.signing import PASS
 
 
@@ -99,3 +99,30 @@ def test_case_show_lists_both_versions_after_an_accepted_correction(session_home
     assert "correction" in people and "alice" in people and "Status marks" in people
     missing = run(home, "case", "show", "zz-9", ok=False)
     assert missing.returncode == 2 and "no case with frame id zz-9" in missing.stderr
+
+
+def test_a_conflict_is_shown_against_the_case_as_the_ledger_holds_it_now(tmp_path):
+    """Two conflicts on one case; the first is accepted (3 people -> 9). The second is then shown
+    against the 9 the ledger holds, the version keep-first would keep, not the 3 it was raised against."""
+    home, passfile = tmp_path / "home", tmp_path / "alice.pass"
+    first, fix = frame(1, "Kakuma1", "MED", 3, 86), frame(1, "Kakuma1", "MED", 9, 86)
+    other = frame(3, "Kakuma1", "MED", 5, 86)
+    (tmp_path / "a.txt").write_text(f"lk01-1 {first}\n")
+    (tmp_path / "b.txt").write_text(f"lk01-1 {fix}\nlk01-3 {other}\n")
+    run(home, "ingest", str(tmp_path / "a.txt"))
+    run(home, "ingest", str(tmp_path / "b.txt"))
+    passfile.write_text(PASS + "\n", encoding="utf-8")
+    passfile.chmod(0o600)
+    run(home, "operator", "add", "alice", "--passphrase-file", str(passfile))
+    ids = {q["frame_id"]: q["id"] for q in lines(run(home, "--json", "quarantine"))}
+    sign(home, str(passfile), "resolve", str(ids["lk01-1"]), "--accept-correction")
+
+    (held,) = lines(run(home, "--json", "quarantine"))
+    assert (held["frame_id"], held["frame_text"]) == ("lk01-3", other)
+    assert (held["ledger_frame_id"], held["ledger_text"]) == ("lk01-1", fix)
+    assert (held["first_frame_id"], held["first_text"]) == ("lk01-1", first)  # the record stays as it was
+    shown = run(home, "quarantine").stdout
+    assert f"ledger: {fix}" in shown and f"new:    {other}" in shown and first not in shown
+    kept = sign(home, str(passfile), "resolve", str(held["id"]), "--keep-first")
+    assert f"ledger now   lk01-1 {fix}" in kept.stdout  # what the preview says is what was shown
+    assert [c["headcount"] for c in lines(run(home, "--json", "cases"))] == [9]

@@ -114,6 +114,30 @@ def test_ctrl_c_during_a_big_ingest_says_what_was_committed_and_that_a_rerun_is_
     assert status["cases"] == 45_000 and status["applied"] == 45_000
 
 
+# -- a listing piped into a reader that stops early (`| head`) ------------------------------------
+def test_a_listing_whose_reader_stops_early_ends_quietly(tmp_path):
+    """Far more than a pipe holds, read one line of, then the pipe closed, as `| head -1` does:
+    the command stops with status 0 and says nothing, --json or not, like `export --out -`."""
+    feed = big_feed(tmp_path / "big.txt", 3_000)
+    with feed.open("a") as fh:
+        fh.writelines(f"bad-{i} H1|{i}|Kakuma1|MED|3\n" for i in range(3_000))
+    assert ussd("--home", "home", "ingest", str(feed), cwd=tmp_path).returncode == 0
+    env = {k: v for k, v in os.environ.items() if k not in ("USSD_CONSOLE_HOME", "USSD_CONSOLE_DB")}
+    env.update({"PYTHONPATH": str(ROOT), "COLUMNS": "80"})
+    for argv in (["--json", "cases"], ["--json", "ranking"], ["--json", "rejects"], ["cases"], ["rejects"]):
+        proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--home", "home", *argv, "--limit", "5000"],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            first = proc.stdout.readline()
+            proc.stdout.close()  # the reader is gone; the command has most of its output still to write
+            _out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert (proc.returncode, err) == (0, ""), argv
+        assert json.loads(first) if "--json" in argv else first.split()[0] in ("Cases", "Rejects")
+
+
 # -- 11. ingest: a summary, not thousands of rows -------------------------------------------------
 def test_a_big_ingest_prints_a_summary_by_outcome_and_reason_not_a_row_per_frame(tmp_path):
     feed = big_feed(tmp_path / "big.txt", 6_000)

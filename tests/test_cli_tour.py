@@ -145,6 +145,30 @@ def test_a_terminal_too_narrow_for_the_columns_gets_one_block_per_row(busy_home)
     assert re.search(r"^name +office", out, re.M) and re.search(r"^kind +africastalking", out, re.M), out
 
 
+def test_the_eviction_log_shows_each_cutoff_and_the_removed_range_on_two_lines(tmp_path):
+    """The sample story: one scheduled run removed three ids first seen in one minute; a run now
+    removes the story's frames, first seen over eighteen minutes (the story is from 2024)."""
+    from core.home import Home
+    from tools.sample_store import build
+
+    build(Home(tmp_path / "home"))
+    ok("--home", "home", "evict", cwd=tmp_path)
+    [now, scheduled] = [json.loads(line) for line in ok("--home", "home", "--json", "evictions", cwd=tmp_path)
+                        .splitlines()]
+    minute = "%Y-%m-%d %H:%M"
+    narrow, wide = (ok("--home", "home", "evictions", cwd=tmp_path, columns=c) for c in (80, 200))
+    for out in (narrow, wide):
+        assert "\\n" not in out, out  # a line break in the cell, not its escape
+        assert time.strftime(minute, time.localtime(scheduled["cutoff"])) in out, out
+        assert time.strftime(minute, time.localtime(now["cutoff"])) in out, out
+        body = [line for line in out.splitlines() if line.startswith("│")]
+        oldest, newest = (time.strftime(minute, time.localtime(now[k])) for k in ("oldest", "newest"))
+        assert oldest in body[0] and newest in body[1] and oldest != newest, out
+    assert not [line for line in narrow.splitlines() if len(line) > 80], narrow
+    assert not broken_words(narrow, wide), narrow
+    assert "cutoff" in narrow and "policy" in wide and "30 days" in wide
+
+
 def test_every_reason_is_in_words_on_the_command_line(busy_home, tmp_path):
     """Codes stay in --json; people read words, also for the reasons readers give (no_text...)."""
     (tmp_path / "odd.csv").write_text("frame_id,message\nkak09-1\n")  # a row without its text cell
@@ -344,3 +368,33 @@ def test_a_passphrase_file_is_tried_once(signer_home):
                 "--passphrase-file", passfile(signer_home, "not the right one"), cwd=signer_home)
     assert proc.returncode == 2 and "wrong passphrase" in proc.stderr and "tries" not in proc.stderr
     assert len(unlock_log(signer_home / "home")) == 1
+
+
+# -- paging: a negative --limit or --offset is a usage error; a page past the end says so ---------------
+def test_every_listing_refuses_a_negative_limit_or_offset_naming_the_flag(tmp_path):
+    paged = [(path, flag) for path, parser in every_parser() for flag in ("--limit", "--offset")
+             if flag in parser._option_string_actions]
+    assert {(("cases",), "--offset"), (("files",), "--offset"), (("audit", "show"), "--limit")} <= set(paged)
+    for path, flag in paged:
+        proc = ussd("--home", "home", *path, flag, "-3", cwd=tmp_path)
+        last = proc.stderr.strip().splitlines()[-1]
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, (path, flag, proc.stderr)
+        assert last == f"ussd-console {' '.join(path)}: error: argument {flag}: -3 is negative: " \
+                       "a number of rows is 0 or more", last
+    assert not (tmp_path / "home").exists()  # refused before anything is opened
+
+
+def test_a_page_says_which_rows_it_shows_and_a_page_past_the_end_says_none(busy_home):
+    total = len(ok("--home", "home", "--json", "cases", "--limit", "1000", cwd=busy_home).splitlines())
+
+    def first(*argv):
+        return ok("--home", "home", *argv, cwd=busy_home).splitlines()[0].strip()
+
+    assert first("cases", "--offset", "1", "--limit", "2") == f"Cases 2-3 of {total}"
+    assert first("cases", "--offset", "999") == f"Cases: none at offset 999 (of {total})"
+    assert first("cases", "--limit", "0") == f"Cases: none (of {total})"
+    assert first("cases", "--filter", "no-such-site") == "Cases: none"
+    ranked = len(ok("--home", "home", "--json", "ranking", "--limit", "1000", cwd=busy_home).splitlines())
+    assert first("ranking", "--limit", "2").endswith(f"1-2 of {ranked}")
+    assert "none at offset 999" in ok("--home", "home", "ranking", "--offset", "999", cwd=busy_home)
+    assert ok("--home", "home", "--json", "cases", "--offset", "999", cwd=busy_home) == ""

@@ -1,6 +1,7 @@
 """Carrying a case to done in the console (Pilot): two marks from the Ranking screen in one
 unlocked signing session, a case's history on Enter from every case screen, the disputed
-and dispatched words, the lock key and the idle lock, resolved conflicts listed."""
+and dispatched words, the lock key and the idle lock, resolved conflicts listed, a conflict
+compared with the case as the ledger holds it after a correction."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from console.widgets.header_bar import HeaderBar
 from console.widgets.keyed_table import KeyedTable
 from core import Receiver
 from core.signing import audit
+from core.signing.actions import resolve
 from core.signing.operators import add_operator
 from tests.console_support import fixed_app, press_and_settle, run_async, until
 from tools.sample_store import add_lifecycle
+from tests.helpers import frame
 from tests.signing import PASS
 
 
@@ -149,3 +152,26 @@ async def test_quarantine_lists_resolved_conflicts_on_request(sample_home):
         assert cell_texts(app, "quarantine-table", "status") == ["kept first"]
         await press_and_settle(pilot, "t")
         assert cell_texts(app, "quarantine-table", "frame_id") == []
+
+
+@run_async
+async def test_a_conflict_is_compared_with_the_case_as_the_ledger_holds_it_now(sample_home):
+    """kak01-1 waits with 9 people against the 3 applied; a second version (5) comes in; the 9 is
+    accepted. The panel compares the 5 with the 9 keep-first would keep, and says so."""
+    later = frame(3, "Kakuma1", "MED", 5, 86)
+    with Receiver(str(sample_home.db)) as r:
+        r.ingest_many([("kak01-3", later, "late.txt", 1)], source="cli")
+        add_operator(sample_home, r, "alice", PASS)
+        fix = next(q for q in r.quarantine() if q["frame_id"] == "kak01-1")
+        resolve(sample_home, r, fix["id"], "accept_correction", operator="alice", passphrase=PASS, reason="radio")
+        ledger_now = r.cases(filter="kak01-1")[0]["frame_text"]
+    assert "|9|" in ledger_now
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await press_and_settle(pilot, "3")
+        await select_row(app, pilot, "quarantine-table", "kak01-3")
+        body = shown(app.query_one("#quarantine-detail", Static))
+    assert "ledger now" in body and "first (applied)" not in body
+    assert ledger_now in body and later in body and frame(1, "Kakuma1", "MED", 3, 86) not in body
+    people = next(line for line in body.splitlines() if " people " in line)
+    assert people.split()[-2:] == ["9", "5"] and people.lstrip().startswith("≠")

@@ -14,7 +14,7 @@ from core.rules import events
 from core.store import outbox
 from core.urls import mask_url
 
-from .common import with_examples
+from .common import add_paging, with_examples
 
 EXIT_SOME_FAILED = 1
 
@@ -26,7 +26,7 @@ def register(sub, common) -> None:
     p.add_argument("action", nargs="?", choices=["list", "test"], default="list",
                    help="list (default) or test: send one test event to every target now")
     p.add_argument("--state", choices=outbox.STATES, help="only deliveries in this state")
-    p.add_argument("--limit", type=int, default=50)
+    add_paging(p, offset=False)
     p.set_defaults(handler=cmd_alerts)
 
 

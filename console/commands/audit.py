@@ -14,7 +14,7 @@ from core.signing import audit
 from core.signing import checkpoint as checkpoint_
 
 from ..render import make_console, print_json, safe, table, when
-from .common import with_examples
+from .common import add_paging, with_examples
 
 EXIT_BAD_LOG = 1
 
@@ -33,7 +33,7 @@ def register(sub, common) -> None:
     q.set_defaults(handler=cmd_audit_verify)
     q = aud.add_parser("show", parents=[common], help="the log, newest first",
                        **with_examples("ussd-console audit show", "ussd-console audit show --limit 500 --json"))
-    q.add_argument("--limit", type=int, default=50)
+    add_paging(q, offset=False)
     q.set_defaults(handler=cmd_audit_show)
     q = aud.add_parser("checkpoint", parents=[common],
                        help="a short record of the log to keep outside the machine (paper, a message)",

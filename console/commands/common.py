@@ -22,10 +22,32 @@ def with_examples(*lines: str) -> dict:
     return {"epilog": examples(*lines), "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
-def add_paging(p, offset: bool = True) -> None:
-    p.add_argument("--limit", type=int, default=50, metavar="N", help="show at most N rows (default 50)")
+def row_count(text: str) -> int:
+    """``--limit`` and ``--offset``: a number of rows, 0 or more (to the store a negative limit
+    would mean no limit at all, and a negative offset nothing)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative: a number of rows is 0 or more")
+    return n
+
+
+def add_paging(p, offset: bool = True, limit: int = 50) -> None:
+    p.add_argument("--limit", type=row_count, default=limit, metavar="N", help=f"show at most N rows (default {limit})")
     if offset:
-        p.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N rows (the next page)")
+        p.add_argument("--offset", type=row_count, default=0, metavar="N", help="skip the first N rows (the next page)")
+
+
+def window(what: str, offset: int, shown: int, total: int) -> str:
+    """Which rows of how many a page shows, worded as the console's screens word it:
+    "Cases 1-50 of 280", "Cases: none", "Cases: none at offset 999 (of 280)"."""
+    if shown:
+        return f"{what} {offset + 1}-{offset + shown} of {total}"
+    if not total:
+        return f"{what}: none"
+    return f"{what}: none" + (f" at offset {offset}" if offset >= total else "") + f" (of {total})"
 
 
 DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")

@@ -23,14 +23,21 @@ def register(sub, common) -> None:
     p.set_defaults(handler=cmd_evict, writes=True)
 
 
+def _removed_range(e: dict) -> Text:
+    """When the removed frame ids were first seen: oldest over newest (once if the same minute)."""
+    if not e["removed"]:
+        return Text("-")
+    oldest, newest = minute(e["oldest"]), minute(e["newest"])
+    return Text(oldest if oldest == newest else f"{oldest}\n{newest}")  # a line break, not text to escape
+
+
 def _eviction_rows(rows):
-    return [(minute(e["ran_at"]), describe(e["retention_seconds"]), e["removed"],
-             f"{minute(e['oldest'])}\n{minute(e['newest'])}" if e["removed"] else "-", e["started_by"])
-            for e in rows]
+    return [(minute(e["ran_at"]), describe(e["retention_seconds"]), minute(e["cutoff"]), e["removed"],
+             _removed_range(e), e["started_by"]) for e in rows]
 
 
-# The cutoff is "ran at" minus the policy; --json has it and every time to the second.
-EVICTION_COLUMNS = ["ran at", "policy", "removed", "first seen of those removed", "started by"]
+# Frame ids first seen before the cutoff were removed; --json has every time to the second.
+EVICTION_COLUMNS = ["ran at", "policy", "cutoff", "removed", "first seen of those removed", "started by"]
 
 
 def cmd_evictions(args, ctx) -> int:
@@ -40,7 +47,9 @@ def cmd_evictions(args, ctx) -> int:
             print_json(row)
         return 0
     make_console().print(table("Eviction log", EVICTION_COLUMNS, _eviction_rows(rows),
-                               codes=("ran at", "policy", "removed", "started by")))
+                               codes=("ran at", "policy", "cutoff", "removed", "first seen of those removed",
+                                      "started by"),
+                               drop=("policy",)))  # the cutoff says it: ran at less the policy
     return 0
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -11,7 +10,7 @@ from rich.text import Text
 
 from console.export_views import VIEWS
 from console.exports import FORMATS, default_target, fmt_for, write_csv, write_export
-from console.errors import CommandError
+from console.errors import CommandError, stdout_closed
 from console.render import make_console, print_json
 
 from .common import with_examples
@@ -39,7 +38,7 @@ def cmd_export(args, ctx) -> int:
             write_csv(ctx.receiver, args.view, sys.stdout)
             sys.stdout.flush()
         except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            stdout_closed()
         return 0
     receiver = ctx.receiver
     target = Path(args.out) if args.out else default_target(ctx.home.exports, args.view, fmt, time.time())

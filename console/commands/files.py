@@ -5,7 +5,7 @@ from __future__ import annotations
 from console.render import make_console, print_json, table, when
 from core.inbox import SHOWN_STATES, inbox_files
 
-from .common import with_examples
+from .common import add_paging, with_examples
 
 
 def register(sub, common) -> None:
@@ -14,8 +14,7 @@ def register(sub, common) -> None:
                        **with_examples("ussd-console files", "ussd-console files --state rejected",
                                        "ussd-console files --json --limit 1000"))
     p.add_argument("--state", choices=sorted(SHOWN_STATES.values()), help="only files in this state")
-    p.add_argument("--limit", type=int, default=200)
-    p.add_argument("--offset", type=int, default=0)
+    add_paging(p, limit=200)
     p.set_defaults(handler=cmd_files)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -11,9 +10,10 @@ from pathlib import Path
 from rich.text import Text
 
 from console.exports import default_target, write_csv, write_export
+from console.errors import stdout_closed
 from console.render import make_console, print_json, table
 
-from .common import add_paging, date_arg, date_arg_end, examples, minute, need_words, status_words
+from .common import add_paging, date_arg, date_arg_end, examples, minute, need_words, status_words, window
 
 
 def register(sub, common) -> None:
@@ -54,7 +54,7 @@ def cmd_cases(args, ctx) -> int:
         return 0
     total = r.count_cases(args.filter, since=args.since, until=args.until)
     make_console().print(table(
-        f"Cases {args.offset + 1 if rows else 0}-{args.offset + len(rows)} of {total}",
+        window("Cases", args.offset, len(rows), total),
         ["frame_id", "site", "need", "people", "pri", "first seen", "version", "status"],
         [(c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"], minute(c["first_seen"]),
           c["version"], status_words(c["status"], c["disputed"])) for c in rows],
@@ -73,7 +73,8 @@ def cmd_ranking(args, ctx) -> int:
             print_json(row)
         return 0
     make_console().print(table(
-        "Dispatch ranking" + (" (every case)" if args.all else " (open and dispatched cases)"),
+        window("Dispatch ranking" + (" (every case)" if args.all else " (open and dispatched cases)"),
+               args.offset, len(rows), ctx.receiver.count_ranked(include_done=args.all)),
         ["rank", "frame_id", "site", "need", "people", "pri", "status", "first seen"],
         [(c["rank"], c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"],
           status_words(c["status"], c["disputed"]), minute(c["first_seen"])) for c in rows],
@@ -90,7 +91,7 @@ def _ranking_csv(args, ctx) -> int:
             write_csv(receiver, "ranking", sys.stdout)
             sys.stdout.flush()
         except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            stdout_closed()
         return 0
     target = Path(args.csv) if args.csv else default_target(ctx.home.exports, "ranking", "csv", time.time())
     rows = write_export(receiver, "ranking", target, "csv", force=args.force)

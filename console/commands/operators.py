@@ -36,7 +36,7 @@ from core.signing.roles import ROLES
 from core.signing.passphrases import ADVICE, PASSPHRASE_MIN, weakness
 
 from .audit import print_retention_fault
-from .common import examples, minute, retention_words, with_examples
+from .common import add_paging, examples, minute, retention_words, with_examples
 
 
 def register(sub, common) -> None:
@@ -102,7 +102,7 @@ def register(sub, common) -> None:
     ret = p.add_subparsers(dest="retention_command", metavar="ACTION", required=True)
     q = ret.add_parser("show", parents=[common], help="the policy in force and its history",
                        **with_examples("ussd-console retention show", "ussd-console retention show --limit 5 --json"))
-    q.add_argument("--limit", type=int, default=20)
+    add_paging(q, offset=False, limit=20)
     q.set_defaults(handler=cmd_retention_show)
     q = ret.add_parser("set", parents=[common, signing],
                        help="change retention (signed; below 30 days an exception, below 3 days refused)",

@@ -25,16 +25,26 @@ def cmd_quarantine(args, ctx) -> int:
         for row in rows:
             print_json(row)
         return 0
-    columns = ["id", "frame_id", "first / new version", "what differs", "seen"]
+    columns = ["id", "frame_id", "ledger now / new version", "what differs", "seen"]
     if args.all:
         columns.append("status")
     make_console().print(table(
         "Quarantine" + ("" if args.all else " (open)"), columns,
-        [(q["id"], q["frame_id"], safe("first: " + q["first_text"]) + Text("\n") + safe("new:   " + q["frame_text"]),
-          reason_words(q["reason"]), q["seen_count"], *((q["status"],) if args.all else ())) for q in rows],
-        codes=("id", "frame_id", "first / new version", "seen", "status"), drop=("seen",),
+        [(q["id"], q["frame_id"], _versions(q), reason_words(q["reason"]), q["seen_count"],
+          *((q["status"],) if args.all else ())) for q in rows],
+        codes=("id", "frame_id", "ledger now / new version", "seen", "status"), drop=("seen",),
     ))
     if rows and not args.all:
         make_console().print(Text("resolve with: ussd-console resolve ID --keep-first (or --accept-correction) "
                                   "--operator NAME --reason TEXT"))
     return 0
+
+
+def _versions(q: dict) -> Text:
+    """The newcomer under what the ledger holds for the case now: the version a decision keeps or
+    replaces, which an accepted correction may have changed since the conflict's recorded first."""
+    if q["ledger_text"] is not None:
+        left = safe("ledger: " + q["ledger_text"])
+    else:
+        left = safe("first:  " + q["first_text"])
+    return left + Text("\n") + safe("new:    " + q["frame_text"])

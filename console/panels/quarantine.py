@@ -1,4 +1,5 @@
-"""Quarantine: open conflicts, the first and the newcomer side by side.
+"""Quarantine: open conflicts, the case as the ledger holds it now and the newcomer side by side
+(the ledger's side is the first version unless a correction was accepted on the case since).
 
 Differing fields are marked with ``≠`` and a reverse style, so the difference
 reads without colour. The resolve keys open the signing dialog when one is
@@ -51,17 +52,26 @@ def _frame(frame_id: str, text: str) -> Frame | None:
     return parsed if isinstance(parsed, Frame) else None
 
 
+def left_side(item: dict) -> tuple[str, str, str]:
+    """What the newcomer is compared with: the case as the ledger holds it now (an accepted
+    correction may have changed it since the conflict was raised), else the recorded first."""
+    if item.get("ledger_text") is not None:
+        return "ledger now", item["ledger_frame_id"], item["ledger_text"]
+    return "first (applied)", item["first_frame_id"], item["first_text"]
+
+
 def compare(item: dict) -> Table:
-    """First (applied) and newcomer (held) field by field; ``≠`` marks a difference."""
-    first = _frame(item["first_frame_id"], item["first_text"])
+    """The ledger's version and the newcomer (held) field by field; ``≠`` marks a difference."""
+    side, left_id, left_text = left_side(item)
+    first = _frame(left_id, left_text)
     newcomer = _frame(item["frame_id"], item["frame_text"])
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), expand=False, show_edge=False, pad_edge=False)
     table.add_column("", width=1)
     table.add_column("field")
-    table.add_column("first (applied)")
+    table.add_column(side)
     table.add_column("new version (held)")
     for label, get in FIELDS:
-        a = get(first, item["first_frame_id"])
+        a = get(first, left_id)
         b = get(newcomer, item["frame_id"])
         differs = a != b
         style = "bold reverse" if differs else ""
@@ -71,7 +81,7 @@ def compare(item: dict) -> Table:
         cell_a.stylize(style)
         cell_b.stylize(style)
         table.add_row(Text("≠" if differs else " ", style="bold"), Text(label), cell_a, cell_b)
-    table.add_row(Text(" "), Text("frame"), safe(item["first_text"], 40), safe(item["frame_text"], 40))
+    table.add_row(Text(" "), Text("frame"), safe(left_text, 40), safe(item["frame_text"], 40))
     return table
 
 

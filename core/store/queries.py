@@ -6,7 +6,7 @@ import time
 from collections import Counter as Tally
 from typing import Iterable
 
-from peewee import SQL, fn
+from peewee import JOIN, SQL, fn
 
 from core.rules.frame import NEED_NAMES
 from core.rules.lifecycle import OPEN, RANKED, STATUSES
@@ -185,8 +185,12 @@ class LedgerReads:
         return list(q.group_by(col).order_by(total.desc(), col).limit(limit).dicts())
 
     def quarantine(self, status: str | None = "open", limit: int = 100, offset: int = 0) -> list[dict]:
-        Q = self.m.Quarantine
-        q = Q.select()
+        """Conflicts, newest first. ``first_frame_id``/``first_text`` are what the ledger held when
+        the conflict was raised (history); ``ledger_frame_id``/``ledger_text`` are what it holds for
+        the case now, which an accepted correction may have changed since (None if no such case)."""
+        Q, C = self.m.Quarantine, self.m.Case
+        q = (Q.select(Q, C.frame_id.alias("ledger_frame_id"), C.frame_text.alias("ledger_text"))
+             .join(C, JOIN.LEFT_OUTER, on=(C.case_key == Q.case_key)))
         if status:
             q = q.where(Q.status == status)
         return list(q.order_by(Q.id.desc()).limit(limit).offset(offset).dicts())

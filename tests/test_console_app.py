@@ -196,7 +196,7 @@ async def test_ranking_export_writes_the_dispatch_list(sample_home):
     async with app.run_test(size=(80, 24)) as pilot:
         await press_and_settle(pilot, "2", "e")
         await until(lambda: isinstance(app.screen, ExportDialog))
-        await pilot.press("enter")  # the dialog opens on this screen's view, as CSV, with Export focused
+        await pilot.press("enter")  # the dialog opens on this screen's view, as CSV, with its view list focused
         await until(lambda: list(sample_home.exports.glob("dispatch-*.csv")))
         (path,) = sample_home.exports.glob("dispatch-*.csv")
         rows = list(csv.DictReader(path.open(encoding="utf-8")))

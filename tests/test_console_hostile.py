@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
+from console.widgets.header_bar import HeaderBar
 from core import Receiver
-from tests.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
+from tests.console_support import HOME_LABEL, fixed_app, notes_on_screen, press_and_settle, run_async, until
 from tests.helpers import frame
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -65,6 +66,8 @@ async def test_an_inbox_fault_is_told_and_so_is_its_recovery(sample_home):
         await press_and_settle(pilot, "ctrl+r")
         await until(lambda: any("disk is full" in n for n in notes_on_screen(app)))
         assert "inbox error" in screen_text(app).replace("&#160;", " ")
+        header = app.query_one(HeaderBar).render().plain.splitlines()[0]
+        assert HOME_LABEL in header and "2 files waiting" in header  # the home is not squeezed to a letter
         service.fault = None
         await press_and_settle(pilot, "ctrl+r")
         await until(lambda: any("cleared" in n for n in notes_on_screen(app)))

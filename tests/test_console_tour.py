@@ -78,6 +78,18 @@ async def test_the_dialog_opens_on_the_view_list_so_down_then_enter_exports_the_
 
 
 @run_async
+async def test_every_view_is_named_whole_in_the_dialog_at_80x24(sample_home):
+    from console.export_views import VIEWS
+
+    app = fixed_app(sample_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_export(app, pilot, "1")
+        shown = screen_text(app)
+        for name, view in VIEWS.items():
+            assert f"{name}: {view.title}" in shown, name  # not cut off with an ellipsis
+
+
+@run_async
 async def test_tab_never_lands_on_cancel_and_escape_cancels_with_a_word(sample_home):
     app = fixed_app(sample_home)
     async with app.run_test(size=SIZE, notifications=True) as pilot:

@@ -39,6 +39,7 @@ from core.config import InboxConfig
 from core.config import store_target as configured_store_target
 from core.home import Home
 from core.inbox import InboxService, inbox_files
+from core.inbox.faults import FILES_RETRIED
 from core.ops.heartbeat import live as live_services
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import escape_text
@@ -328,7 +329,8 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         was = (before or {}).get("last_error")
         fault = (now or {}).get("last_error")
         if fault and fault != was:
-            self.notify(f"Inbox fault: {escape_text(fault, 200)}. Files wait in the inbox; "
+            cause = fault.removesuffix(f"; {FILES_RETRIED}")  # a store or disk fault says it too: say it once
+            self.notify(f"Inbox fault: {escape_text(cause, 200)}. Files wait in the inbox; "
                         "it resumes by itself when the fault clears.",
                         title="Inbox", severity="error", timeout=15, markup=False)
             self.bell()

@@ -96,7 +96,7 @@ VIEWS: dict[str, View] = {v.name: v for v in [
     View("cases", "cases", "the applied ledger",
          ["frame_id", "site", "need", "need_name", "headcount", "pri", "status", "disputed", "version",
           "first_seen", "updated_at", "path", "frame"], _cases),
-    View("ranking", "dispatch", "the dispatch order (open and dispatched cases)",
+    View("ranking", "dispatch", "dispatch order (open and dispatched)",
          ["rank", "frame_id", "site", "need", "need_name", "headcount", "pri", "status", "disputed", "first_seen"],
          _ranking),
     View("quarantine", "quarantine", "every conflict, open and resolved",
@@ -107,7 +107,7 @@ VIEWS: dict[str, View] = {v.name: v for v in [
     View("files", "files", "inbox files and where they went",
          ["name", "path", "format", "state", "lines", "frames", "claimed_at", "finished_at", "archived_as",
           "reason"], _files),
-    View("audit", "audit", "the signed audit log, ending with its checkpoint",
+    View("audit", "audit", "the signed log and its checkpoint",
          ["seq", "at", "operator", "key", "action", "target", "reason", "payload", "prev_hash", "hash"],
          _audit, _checkpoint),
 ]}

@@ -71,6 +71,39 @@ async def test_a_panel_focuses_the_same_table_whether_its_first_show_came_before
 
 
 @run_async
+async def test_a_tab_whose_first_load_is_slow_has_the_keyboard_once_it_has_loaded(sample_home, monkeypatch):
+    """On a big store the first load of a tab outlasts the loading indicator's delay; the indicator
+    hides the table, which loses the focus, and the tab's keys then did nothing until Tab."""
+    import threading
+
+    from console.dialogs.case_screen import CaseScreen
+    from console.panels.ranking import RankingPanel
+
+    gate = threading.Event()
+    real = RankingPanel.load
+
+    def slow(receiver, params, now):
+        gate.wait(60)
+        return real(receiver, params, now)
+
+    monkeypatch.setattr(RankingPanel, "load", staticmethod(slow))
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        try:
+            await press_and_settle(pilot)
+            await pilot.press("2")
+            panel = app.panel("ranking")
+            await until(lambda: panel.loading, what="the loading indicator over the slow tab")
+            await until(lambda: app.focused is None, what="the hidden table losing the focus")
+        finally:
+            gate.set()
+        await press_and_settle(pilot)
+        assert app.focused is app.query_one("#ranking-table")
+        await pilot.press("enter")  # the tab's own key works on the first visit
+        await until(lambda: isinstance(app.screen, CaseScreen), what="the case's history")
+
+
+@run_async
 async def test_a_refresh_keeps_the_cursor_on_the_operators_row(sample_home):
     add_cases(sample_home, 40)
     app = fixed_app(sample_home)
@@ -163,7 +196,7 @@ async def test_ranking_export_writes_the_dispatch_list(sample_home):
     async with app.run_test(size=(80, 24)) as pilot:
         await press_and_settle(pilot, "2", "e")
         await until(lambda: isinstance(app.screen, ExportDialog))
-        await pilot.press("enter")  # the dialog opens on this screen's view, as CSV, with Export focused
+        await pilot.press("enter")  # the dialog opens on this screen's view, as CSV, with its view list focused
         await until(lambda: list(sample_home.exports.glob("dispatch-*.csv")))
         (path,) = sample_home.exports.glob("dispatch-*.csv")
         rows = list(csv.DictReader(path.open(encoding="utf-8")))

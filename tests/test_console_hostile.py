@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 
+from console.widgets.header_bar import HeaderBar
 from core import Receiver
-from tests.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
+from core.inbox.faults import delivery_fault
+from tests.console_support import HOME_LABEL, fixed_app, notes_on_screen, press_and_settle, run_async, until
 from tests.helpers import frame
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -61,10 +64,14 @@ async def test_an_inbox_fault_is_told_and_so_is_its_recovery(sample_home):
     app = fixed_app(sample_home, service_factory=lambda home, cb: service)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await press_and_settle(pilot, "1")
-        service.fault = "store: database or disk is full"
+        service.fault = delivery_fault(sqlite3.OperationalError("database or disk is full"), "/x", "x.txt", "here")[1]
         await press_and_settle(pilot, "ctrl+r")
         await until(lambda: any("disk is full" in n for n in notes_on_screen(app)))
         assert "inbox error" in screen_text(app).replace("&#160;", " ")
+        (note,) = [" ".join(n.split()).lower() for n in notes_on_screen(app) if "disk is full" in n]
+        assert note.count("files wait in the inbox") == 1, note  # the fault's own words and the note's, said once
+        header = app.query_one(HeaderBar).render().plain.splitlines()[0]
+        assert HOME_LABEL in header and "2 files waiting" in header  # the home is not squeezed to a letter
         service.fault = None
         await press_and_settle(pilot, "ctrl+r")
         await until(lambda: any("cleared" in n for n in notes_on_screen(app)))

@@ -150,3 +150,89 @@ async def test_retention_below_the_floor_cannot_be_signed(sample_home):
         await pilot.pause()
         assert app.screen is dialog
     assert state(sample_home) == before
+
+
+# -- Enter before the preview is shown: the sign waits for it, and signs what it then shows -------------------------
+def gate_previews(monkeypatch, dialog_class):
+    """Hold every preview of ``dialog_class`` until the returned event is set (a slow store)."""
+    import threading
+
+    gate = threading.Event()
+    real = dialog_class.describe
+
+    def held(self, *args):
+        gate.wait(60)
+        return real(self, *args)
+
+    monkeypatch.setattr(dialog_class, "describe", held)
+    return gate
+
+
+def record_signing(monkeypatch, dialog_class) -> list[tuple[str, str]]:
+    """Each signature made: the preview the operator read (as drawn) and what was signed."""
+    seen = []
+    real = dialog_class._do_sign
+
+    def recording(self, operator, passphrase, reason, preview, values):
+        seen.append((str(self.query_one("#preview", Static).content), preview.text))
+        return real(self, operator, passphrase, reason, preview, values)
+
+    monkeypatch.setattr(dialog_class, "_do_sign", recording)
+    return seen
+
+
+@run_async
+async def test_enter_right_after_the_reason_waits_for_the_preview_then_signs_what_it_shows(sample_home, monkeypatch):
+    from console.dialogs.mark_dialog import MarkDialog
+    from core.signing.operators import load_signer
+
+    with_operator(sample_home)
+    gate = gate_previews(monkeypatch, MarkDialog)
+    signed = record_signing(monkeypatch, MarkDialog)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        with Receiver(str(sample_home.db)) as r:
+            app.signing.unlock(load_signer(sample_home, r, "alice", PASS))
+        try:
+            dialog = await open_dialog(app, pilot, "2", "D", MarkDialog)
+            await until(lambda: dialog.query_one("#operator").value == "alice")
+            await pilot.press(*"team left", "enter")  # in one go, as an operator types it
+            result = dialog.query_one("#sign-result", Static)
+            await until(lambda: str(result.content), what="the dialog's answer to the early Enter")
+            assert "preparing the preview" in str(result.content)
+            assert "Not signed" not in str(result.content) and not signed
+        finally:
+            gate.set()
+        await until(lambda: app.screen is not dialog, what="the signature once the preview came")
+    assert len(signed) == 1
+    shown, text = signed[0]
+    assert shown == text and "team left" in text  # signed exactly the preview on screen
+    with Receiver(str(sample_home.db)) as r:
+        case = r.m.Case.get(r.m.Case.frame_id == dialog.case["frame_id"])
+        assert case.status == "dispatched"
+
+
+@run_async
+async def test_a_passphrase_typed_before_the_preview_came_is_kept_and_used(sample_home, monkeypatch):
+    with_operator(sample_home)
+    before = state(sample_home)
+    gate = gate_previews(monkeypatch, ResolveDialog)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        try:
+            dialog = await open_dialog(app, pilot, "3", "a", ResolveDialog)
+            await until(lambda: dialog.query_one("#operator").value == "alice")
+            dialog.query_one("#reason", Input).value = "site radioed the new count"
+            box = dialog.query_one("#passphrase", Input)
+            box.value = PASS
+            box.focus()
+            await pilot.pause()
+            await pilot.press("enter")
+            result = dialog.query_one("#sign-result", Static)
+            await until(lambda: str(result.content), what="the dialog's answer to the early Enter")
+            assert "preparing the preview" in str(result.content)
+            assert box.value == PASS  # not thrown away while the preview is on its way
+        finally:
+            gate.set()
+        await until(lambda: app.screen is not dialog, what="the signature once the preview came")
+    assert state(sample_home)["audit"] == before["audit"] + 1

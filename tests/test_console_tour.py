@@ -52,7 +52,7 @@ def test_the_export_choice_is_a_mark_and_enter_exports_the_chosen_format(sample_
             await open_export(app, pilot, "2")
             shown = screen_text(app)
             assert "(•) ranking" in shown and "( ) cases" in shown and "( ) XLSX" in shown
-            await pilot.press("tab", "tab", "down")  # Export button -> view list -> format list; down chooses
+            await pilot.press("tab", "down")  # view list -> format list; down chooses
             await until(lambda: "(•) XLSX" in screen_text(app))
             assert "( ) CSV" in screen_text(app)
             await pilot.press("space")  # Space on a list chooses; it never cancels
@@ -62,6 +62,31 @@ def test_the_export_choice_is_a_mark_and_enter_exports_the_chosen_format(sample_
             assert not list(sample_home.exports.glob("*.csv"))
 
     run()
+
+
+@run_async
+async def test_the_dialog_opens_on_the_view_list_so_down_then_enter_exports_the_next_view(sample_home):
+    """As the hint says: arrows choose at once, no Tab first (Down on the Export button did nothing,
+    and Enter wrote the view the dialog opened on)."""
+    app = fixed_app(sample_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_export(app, pilot, "1")  # opens on cases; the next view down is the ranking
+        assert app.focused is app.screen.query_one("#export-view")
+        await pilot.press("down", "enter")
+        await until(lambda: list(sample_home.exports.glob("dispatch-*.csv")))
+        assert not list(sample_home.exports.glob("cases-*"))
+
+
+@run_async
+async def test_every_view_is_named_whole_in_the_dialog_at_80x24(sample_home):
+    from console.export_views import VIEWS
+
+    app = fixed_app(sample_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_export(app, pilot, "1")
+        shown = screen_text(app)
+        for name, view in VIEWS.items():
+            assert f"{name}: {view.title}" in shown, name  # not cut off with an ellipsis
 
 
 @run_async

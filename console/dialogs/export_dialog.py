@@ -1,8 +1,9 @@
 """Choose a view and a format to export (key e); the console writes it under ``<home>/exports``.
 
-The choice is a mark, ``(•)`` or ``( )``, never a colour alone; arrows move the choice itself;
-Enter exports wherever the focus is and Escape cancels. Cancel is a button for the mouse only,
-so Tab and Space can never cancel by accident.
+The choice is a mark, ``(•)`` or ``( )``, never a colour alone. The view list has the keyboard
+first and arrows move the choice itself; Tab goes on to the formats and the Export button. Enter
+exports wherever the focus is and Escape cancels. Cancel is a button for the mouse only, so Tab and
+Space can never cancel by accident.
 """
 
 from __future__ import annotations
@@ -99,7 +100,9 @@ class ExportDialog(ModalScreen[tuple[str, str] | None]):
                 yield cancel
 
     def on_mount(self) -> None:
-        self.query_one("#export", Button).focus()
+        # The view list first: arrows choose at once, as the hint says (focus on the button made
+        # Down do nothing, and Enter then exported the view the dialog opened on).
+        self.query_one("#export-view", ChoiceSet).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "export":

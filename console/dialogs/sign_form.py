@@ -60,6 +60,9 @@ class SignForm(ModalScreen[bool]):
         super().__init__(**kwargs)
         self.home = home
         self.preview = None
+        self._preview_for: tuple | None = None  # the fields the preview on screen was made from
+        self._previewing: tuple | None = None  # the fields a preview is being made from
+        self._asked: tuple | None = None  # the fields of a sign asked for before their preview was shown
 
     # -- what a subclass provides ----------------------------------------------------
     def extra_fields(self) -> ComposeResult:
@@ -180,13 +183,22 @@ class SignForm(ModalScreen[bool]):
         box.placeholder = ("key unlocked for this session (ctrl+l locks it)" if unlocked
                            else "the operator's passphrase")
 
+    def _fields(self) -> tuple:
+        return self._operator(), self._reason(), self.form_values()
+
     def refresh_preview(self) -> None:
-        self._update_preview(self._operator(), self._reason(), self.form_values())
+        fields = self._fields()
+        self.preview, self._preview_for = None, None  # the old one no longer says what would be signed
+        if self._asked is not None and self._asked != fields:
+            self._asked = None
+            self.show_result("the fields changed before the preview came: read it, then sign again", error=True)
+        self._previewing = fields if fields[0] and fields[1] else None
+        self._update_preview(*fields)
 
     @work(exclusive=True, group="preview")
     async def _update_preview(self, operator: str, reason: str, values: dict) -> None:
         box = self.query_one("#preview", Static)
-        self.preview = None
+        fields = (operator, reason, values)
         if not operator or not reason:
             box.update(Text("choose an operator and give a reason"))
             return
@@ -194,9 +206,30 @@ class SignForm(ModalScreen[bool]):
             preview = await self.app.view.run(lambda r: self.describe(r, operator, reason, values))
         except (ActionError, RetentionError, ValueError) as exc:
             box.update(Text(f"cannot sign: {escape_text(exc, 300)}"))
+            self._preview_done(fields, None)
             return
-        self.preview = preview
         box.update(Text("\n".join(escape_text(line, 300) for line in preview.lines)))
+        self._preview_done(fields, preview)
+
+    def _preview_done(self, fields: tuple, preview) -> None:
+        """A preview came (``preview`` None: it says why nothing can be signed). A sign asked for
+        these fields while it was on its way goes ahead once the preview is drawn: what is
+        signed is always what the operator could read."""
+        if fields != self._previewing:
+            return  # made from fields changed since; their own preview is on its way
+        self._previewing = None
+        self.preview, self._preview_for = preview, (fields if preview is not None else None)
+        if self._asked != fields:
+            return
+        self._asked = None
+        if preview is None:
+            self.show_result("nothing to sign: the preview says why", error=True)
+        else:
+            self.call_after_refresh(self._sign_when_shown)
+
+    def _sign_when_shown(self) -> None:
+        if self.is_current:
+            self.action_sign()
 
     # -- signing --------------------------------------------------------------------------------
     def show_result(self, message: str, error: bool = False) -> None:
@@ -226,23 +259,31 @@ class SignForm(ModalScreen[bool]):
         self.dismiss(False)
 
     def action_sign(self) -> None:
-        operator, reason = self._operator(), self._reason()
+        """Sign what the preview shows. Asked for before the preview of these very fields is
+        shown (Enter right after typing the reason), the sign waits for it: the passphrase
+        stays in its box meanwhile, and is cleared only when a signature is tried."""
+        fields = operator, reason, values = self._fields()
         passphrase_box = self.query_one("#passphrase", Input)
         passphrase = passphrase_box.value
-        passphrase_box.value = ""  # never kept on screen after a try
         if not operator:
             self.show_result("choose an operator", error=True)
             return
         if not reason:
             self.show_result("a reason is required", error=True)
             return
-        if self.preview is None or (self.preview.operator, self.preview.reason) != (operator, reason):
-            self.show_result("nothing to sign yet: check the preview", error=True)
-            return
         if not passphrase and not self._unlocked(operator):
             self.show_result("give the passphrase", error=True)
             return
-        self._do_sign(operator, passphrase, reason, self.preview, self.form_values())
+        preview = self.preview
+        if preview is None or self._preview_for != fields or (preview.operator, preview.reason) != (operator, reason):
+            if self._previewing == fields:
+                self._asked = fields
+                self.show_result("preparing the preview; it is signed once shown")
+            else:
+                self.show_result("nothing to sign yet: check the preview", error=True)
+            return
+        passphrase_box.value = ""  # never kept on screen after a try
+        self._do_sign(operator, passphrase, reason, preview, values)
 
     @work(exclusive=True, group="sign")
     async def _do_sign(self, operator: str, passphrase: str, reason: str, preview, values: dict) -> None:

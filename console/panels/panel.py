@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Hashable
 from rich.text import Text
 from textual.actions import SkipAction
 from textual.containers import Vertical
-from textual.widgets import Static
+from textual.widgets import Static, TabbedContent
 
 from console import actions
 from console.messages import ExportRequest, RefreshRequest
@@ -122,6 +122,20 @@ class Panel(Vertical):
         table = next((t for t in self.query("KeyedTable") if t.display), None)
         if table is not None:
             table.focus()
+
+    def watch_loading(self, loading: bool) -> None:
+        """The loading indicator covers the panel and hides its table, and Textual takes the keyboard
+        from a widget it hides, leaving it nowhere: a slow first load (a big store) left the tab's
+        keys doing nothing. Once the indicator is gone, the shown panel's table takes it back."""
+        if not loading:
+            self.call_after_refresh(self._focus_after_load)
+
+    def _focus_after_load(self) -> None:
+        if not self.is_mounted or self.loading or self.screen.focused is not None:
+            return  # the operator has moved the focus meanwhile (a filter box, another tab's table)
+        tabs = next((node for node in self.ancestors if isinstance(node, TabbedContent)), None)
+        if tabs is not None and tabs.active == self.TAB_ID:
+            self.focus_main()
 
     # -- the keys of every panel -------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:

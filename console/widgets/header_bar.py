@@ -33,6 +33,7 @@ SWEEP = {
     "off": ("sweep off", "dim"),
 }
 
+HOME_AT_LEAST = 12  # columns the home keeps before the title gives way to it
 TAKERS_EVERY = 5.0  # seconds between looks at the home's heartbeats (a console without its own inbox)
 
 
@@ -163,6 +164,9 @@ class HeaderBar(Widget):
         right.append(f" | {now}")
         title = Text("USSD console ", style=self._style("title"))
         room = width - len(title) - len(right) - 1
+        if room < min(HOME_AT_LEAST, len(self.home)):
+            title = Text("")  # the home says more than the product's name (an inbox fault at 80 columns)
+            room = width - len(right) - 1
         line = title + Text(clip_left(self.home, max(room, 0)))
         line.append(" " * max(1, width - len(line) - len(right)))
         line.append_text(right)

@@ -26,6 +26,7 @@ from core.store.database import is_database_error
 log = logging.getLogger("ussd.inbox")
 
 DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO})
+FILES_RETRIED = "files wait in the inbox and are retried"  # how a store or disk fault's message ends
 
 
 def os_error(exc: OSError) -> str:
@@ -42,9 +43,9 @@ def delivery_fault(exc: Exception, path: str, name: str, where: str) -> tuple[st
     The store and the disk are one fault each, whichever file met them; anything
     else is the file's own."""
     if is_database_error(exc):
-        return "store", f"store: {one_line(exc, 200)}; files wait in the inbox and are retried"
+        return "store", f"store: {one_line(exc, 200)}; {FILES_RETRIED}"
     if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
-        return "disk", f"disk: {os_error(exc)}; files wait in the inbox and are retried"
+        return "disk", f"disk: {os_error(exc)}; {FILES_RETRIED}"
     if isinstance(exc, OSError):
         return f"file:{path}", f"{name}: {exc.strerror or one_line(exc, 200)}; left {where}, retried every sweep"
     return f"file:{path}", f"{name}: {exc.__class__.__name__}: {one_line(exc, 200)}; left {where}"

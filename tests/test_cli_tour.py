@@ -255,7 +255,7 @@ def test_every_commands_help_ends_with_examples_that_are_real_command_lines():
             # Without the note after two spaces and the shell's pipe or redirection, each parses.
             argv = shlex.split(re.split(r" {2,}| [|<>] ", line)[0])[1:]
             try:
-                build_parser().parse_args(argv)
+                build_parser(argv).parse_args(argv)  # the parser main() builds for it
             except SystemExit as exc:
                 if exc.code != 0:
                     pytest.fail(f"{' '.join(path)}: example {line!r} does not parse ({exc})")

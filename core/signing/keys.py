@@ -23,8 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+# cryptography's serialization (the key file formats and their ciphers) is imported by wrap and
+# unwrap only: every command loads this module to check signatures (the retention policy in
+# force), and that import was 3% of the instructions of `cases` or `audit verify`.
 
 from core.home import sync_folder
 
@@ -79,7 +82,7 @@ def public_key(hex_raw: str) -> Ed25519PublicKey:
 
 
 def public_raw(key: Ed25519PrivateKey) -> bytes:
-    return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return key.public_key().public_bytes_raw()
 
 
 def verify_signature(public_hex: str, signature_hex: str, message: bytes) -> bool:
@@ -120,6 +123,8 @@ def passphrase_bytes(passphrase: object) -> bytes:
 
 def wrap(key: Ed25519PrivateKey, passphrase: str) -> bytes:
     """The key file's bytes: OpenSSH format, encrypted through the bcrypt KDF."""
+    from cryptography.hazmat.primitives import serialization  # key files only: see the imports
+
     encryption = serialization.PrivateFormat.OpenSSH.encryption_builder().kdf_rounds(kdf_rounds()).build(
         passphrase_bytes(passphrase))
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, encryption)
@@ -132,6 +137,8 @@ def is_current_format(data: bytes) -> bool:
 
 def unwrap(data: bytes, name: str, passphrase: str) -> Ed25519PrivateKey:
     """The private key a key file holds, in either format; a wrong passphrase is a one-line error."""
+    from cryptography.hazmat.primitives import serialization  # key files only: see the imports
+
     secret = passphrase_bytes(passphrase)
     try:
         if is_current_format(data):

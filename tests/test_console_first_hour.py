@@ -83,7 +83,7 @@ async def test_d_hides_every_notification_and_conflict_notes_are_short(sample_ho
         await until(lambda: len(notes_on_screen(app)) == 2)
         await pilot.press("d")
         await until(lambda: len(notes_on_screen(app)) == 0)
-        app._conflicts([{"id": 99, "frame_id": "x-1", "frame_text": "a", "first_text": "b"}], 2)
+        app._conflicts([{"id": 99, "frame_id": "x-1", "frame_text": "a", "first_text": "b", "ledger_text": None}], 2)
         await until(lambda: len(notes_on_screen(app)) == 1)
         [note] = notes_on_screen(app)
         assert "d hides" in note

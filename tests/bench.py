@@ -305,8 +305,9 @@ def extras(tmp: Path, args) -> None:
 
     for frames in (0, args.stored):
         res = measure(frames, workdir=str(tmp / f"console-{frames}"))
+        usable = "" if res["usable_s"] is None else f"; usable {res['usable_s']:.2f} s after the process started"
         print(f"console on {frames:,} stored frames: opens in {res['open_s']:.2f} s "
-              f"(+{res['import_s']:.2f} s import); memory {res['rss_mb']:.0f} MB idle, "
+              f"(+{res['import_s']:.2f} s import{usable}); memory {res['rss_mb']:.0f} MB idle, "
               f"{res['peak_rss_mb']:.0f} MB peak")
 
 

@@ -125,6 +125,7 @@ def test_perf_probe_reports_open_time_and_memory(tmp_path):
     # import, open and the idle pause all ran inside this call: a unit or clock mix-up shows here
     assert 0 < result["import_s"] and 0 < result["open_s"]
     assert result["import_s"] + result["open_s"] + IDLE_SECONDS < wall
+    assert result["import_s"] + result["open_s"] <= result["usable_s"] + 0.02 < wall  # from the child's own start
     assert 10 < result["rss_mb"] <= result["peak_rss_mb"] < 1000  # the peak is never below the current
     again = measure(500, str(tmp_path))
     assert again["build_s"] is None and again["store_mb"] == result["store_mb"]  # the store was reused

@@ -20,7 +20,6 @@ from core.home import replace_private, sync_folder
 from core.rules.text import one_line
 
 from . import archive
-from .make import make_backup
 from .config import BackupConfig, load_backup_config
 
 log = logging.getLogger("ussd.backup")
@@ -225,6 +224,10 @@ class BackupSchedule:
 
     def run_once(self) -> bool:
         """Make, verify, keep: True when a verified backup was made."""
+        # Imported here: making a backup needs tarfile, the age and pg_dump layers and the verifier,
+        # while the console's header and Retention screen import this module only to read the folder.
+        from .make import make_backup
+
         folder = self.config.folder(self.home)
         state = read_state(self.home)
         try:

@@ -88,7 +88,10 @@ async def press_and_settle(pilot, *keys: str) -> None:
     # A tab shown for the first time mounts its panel lazily and asks for its load from there,
     # which may come after the refresh waited for above: wait until the panel shows what it was
     # asked for, with no loading indicator left over it.
-    assert await until(_panel_shown(app), what="the shown panel's load")
+    try:
+        await until(_panel_shown(app), what="the shown panel's load")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc} ({_panel_state(app)})") from None
     await app.settled()
     await pilot.pause()
     await pilot.pause()
@@ -100,6 +103,19 @@ def _panel_shown(app):
         return panel is not None and panel.loaded_params == panel.params() and not panel.loading
 
     return shown
+
+
+def _panel_state(app) -> str:
+    """What a wait for the shown panel saw last: the failure says which part never came."""
+    from textual.widgets import TabbedContent
+
+    panel = app.mounted_panel()
+    active = app.query_one(TabbedContent).active
+    if panel is None:
+        return f"tab {active!r}: its panel is not mounted"
+    return (f"tab {active!r}: loaded {panel.loaded_params!r} for {panel.params()!r}, loading={panel.loading}, "
+            f"loaded version {panel.loaded_version!r} of {app.version!r}, refreshes {app.refreshes}, "
+            f"refresh pending {app.refresh_pending}, error {app.error!r}")
 
 
 def run_async(test):

@@ -5,6 +5,7 @@ store, and no phone number, token or secret anywhere in the home afterwards."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import threading
@@ -133,7 +134,12 @@ def test_refusals_change_nothing_and_are_counted(home, tmp_path, capsys):
     assert len([a for a in alerts if "gateway phone" in a[0]]) == 1  # one alert for two refusals
     log = (home.logs / "receiver.log").read_text()
     assert "leak" not in log and at.rsplit("/", 1)[1] not in log
-    assert "gateway phone: 403" in log
+    # Each gateway's first post has its line; the rest are summed up by answer when watch stops.
+    assert "gateway phone: first post since the start, answered 403" in log
+    assert re.search(r"gateway phone: 1 post in \d+ s: 1 answered 403; slowest \d", log), log
+    assert "gateway at: first post since the start, answered 405" in log
+    assert re.search(r"gateway at: 2 posts in \d+ s: 1 answered 200, 1 answered 413;", log), log
+    assert re.search(r"posts to no gateway: 3 posts in \d+ s: 3 answered 404;", log), log
 
 
 def test_over_the_rate_is_429_with_retry_after(home, tmp_path, capsys):

@@ -23,12 +23,14 @@ when the store is back, and the post gets 200; if that fails too, 503 with
 Counted per gateway (``gateway_counts``): posts accepted, messages, webhook
 retries (a gateway message id already taken: its frames are not offered
 again, so the ledger's per-path duplicates are the field's re-sends alone),
-ignored events, spooled posts and refused posts by status. Logged per post:
-the gateway's name, the status, the body's size and the latency; never the
-path's token, a query string, a body or a phone number.
+ignored events, spooled posts and refused posts by status. Logged (``tally``):
+each gateway's first post, then a line a minute per gateway with its answers
+by status and the slowest; never the path's token, a query string, a body or
+a phone number.
 
 This module is the HTTP side; the group commit is in ``committer``, the inbox
-fallback in ``spool``, the rate limit in ``ratelimit``, the records in ``posts``.
+fallback in ``spool``, the rate limit in ``ratelimit``, the records in ``posts``,
+what the log says of posts in ``tally``.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from .committer import Committer
 from .config import GatewaysConfig
 from .posts import Post
 from .ratelimit import Bucket
+from .tally import NO_GATEWAY, SUMMARY_EVERY, PostTally
 
 log = logging.getLogger("ussd.gateways")
 
@@ -84,6 +87,9 @@ class Listener:
         self._lock = threading.Lock()
         self._reloading = threading.Lock()
         self._buckets: dict[str, Bucket] = {}
+        self._tally = PostTally()
+        self._summarised_at = time.monotonic()
+        self._summary_timer: asyncio.TimerHandle | None = None
         self._secrets: dict[str, tuple] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner = None
@@ -168,6 +174,7 @@ class Listener:
             ready.set_exception(exc)
             return
         ready.set_result(True)
+        self._summary_timer = loop.call_later(SUMMARY_EVERY, self._summarise, True)
         try:
             loop.run_forever()
         finally:
@@ -177,6 +184,19 @@ class Listener:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._summary_timer is not None:
+            self._summary_timer.cancel()
+            self._summary_timer = None
+        self._summarise(False)  # what came since the last summary is not lost with the stop
+
+    def _summarise(self, again: bool) -> None:
+        """Log the posts since the last summary, one line per gateway (on the listener's loop)."""
+        now = time.monotonic()
+        for line in self._tally.summary(now - self._summarised_at):
+            log.info("%s", line)
+        self._summarised_at = now
+        if again and self._loop is not None:
+            self._summary_timer = self._loop.call_later(SUMMARY_EVERY, self._summarise, True)
 
     # -- accounts and secrets -----------------------------------------------------------
     def _reload(self) -> None:
@@ -279,14 +299,15 @@ class Listener:
         from aiohttp import web
 
         started = time.monotonic()
-        name, size = "-", 0
+        name = NO_GATEWAY
         try:
-            response, name, size = await self._answer(request)
+            response, name = await self._answer(request)
         except Exception as exc:  # noqa: BLE001 - one bad post must not take the listener down
             log.error("gateway post failed: %s", one_line(exc), exc_info=True)
             response = web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_BUSY)})
-        log.info("gateway %s: %d, %d bytes, %.1f ms", name, response.status, size,
-                 (time.monotonic() - started) * 1000)
+        first = self._tally.add(name, response.status, (time.monotonic() - started) * 1000)
+        if first is not None:
+            log.info("%s", first)
         return response
 
     async def _answer(self, request):
@@ -295,28 +316,28 @@ class Listener:
         parts = request.path.split("/")
         named = len(parts) == 4 and parts[0] == "" and parts[1] == "in"
         account = await self._account(parts[2], parts[3]) if named else None
-        name = parts[2] if account is not None else "-"
+        name = parts[2] if account is not None else NO_GATEWAY
         if request.method != "POST":
             if account is not None:
                 self.count_refused(name, "refused_405")
-            return web.Response(status=405, headers={"Allow": "POST"}), name, 0
+            return web.Response(status=405, headers={"Allow": "POST"}), name
         if account is None:
-            return web.Response(status=404), name, 0
+            return web.Response(status=404), name
         kind, token_digest, secret_file, public_url, ussd_reply = account
         if request.content_length is not None and request.content_length > MAX_BODY:
             self.count_refused(name, "refused_413")
-            return web.Response(status=413), name, request.content_length
+            return web.Response(status=413), name
         body = await request.content.read(MAX_BODY + 1)
         if len(body) > MAX_BODY:
             self.count_refused(name, "refused_413")
-            return web.Response(status=413), name, len(body)
+            return web.Response(status=413), name
         bucket = self._buckets.get(name)
         if bucket is None:
             bucket = self._buckets[name] = Bucket(self.config.rate, self.config.burst)
         wait = bucket.take()
         if wait:
             self.count_refused(name, "refused_429")
-            return web.Response(status=429, headers={"Retry-After": str(max(1, int(wait + 0.999)))}), name, len(body)
+            return web.Response(status=429, headers={"Retry-After": str(max(1, int(wait + 0.999)))}), name
         req = Request({k.lower(): v for k, v in request.headers.items()}, body, request.path)
         url = (public_url + request.path) if public_url else None
         check = verify(kind, req, self._secret(secret_file), url)
@@ -324,7 +345,7 @@ class Listener:
             self.count_refused(name, "refused_403")
             self._alert(name, check.why)
             log.warning("gateway %s: post refused, %s", name, check.why)
-            return web.Response(status=403), name, len(body)
+            return web.Response(status=403), name
         if check.skew is not None and abs(check.skew) > 300:
             log.info("gateway %s: the sender's clock is %+.0f s off (taken anyway)", name, check.skew)
         parsed = parse(kind, req)
@@ -332,14 +353,14 @@ class Listener:
         self.committer.queue.put(post)
         outcome = await asyncio.wrap_future(post.done)
         if outcome.status == "gone":
-            return web.Response(status=404), name, len(body)
+            return web.Response(status=404), name
         if outcome.status == "failed":
             if kind == "africastalking-ussd":
                 content_type, text = reply(kind, None, ussd_reply)
-                return web.Response(status=200, body=text, content_type=content_type), name, len(body)
-            return web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_BUSY)}), name, len(body)
+                return web.Response(status=200, body=text, content_type=content_type), name
+            return web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_BUSY)}), name
         content_type, text = reply(kind, outcome.frame_ids, ussd_reply)
-        return web.Response(status=200, body=text, content_type=content_type), name, len(body)
+        return web.Response(status=200, body=text, content_type=content_type), name
 
 
 def start_listener(home: Home, store_target: str, config: GatewaysConfig) -> Listener:

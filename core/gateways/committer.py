@@ -73,14 +73,13 @@ class Committer:
                 group.append(more)
                 frames += sum(len(m.items) for m in more.messages)
             try:
-                self._commit(group)
+                outcomes = self._commit(group)
             except Exception as exc:  # noqa: BLE001 - every waiting post still gets an answer
                 log.error("gateway commit failed: %s", one_line(exc), exc_info=True)
-                for post in group:
-                    if not post.done.done():
-                        post.done.set_result(Outcome("failed"))
-        for post in self._drain():
-            post.done.set_result(Outcome("failed"))
+                outcomes = [Outcome("failed") for _ in group]
+            self.listener.answer(group, outcomes)
+        left = self._drain()
+        self.listener.answer(left, [Outcome("failed") for _ in left])
         self._flush_refused()  # the last counts, before the connection closes
 
     def _drain(self) -> list:
@@ -93,7 +92,8 @@ class Committer:
             out.append(item)
 
     # -- the transaction ------------------------------------------------------------------
-    def _commit(self, group: list[Post]) -> None:
+    def _commit(self, group: list[Post]) -> list[Outcome]:
+        """Each post's outcome, once its frames are committed (or spooled); the caller answers them."""
         listener = self.listener
         r = self.receiver
         refused, alerts = listener.take_refused()
@@ -103,12 +103,10 @@ class Committer:
         except Exception as exc:  # noqa: BLE001 - the store is unavailable: the inbox keeps the frames
             listener.give_back_refused(refused, alerts)
             log.warning("gateway posts could not be committed (%s); spooling them into the inbox", one_line(exc))
-            self._spool_or_fail(group)
-            return
+            return self._spool_or_fail(group)
         listener.accounts_seen(self._accounts)
         hold_after_commit(HOLD_LABEL, len(group), self.stop)
-        for post, outcome in zip(group, outcomes):
-            post.done.set_result(outcome)
+        return outcomes
 
     def _decide_and_write(self, r: Receiver, group: list[Post], refused: Counter, alerts: list) -> list[Outcome]:
         """Within the commit's transaction. Raw SQL with few statements: the committer shares the
@@ -183,24 +181,24 @@ class Committer:
             log.debug("refused-post counts not written yet: %s", one_line(exc))
 
     # -- the store unavailable ------------------------------------------------------------
-    def _spool_or_fail(self, group: list[Post]) -> None:
+    def _spool_or_fail(self, group: list[Post]) -> list[Outcome]:
         live = [p for p in group if p.name in self.listener.active_names()]
         try:
             written, retries = spool(self.listener.home, live)
         except OSError as exc:
             log.error("gateway posts could not be spooled into the inbox either: %s", one_line(exc))
-            for post in group:
-                post.done.set_result(Outcome("failed"))
-            return
+            return [Outcome("failed") for _ in group]
         log.info("%d gateway posts spooled into the inbox as %s", len(live), ", ".join(written) or "nothing")
         for (name, what), n in retries.items():
             for _ in range(n):
                 self.listener.count_refused(name, what)
+        outcomes = []
         for post in group:
             if post in live:
                 self.listener.count_refused(post.name, "spooled")
                 ids = [fid for m in post.messages for fid, t in m.items
                        if isinstance(fid, str) and not isinstance(t, Unreadable)]
-                post.done.set_result(Outcome("spooled", ids))
+                outcomes.append(Outcome("spooled", ids))
             else:
-                post.done.set_result(Outcome("gone"))
+                outcomes.append(Outcome("gone"))
+        return outcomes

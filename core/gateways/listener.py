@@ -189,6 +189,17 @@ class Listener:
             self._summary_timer = None
         self._summarise(False)  # what came since the last summary is not lost with the stop
 
+    def answer(self, posts: list[Post], outcomes: list) -> None:
+        """The committer's answers to a group of posts, handed to the listener's loop in one wake-up
+        (a future per post, each waking the loop, cost more than the rest of the hand-over)."""
+        loop = self._loop
+        if not posts or loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(_answer_all, list(zip(posts, outcomes)))
+        except RuntimeError:  # the loop closed meanwhile (the listener stopped): nobody waits any more
+            pass
+
     def _summarise(self, again: bool) -> None:
         """Log the posts since the last summary, one line per gateway (on the listener's loop)."""
         now = time.monotonic()
@@ -350,8 +361,9 @@ class Listener:
             log.info("gateway %s: the sender's clock is %+.0f s off (taken anyway)", name, check.skew)
         parsed = parse(kind, req)
         post = Post(name, kind, token_digest, parsed.messages, parsed.ignored is not None and not parsed.messages)
+        post.waiter = asyncio.get_running_loop().create_future()
         self.committer.queue.put(post)
-        outcome = await asyncio.wrap_future(post.done)
+        outcome = await post.waiter
         if outcome.status == "gone":
             return web.Response(status=404), name
         if outcome.status == "failed":
@@ -361,6 +373,13 @@ class Listener:
             return web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_BUSY)}), name
         content_type, text = reply(kind, outcome.frame_ids, ussd_reply)
         return web.Response(status=200, body=text, content_type=content_type), name
+
+
+def _answer_all(pairs: list) -> None:
+    """On the listener's loop: wake each post's handler (a post whose client went away has none)."""
+    for post, outcome in pairs:
+        if post.waiter is not None and not post.waiter.done():
+            post.waiter.set_result(outcome)
 
 
 def start_listener(home: Home, store_target: str, config: GatewaysConfig) -> Listener:

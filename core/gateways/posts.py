@@ -6,9 +6,9 @@ and none of those should have to import another to name them.
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -20,7 +20,9 @@ class Post:
     token_hash: str
     messages: list
     ignored: bool
-    done: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+    # The listener's asyncio future for this post's Outcome, set on the listener's own loop
+    # (``Listener.answer``): a whole group is answered with one wake-up of that loop.
+    waiter: Any = None
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -36,7 +37,8 @@ def _setup(home: Path) -> str:
     pw = home.parent / "alice.pass"
     pw.write_text("alice passphrase\n")
     pw.chmod(0o600)
-    assert main(["--home", str(home), "operator", "add", "alice", "--passphrase-file", str(pw)]) == 0
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        assert main(["--home", str(home), "operator", "add", "alice", "--passphrase-file", str(pw)]) == 0
     out = home.parent / "gateway.json"
     code = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home), "--json", "gateway", "add",
                            "bench", "--kind", "generic", "--operator", "alice", "--passphrase-file", str(pw),

@@ -143,6 +143,7 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         self._conflict_mark: int | None = None
         self._rejected_mark: float | None = None
         self._come_back_timer = None
+        self._load_in_flight: object | None = None  # the panel load the refresh loop awaits, if any
         self._idle = asyncio.Event()
         self._inbox_settled = threading.Event()  # the inbox start finished, one way or the other
 
@@ -310,7 +311,15 @@ class ConsoleApp(CaseActions, OperatorActions, App):
             self._come_back(panel.wait_left(self.version))
             return
         asked = panel.params() != panel.loaded_params
-        slow = self.set_timer(SLOW_LOAD_SECONDS, lambda: setattr(panel, "loading", asked))
+        load = self._load_in_flight = object()
+
+        def still_loading() -> None:
+            # A timer's callback is queued on the app when it fires, so it may run after the load
+            # ended and ``stop`` came too late: it would then cover a loaded panel for good.
+            if self._load_in_flight is load:
+                panel.loading = asked
+
+        slow = self.set_timer(SLOW_LOAD_SECONDS, still_loading)
         started = time.monotonic()
         try:
             data = await self.view.run(panel.load, plan, now)
@@ -320,6 +329,7 @@ class ConsoleApp(CaseActions, OperatorActions, App):
             log.warning("loading %s failed: %s", panel.TAB_ID, self.error)
             return
         finally:
+            self._load_in_flight = None
             slow.stop()
             panel.loading = False
         panel.loaded(plan, self.version, now, started, data)

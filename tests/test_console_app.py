@@ -104,6 +104,66 @@ async def test_a_tab_whose_first_load_is_slow_has_the_keyboard_once_it_has_loade
 
 
 @run_async
+async def test_the_loading_indicator_never_stays_over_a_panel_that_has_loaded(sample_home, monkeypatch):
+    """Textual queues a timer's callback on the app when the timer fires: a load that ended just
+    after its indicator's delay could see the callback run after it, which covered the loaded
+    panel for good (a quiet store never loads it again). Here the callback is held back and run
+    once the load is over, as that race runs it."""
+    from console import app as console_app
+
+    app = fixed_app(sample_home)
+    held = []
+    real = app.set_timer
+
+    def set_timer(delay, callback=None, **kwargs):
+        if delay == console_app.SLOW_LOAD_SECONDS:
+            held.append(callback)
+            return real(3600, lambda: None)  # a timer that stops as the real one would, firing never
+        return real(delay, callback, **kwargs)
+
+    monkeypatch.setattr(app, "set_timer", set_timer)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "5")
+        panel = app.panel("activity")
+        assert held and panel.loaded_params == panel.params() and not panel.loading
+        for callback in held:
+            callback()  # late: the loads it was set for are over
+        await pilot.pause()
+        assert not panel.loading
+
+
+@run_async
+async def test_a_filter_cleared_as_its_pause_ends_stays_cleared(sample_home, monkeypatch):
+    """The filter waits for a pause in the typing; Escape stops that wait. Textual queues a timer's
+    callback when it fires, so one can still run after Escape: here it is held back and run then."""
+    from console.panels import cases as cases_panel
+
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot)
+        panel = app.panel("cases")
+        held = []
+        real = panel.set_timer
+
+        def set_timer(delay, callback=None, **kwargs):
+            if delay == cases_panel.FILTER_SETTLE:
+                held.append(callback)
+                return real(3600, lambda: None)
+            return real(delay, callback, **kwargs)
+
+        monkeypatch.setattr(panel, "set_timer", set_timer)
+        await pilot.press("slash", "I", "f", "o")
+        await until(lambda: len(held) == 3, what="the filter's pause set after each key")
+        typed = list(held)  # the pauses set while typing: Escape stops the last one
+        await press_and_settle(pilot, "escape")
+        assert panel.filter == "" and app.query_one("#cases-filter").value == ""
+        for callback in typed:
+            callback()  # the pause ended as Escape came
+        await press_and_settle(pilot)
+        assert panel.filter == "" and len(cells(app, "cases-table", "frame_id")) == 10
+
+
+@run_async
 async def test_a_refresh_keeps_the_cursor_on_the_operators_row(sample_home):
     add_cases(sample_home, 40)
     app = fixed_app(sample_home)

@@ -129,8 +129,13 @@ class CasesPanel(CaseRows, Panel):
         """The filter applies as the operator types, once the keys pause (Enter applies it at once)."""
         if self._filter_timer is not None:
             self._filter_timer.stop()
-        text = event.value.strip()
-        self._filter_timer = self.set_timer(FILTER_SETTLE, lambda: self._set_filter(text))
+        self._filter_timer = self.set_timer(FILTER_SETTLE, self._filter_from_box)
+
+    def _filter_from_box(self) -> None:
+        """The box's text when the pause is over, not when the key came: Textual queues a timer's
+        callback as it fires, so it may run after a later Escape or Enter stopped the timer, and
+        text kept from before would then bring back a filter the operator had just cleared."""
+        self._set_filter(self.query_one("#cases-filter", Input).value.strip())
 
     @on(Input.Submitted, "#cases-filter")
     def _submitted(self, event: Input.Submitted) -> None:

@@ -137,3 +137,26 @@ def test_four_watchers_on_overlapping_inboxes(new_store, tmp_path):
         want = ledger(clean)
     assert len(got[0]) == 600 and got[0] == want[0]
     assert totals["applied"] == 600 and totals["frames"] == sum(len(f) for f in feeds)
+
+
+def test_a_store_being_made_by_another_connection_is_waited_for_not_refused(tmp_path):
+    """A new store is in rollback mode until its first connection turns it to WAL, and SQLite's
+    busy handler does not wait for a journal-mode change: the second of two receivers starting on
+    a new home (or the console's inbox beside its reader) got "database is locked" at once."""
+    import sqlite3
+    import threading
+
+    path = tmp_path / "receiver.db"
+    maker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    maker.execute("BEGIN IMMEDIATE")  # the other connection, mid-way through making the store
+    opened = threading.Event()
+    release = threading.Timer(0.5, lambda: (maker.execute("ROLLBACK"), opened.set()))
+    release.start()
+    try:
+        with Receiver(str(path)) as r:
+            assert opened.is_set()  # it waited for the other connection rather than failing
+            assert r.db.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert r.ingest_many([("k-1", frame(1, "A", "MED", 1, 1))], now=1_700_000_000)[0].outcome == "APPLIED"
+    finally:
+        release.cancel()
+        maker.close()

@@ -8,6 +8,8 @@ engine it is, the way peewee itself keeps dialects in ``Database`` subclasses.
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 
 from peewee import PostgresqlDatabase, SqliteDatabase
 
@@ -71,6 +73,23 @@ class SqliteStore(_Dialect, SqliteDatabase):
             pragmas.pop("journal_mode")
         return cls(store_target, pragmas=pragmas, lock_type="IMMEDIATE", timeout=BUSY_TIMEOUT_MS / 1000,
                    check_same_thread=False)
+
+    def _set_pragmas(self, conn) -> None:
+        """The pragmas, waited for as the busy timeout waits for a lock.
+
+        ``PRAGMA journal_mode`` is the one statement SQLite's busy handler does not wait for: a
+        connection that opens a new store while another is still making it (in rollback mode,
+        before its switch to WAL) gets "database is locked" at once. Two receivers starting on a
+        new home, or the console's reader and its inbox, then failed to start."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                super()._set_pragmas(conn)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
 
     def take_write_lock(self, shared: bool = False) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` took it (SQLite has one writer at a time)."""

@@ -190,8 +190,7 @@ class Committer:
             return [Outcome("failed") for _ in group]
         log.info("%d gateway posts spooled into the inbox as %s", len(live), ", ".join(written) or "nothing")
         for (name, what), n in retries.items():
-            for _ in range(n):
-                self.listener.count_refused(name, what)
+            self.listener.count_refused(name, what, n)
         outcomes = []
         for post in group:
             if post in live:

@@ -280,9 +280,9 @@ class Listener:
         return secret
 
     # -- refused posts (counted in the next commit) --------------------------------------
-    def count_refused(self, name: str, what: str) -> None:
+    def count_refused(self, name: str, what: str, n: int = 1) -> None:
         with self._lock:
-            self._refused[(name, what)] += 1
+            self._refused[(name, what)] += n
 
     def _alert(self, name: str, why: str) -> None:
         now = time.time()

@@ -327,3 +327,27 @@ def test_every_backup_verify_accepts_restores_into_a_working_home(made, tmp_path
     keys = sorted(n.split("/", 1)[1] for n in members_of(made) if n.startswith("operators/"))
     assert "alice.key" in keys and sorted(p.name for p in (new / "operators").iterdir()) == keys
     assert disk_use(scratch) == 0
+
+
+def test_a_damaged_encrypted_backup_says_so_as_it_streams(made, tmp_path, identity):
+    """Decrypted as it is read: a flipped byte or a cut-off end is the age file's damage, named as
+    such, and another's identity is exit 2."""
+    import pyrage
+    from pyrage import x25519
+
+    ident_path, recipient = identity
+    enc = tmp_path / "good.tar.gz.age"
+    pyrage.encrypt_file(str(made), str(enc), [x25519.Recipient.from_str(recipient)])
+    data = enc.read_bytes()
+    middle = len(data) // 2
+    for label, bad in (("flipped", data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1:]),
+                       ("cut", data[:-100])):
+        file = tmp_path / f"{label}.tar.gz.age"
+        file.write_bytes(bad)
+        for argv in (["backup", "verify", str(file)], ["restore", str(file), "--home", str(tmp_path / "r")]):
+            refused(measured(*argv, "--identity", str(ident_path)), "encrypted backup is damaged")
+        assert not (tmp_path / "r").exists()
+    other = tmp_path / "other-identity.txt"
+    other.write_text(f"{x25519.Identity.generate()}\n")
+    result = measured("backup", "verify", str(enc), "--identity", str(other))
+    assert result.returncode == 2 and "other keys" in result.stderr

@@ -67,7 +67,7 @@ def _age_header_bounded(file: Path) -> None:
 def _decrypt_failure(exc: BaseException) -> Exception:
     import pyrage
 
-    if not isinstance(exc, pyrage.DecryptError):
+    if not isinstance(exc, (pyrage.DecryptError, OSError)):  # a chunk that fails its tag comes as an OSError
         return BackupError(f"the encrypted backup does not decrypt ({exc.__class__.__name__}: {exc})")
     words = str(exc)
     if "No matching keys" in words:
@@ -100,16 +100,24 @@ def _decrypting(file: Path, identities: list):
 
     thread = threading.Thread(target=run, name="backup-decrypt", daemon=True)
     thread.start()
+
+    def stop() -> None:  # a writer still at work gets a broken pipe and ends
+        reader.close()
+        thread.join()
+
     try:
         yield reader
     except (BackupError, CannotRun):
-        reader.close()
-        thread.join()
-        if failure and not isinstance(failure[0], BrokenPipeError) and "Broken pipe" not in str(failure[0]):
+        stop()
+        # The reader found the stream cut off because decryption failed: that is the reason to give.
+        # A broken pipe is only the writer told that the reader had stopped for reasons of its own.
+        if failure and not isinstance(failure[0], BrokenPipeError):
             raise _decrypt_failure(failure[0]) from None
         raise
-    reader.close()
-    thread.join()
+    except BaseException:
+        stop()
+        raise
+    stop()
     if failure:
         raise _decrypt_failure(failure[0]) from None
 
@@ -146,7 +154,7 @@ def _gunzipped(raw):
     try:
         with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
             yield gz
-    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise BackupError(f"the backup is cut short or damaged (the archive does not read: {exc})") from None
 
 

@@ -351,3 +351,15 @@ def test_a_damaged_encrypted_backup_says_so_as_it_streams(made, tmp_path, identi
     other.write_text(f"{x25519.Identity.generate()}\n")
     result = measured("backup", "verify", str(enc), "--identity", str(other))
     assert result.returncode == 2 and "other keys" in result.stderr
+
+
+def test_backup_leaves_out_a_key_folder_file_whose_name_verify_would_refuse(home, tmp_path):
+    """An editor's leftover in operators/ never makes every backup of the home fail its check."""
+    (home.operators / "alice.key~").write_text("an editor's copy\n")
+    (home.operators / "notes for bob.txt").write_text("a note\n")
+    proc = measured("--home", str(home.root), "--json", "backup", "--to", str(tmp_path / "usb"))
+    assert proc.returncode == 0, proc.stderr
+    file = Path(json.loads(proc.stdout)["file"])
+    names = set(members_of(file))
+    assert "operators/alice.key" in names and not {"operators/alice.key~", "operators/notes for bob.txt"} & names
+    assert measured("backup", "verify", str(file)).returncode == 0

@@ -118,12 +118,12 @@ def _manifest(members: dict) -> dict:
 def test_member_hash_store_checks_and_checkpoint_are_each_verified(home, tmp_path):
     file = make(home, "--to", str(tmp_path / "usb"))
 
-    def config_changed(m):
+    def config_changed(m):  # its listed size made to match: only the hash tells
         m["config.toml"] = m.get("config.toml", b"") + b"\n# edited\n"
-        if "config.toml" not in _manifest(m)["members"]:
-            man = _manifest(m)
-            man["members"]["config.toml"] = "0" * 64
-            m[archive.MANIFEST] = json.dumps(man).encode()
+        man = _manifest(m)
+        man["members"].setdefault("config.toml", "0" * 64)
+        man["sizes"]["config.toml"] = len(m["config.toml"])
+        m[archive.MANIFEST] = json.dumps(man).encode()
 
     def store_corrupt(m):
         db = bytearray(m[archive.STORE])

@@ -176,11 +176,20 @@ def _number(key: str, value: Any, low: float, high: float) -> float:
 
 def load_alerts_config(config_path) -> AlertsConfig:
     """``[alerts]`` from the file; no table means no targets (events are still kept in the outbox).
-    A relative ``token_file`` is beside the config file."""
+    A relative ``token_file``, and a ``command`` program given as a relative path (``bin/notify``),
+    are beside the config file, in the home, whatever folder the command was started in (``~`` is
+    the user's home); a bare program name is looked up on ``PATH`` as ever."""
     table = read_toml(config_path).get("alerts", {})
     if not isinstance(table, dict):
         raise ValueError(f"{config_path}: 'alerts' must be a table ([alerts])")
+    base = os.path.dirname(os.path.abspath(config_path))
     token_file = table.get("token_file")
     if isinstance(token_file, str) and token_file and not os.path.isabs(token_file):
-        table = {**table, "token_file": os.path.join(os.path.dirname(os.path.abspath(config_path)), token_file)}
-    return AlertsConfig.from_mapping(table, where=f"{config_path} [alerts]")
+        table = {**table, "token_file": os.path.join(base, token_file)}
+    config = AlertsConfig.from_mapping(table, where=f"{config_path} [alerts]")
+    program = config.command[0] if config.command else ""
+    if "/" in program:  # join keeps an absolute path (or ~/...) as it is
+        placed = os.path.join(base, os.path.expanduser(program))
+        if placed != program:
+            config = config.replace(command=(placed, *config.command[1:]))
+    return config

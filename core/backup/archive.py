@@ -9,6 +9,7 @@ one whole and ``restore`` lays one out as a home: this module is what the three 
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 from core.home import DB_NAME
@@ -24,6 +25,10 @@ SUFFIX_AGE = ".tar.gz.age"
 PREFIX = "ussd-backup-"
 TMP_SUFFIX = ".tmp"
 HOLD_ENV = "USSD_TEST_BACKUP_HOLD"  # tests only: a folder where each step waits for its marker to go
+SMALL_MAX = 1 << 20  # the manifest, config.toml and each file under operators/ are at most this
+# A file under operators/ is backed up (and restored) only under a plain name: no dot first, no
+# folder, nothing a shell or a path could read as more than a name.
+KEY_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", re.ASCII)
 
 
 class BackupError(Exception):
@@ -32,6 +37,21 @@ class BackupError(Exception):
 
 class CannotRun(Exception):
     """The check cannot be made at all (no file, no identity): exit 2 with these words."""
+
+
+def key_file_name(name: str) -> bool:
+    """Whether a file under operators/ with this name goes into a backup."""
+    return bool(KEY_FILE_NAME.fullmatch(name))
+
+
+def known_member(name: str, store: str) -> bool:
+    """Whether ``name`` is a member ``backup`` writes, beside the manifest: the store member
+    ``store`` (the SQLite snapshot or the PostgreSQL dump), config.toml, or a file under operators/.
+    Nothing else is accepted, so whatever verifies is something ``restore`` can lay out."""
+    if name in (store, CONFIG):
+        return True
+    folder, slash, rest = name.partition("/")
+    return folder == KEYS and bool(slash) and key_file_name(rest)
 
 
 def sha256_file(path: Path) -> str:

@@ -19,7 +19,12 @@ class BackupConfig:
     recipients: tuple[str, ...] = ()
 
     def folder(self, home) -> Path:
-        return Path(self.dir).expanduser() if self.dir else Path(home.root) / "backups"
+        """A relative ``dir`` is under the home, whatever folder the command was started in (``watch``
+        under its unit starts in ``/``): every command finds the same backups."""
+        if not self.dir:
+            return Path(home.root) / "backups"
+        path = Path(self.dir).expanduser()
+        return path if path.is_absolute() else Path(home.root) / path
 
 
 def _recipients(value, where: str) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from core.urls import mask_in
 from . import pg
 from .archive import (
     CONFIG, FORMAT, HOLD_ENV, KEYS, MANIFEST, PREFIX, STORE, SUFFIX_AGE, SUFFIX_PLAIN, TMP_SUFFIX, CannotRun,
-    sha256_file,
+    key_file_name, sha256_file,
 )
 from .verify import verify_into
 
@@ -127,7 +127,7 @@ def _key_files(home) -> list[Path]:
     folder = Path(home.operators)
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+    return sorted(p for p in folder.iterdir() if p.is_file() and key_file_name(p.name)
                   and not p.name.lower().endswith((".tmp", ".part", ".partial")))
 
 
@@ -218,8 +218,10 @@ def make_backup(home, store_target: str, folder: Path, recipients=(), now: float
         contents = {name: (path.read_bytes() if path is not snap else None) for name, path in members.items()}
         hashes = {name: (sha256_file(path) if data is None else hashlib.sha256(data).hexdigest())
                   for (name, path), data in zip(members.items(), contents.values())}
+        sizes = {name: (snap.stat().st_size if data is None else len(data)) for name, data in contents.items()}
         manifest = {"format": FORMAT, "software_version": _software_version(), "made_at": now,
-                    "store_kind": "postgresql" if postgres else "sqlite", **described, "members": hashes}
+                    "store_kind": "postgresql" if postgres else "sqlite", **described, "members": hashes,
+                    "sizes": sizes}
         try:  # only now: a store that cannot be read leaves no empty folder on the backup disk
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -34,6 +34,22 @@ def _without_db_line(text: str, url: str | None = None) -> str:
     return "".join(out)
 
 
+def _lay_out(name: str, path: Path, dest: Path, url: str | None) -> None:
+    """One verified member in its place in the new home (config.toml with its ``db =`` line set aside).
+    The names were checked while unpacking, so a failure here is the disk's, said in words."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if name == CONFIG:  # at most archive.SMALL_MAX bytes: checked while unpacking
+            dest.write_text(_without_db_line(path.read_bytes().decode("utf-8", "replace"), url), encoding="utf-8")
+        else:
+            os.replace(path, dest)
+        os.chmod(dest, 0o600)
+        with open(dest, "rb+") as fh:
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise CannotRun(f"cannot lay out the member {name} in {dest.parent}: {exc.strerror or exc}") from None
+
+
 def _check_target(url: str, manifest: dict) -> None:
     """The database named by ``--db`` is reachable, empty, and its search path finds the store's schema."""
     try:
@@ -90,19 +106,8 @@ def restore(file: Path, home, identity: str | None = None, db: str | None = None
             found[CONFIG] = work / "empty-config.toml"
             found[CONFIG].write_text("")
         for name, path in found.items():
-            if name == pg.DUMP:
-                continue
-            dest = layout / name
-            dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            data = path.read_bytes() if name == CONFIG else None
-            if data is not None:
-                dest.write_text(_without_db_line(data.decode("utf-8", "replace"), db if postgres else None),
-                                encoding="utf-8")
-            else:
-                os.replace(path, dest)
-            os.chmod(dest, 0o600)
-            with open(dest, "rb+") as fh:
-                os.fsync(fh.fileno())
+            if name != pg.DUMP:
+                _lay_out(name, path, layout / name, db if postgres else None)
         if (layout / KEYS).is_dir():
             sync_folder(layout / KEYS)
         sync_folder(layout)

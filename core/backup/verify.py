@@ -6,18 +6,26 @@ the dump). A damaged backup is a ``BackupError``; a check that cannot be made, `
 
 from __future__ import annotations
 
+import errno
 import gzip
+import hashlib
 import json
+import os
+import shutil
 import sqlite3
-import tarfile
 import tempfile
+import threading
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 
 from core.urls import mask_in
 
 from . import pg
-from .archive import AGE_MAGIC, FORMAT, KEYS, MANIFEST, STORE, BackupError, CannotRun, sha256_file, store_kind
+from .archive import (
+    AGE_MAGIC, CONFIG, FORMAT, KEYS, MANIFEST, SMALL_MAX, STORE, BackupError, CannotRun, known_member, store_kind,
+)
+from .members import TarStream, shown
 
 def _identities(path: str | None) -> list:
     from pyrage import x25519
@@ -39,8 +47,85 @@ def _identities(path: str | None) -> list:
         raise CannotRun(f"the identity file {path} holds an age identity that does not read") from None
 
 
-def open_plain(file: Path, work: Path, identity: str | None) -> Path:
-    """The backup's tar.gz: the file itself, or decrypted into ``work``."""
+AGE_HEADER_MAX = 64 << 10  # an age header: its recipients' stanzas and its MAC (a few hundred bytes each)
+RESERVE = 64 << 20  # free space left on the disk a backup is unpacked on
+
+
+def _age_header_bounded(file: Path) -> None:
+    """age reads its header whole before anything else (and slowly, line by line): refuse one
+    longer than any real backup's before it is handed over."""
+    try:
+        with open(file, "rb") as fh:
+            head = fh.read(AGE_HEADER_MAX + 1)
+    except OSError as exc:
+        raise CannotRun(f"cannot read {file}: {exc.strerror}") from None
+    if b"\n--- " not in head[:AGE_HEADER_MAX] and len(head) > AGE_HEADER_MAX:
+        raise BackupError(f"the encrypted backup's header is over {AGE_HEADER_MAX:,} bytes: not a backup "
+                          "this program made; it was not read")
+
+
+def _decrypt_failure(exc: BaseException) -> Exception:
+    import pyrage
+
+    if not isinstance(exc, (pyrage.DecryptError, OSError)):  # a chunk that fails its tag comes as an OSError
+        return BackupError(f"the encrypted backup does not decrypt ({exc.__class__.__name__}: {exc})")
+    words = str(exc)
+    if "No matching keys" in words:
+        return CannotRun("the identity given does not open this backup (it was encrypted to other keys)")
+    return BackupError(f"the encrypted backup is damaged or cut short ({words})")
+
+
+@contextmanager
+def _decrypting(file: Path, identities: list):
+    """The plaintext of an age file as a stream: decrypted in a thread into a pipe, never into a
+    file or memory. Each 64 KiB chunk is authenticated before it comes out. A failure to decrypt
+    is raised here, in place of whatever the reader made of the cut-off stream."""
+    import pyrage
+
+    read_fd, write_fd = os.pipe()
+    reader, writer = os.fdopen(read_fd, "rb"), os.fdopen(write_fd, "wb")
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with open(file, "rb") as src:
+                pyrage.decrypt_io(src, writer, identities)
+        except BaseException as exc:  # noqa: BLE001 - handed to the reading thread
+            failure.append(exc)
+        finally:
+            try:
+                writer.close()
+            except OSError:
+                pass  # the reader stopped first: nothing more to say
+
+    thread = threading.Thread(target=run, name="backup-decrypt", daemon=True)
+    thread.start()
+
+    def stop() -> None:  # a writer still at work gets a broken pipe and ends
+        reader.close()
+        thread.join()
+
+    try:
+        yield reader
+    except (BackupError, CannotRun):
+        stop()
+        # The reader found the stream cut off because decryption failed: that is the reason to give.
+        # A broken pipe is only the writer told that the reader had stopped for reasons of its own.
+        if failure and not isinstance(failure[0], BrokenPipeError):
+            raise _decrypt_failure(failure[0]) from None
+        raise
+    except BaseException:
+        stop()
+        raise
+    stop()
+    if failure:
+        raise _decrypt_failure(failure[0]) from None
+
+
+@contextmanager
+def open_plain(file: Path, identity: str | None):
+    """The backup's tar stream, read as it is gunzipped (and decrypted, when it is age-encrypted):
+    nothing of it is held whole, in memory or on disk."""
     file = Path(file)
     if not file.is_file():
         raise CannotRun(f"no backup file at {file}")
@@ -50,55 +135,131 @@ def open_plain(file: Path, work: Path, identity: str | None) -> Path:
     except OSError as exc:
         raise CannotRun(f"cannot read {file}: {exc.strerror}") from None
     if head != AGE_MAGIC:
-        return file
+        try:
+            raw = open(file, "rb")
+        except OSError as exc:
+            raise CannotRun(f"cannot read {file}: {exc.strerror}") from None
+        with raw, _gunzipped(raw) as stream:
+            yield stream
+        return
     identities = _identities(identity)
-    import pyrage
+    _age_header_bounded(file)
+    with _decrypting(file, identities) as raw, _gunzipped(raw) as stream:
+        yield stream
 
-    out = work / "backup.tar.gz"
+
+@contextmanager
+def _gunzipped(raw):
+    """A gzip stream's content; a damaged or cut-off stream is a BackupError, wherever it is read."""
     try:
-        pyrage.decrypt_file(str(file), str(out), identities)
-    except pyrage.DecryptError as exc:
-        words = str(exc)
-        if "No matching keys" in words:
-            raise CannotRun("the identity given does not open this backup (it was encrypted to other keys)") from None
-        raise BackupError(f"the encrypted backup is damaged or cut short ({words})") from None
-    return out
-
-
-def _read_members(plain: Path, work: Path) -> tuple[dict, dict]:
-    """(manifest, name -> extracted path); a damaged or cut-off archive is a BackupError."""
-    found: dict[str, Path] = {}
-    manifest = None
-    try:
-        with gzip.open(plain, "rb") as gz, tarfile.open(fileobj=gz, mode="r|") as tar:
-            for info in tar:
-                if not info.isfile():
-                    raise BackupError(f"the backup holds {info.name[:80]!r}, which is not a plain file")
-                name = info.name
-                parts = name.split("/")
-                if name.startswith("/") or ".." in parts or len(parts) > 2 or (len(parts) == 2 and parts[0] != KEYS):
-                    raise BackupError(f"the backup holds an unexpected member {name[:80]!r}")
-                data = tar.extractfile(info)
-                if name == MANIFEST:
-                    try:
-                        manifest = json.loads(data.read(1 << 20))
-                    except ValueError:
-                        raise BackupError("the backup's manifest is not valid JSON") from None
-                    continue
-                dest = work / "members" / name
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                with open(dest, "wb") as out:
-                    while chunk := data.read(1 << 20):
-                        out.write(chunk)
-                found[name] = dest
-            # tar stops at its end marker: the rest of the gzip stream (and its CRC) is read too,
-            # so a flipped byte in the padding or the trailer is found as well.
-            while gz.read(1 << 20):
-                pass
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
+            yield gz
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise BackupError(f"the backup is cut short or damaged (the archive does not read: {exc})") from None
+
+
+def _room(work: Path, need: int) -> None:
+    """The disk the backup is unpacked on keeps ``RESERVE`` free after ``need`` more bytes."""
+    free = shutil.disk_usage(work).free
+    if need + RESERVE > free:
+        raise CannotRun(f"not enough free space in {work.parent} to unpack the backup: it needs {need:,} bytes "
+                        f"and {free:,} are free (a backup is unpacked there to be checked)")
+
+
+def _read_manifest(tar: TarStream) -> dict:
+    """The first member, the manifest: small, valid JSON, this format, listing the store."""
+    first = tar.next()
+    if first is None:
+        raise BackupError("the backup has no manifest this program reads")
+    if first.name != MANIFEST:
+        raise BackupError(f"the backup does not start with its manifest (its first member is {shown(first.name)})")
+    if first.kind != "file" or first.size > SMALL_MAX:
+        raise BackupError(f"the backup's manifest is not a plain file of at most {SMALL_MAX:,} bytes")
+    try:
+        manifest = json.loads(b"".join(tar.chunks()))
+    except (ValueError, RecursionError):
+        raise BackupError("the backup's manifest is not valid JSON") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BackupError("the backup has no manifest this program reads")
+    listed = manifest.get("members")
+    store = pg.DUMP if store_kind(manifest) == "postgresql" else STORE
+    if not isinstance(listed, dict) or store not in listed:
+        raise BackupError("the manifest does not list the store")
+    if not all(isinstance(v, str) for v in listed.values()):
+        raise BackupError("the manifest's list of members does not read")
+    sizes = manifest.get("sizes")
+    if sizes is not None:  # backups made before sizes were listed have none
+        if not isinstance(sizes, dict) or set(sizes) != set(listed) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes.values()):
+            raise BackupError("the manifest's sizes do not read (one whole number of bytes for each member)")
+    return manifest
+
+
+def _member_problem(header, manifest: dict, found: dict) -> str | None:
+    """Why a member is refused before a byte of it is read: its name first, then its size."""
+    listed, sizes = manifest["members"], manifest.get("sizes")
+    store = pg.DUMP if store_kind(manifest) == "postgresql" else STORE
+    name = header.name
+    if name in found or name == MANIFEST:
+        return f"the backup holds the member {shown(name)} twice"
+    if not known_member(name, store):
+        return (f"the backup holds an unexpected member {shown(name)} (a backup holds only {MANIFEST}, the store "
+                f"{store}, {CONFIG} and plain files under {KEYS}/)")
+    if header.kind != "file":
+        return f"the member {shown(name)} is a {header.kind}, not a plain file"
+    if name not in listed:
+        return f"the member {shown(name)} is not listed in the manifest"
+    if sizes is not None and header.size != sizes[name]:
+        return f"the member {name} is {header.size:,} bytes, the manifest lists {sizes[name]:,}"
+    if name != store and header.size > SMALL_MAX:
+        return f"the member {name} is {header.size:,} bytes; only the store may be over {SMALL_MAX:,}"
+    return None
+
+
+def _unpack_member(tar: TarStream, dest: Path, name: str) -> str:
+    """Write the current member to ``dest`` (a new file), returning its SHA-256."""
+    digest = hashlib.sha256()
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            for chunk in tar.chunks():
+                digest.update(chunk)
+                out.write(chunk)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise CannotRun(f"the disk filled up while unpacking the member {name} in {dest.parent}") from None
+        raise BackupError(f"the member {name} cannot be unpacked ({exc.strerror or exc})") from None
+    return digest.hexdigest()
+
+
+def _read_members(stream, work: Path) -> tuple[dict, dict]:
+    """(manifest, name -> extracted path), checked while streaming: the manifest comes first, each
+    member's name and size are judged against it before its data is read, nothing is written past
+    its listed size, and each one's SHA-256 is checked as it is written. Nothing is unpacked unless
+    the disk has room for every member the manifest lists."""
+    tar = TarStream(stream)
+    manifest = _read_manifest(tar)
+    sizes = manifest.get("sizes")
+    (work / "members").mkdir(exist_ok=True)
+    if sizes is not None:
+        _room(work, sum(sizes.values()))
+    found: dict[str, Path] = {}
+    while (header := tar.next()) is not None:
+        problem = _member_problem(header, manifest, found)
+        if problem is not None:
+            raise BackupError(problem)
+        if sizes is None:
+            _room(work, header.size)
+        dest = work / "members" / header.name
+        if _unpack_member(tar, dest, header.name) != manifest["members"][header.name]:
+            raise BackupError(f"the member {header.name} does not match its SHA-256 in the manifest")
+        found[header.name] = dest
+    # tar stops at its end marker: the rest of the stream (and gzip's CRC) is read too, so a
+    # flipped byte in the padding or the trailer is found as well.
+    tar.finish()
+    for name in sorted(set(manifest["members"]) - set(found)):
+        raise BackupError(f"the member {name} listed in the manifest is missing")
     return manifest, found
 
 
@@ -160,20 +321,9 @@ def verify_into(file: Path, work: Path, identity: str | None = None, server: str
     For a PostgreSQL backup the audit chain is checked by restoring the dump into a scratch
     database on ``server``'s server (when given and when a database can be made there); what was
     and was not checked is in the returned manifest's ``verified``."""
-    plain = open_plain(Path(file), work, identity)
-    manifest, found = _read_members(plain, work)
-    listed = manifest.get("members")
+    with open_plain(Path(file), identity) as stream:
+        manifest, found = _read_members(stream, work)
     postgres = store_kind(manifest) == "postgresql"
-    store_member = pg.DUMP if postgres else STORE
-    if not isinstance(listed, dict) or store_member not in listed:
-        raise BackupError("the manifest does not list the store")
-    for name in sorted(set(listed) - set(found)):
-        raise BackupError(f"the member {name} listed in the manifest is missing")
-    for name in sorted(set(found) - set(listed)):
-        raise BackupError(f"the member {name} is not listed in the manifest")
-    for name, path in sorted(found.items()):
-        if sha256_file(path) != listed[name]:
-            raise BackupError(f"the member {name} does not match its SHA-256 in the manifest")
     checked, not_checked = ["every member's SHA-256"], []
     if postgres:
         try:

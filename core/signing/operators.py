@@ -64,6 +64,12 @@ def _signed_operator_entries(receiver) -> bool:
     return E.select().where(E.action.in_((OPERATOR_ADD, OPERATOR_ADOPT))).exists()
 
 
+def site_names(receiver) -> list[str]:
+    """The sites the store has cases for: words an attacker of this home tries first in a passphrase."""
+    C = receiver.m.Case
+    return [row.site for row in C.select(C.site).distinct()]
+
+
 def add_operator(home, receiver, name: str, passphrase: str, now: float | None = None, *,
                  sponsor: Signer | None = None, reason: str = ADD_REASON,
                  roles: list[str] | None = None) -> dict:
@@ -85,7 +91,7 @@ def add_operator(home, receiver, name: str, passphrase: str, now: float | None =
     except roles_.RoleError as exc:
         raise ActionError(str(exc)) from None
     hours = None if sponsor is None else countersign.hours_for(home, OPERATOR_ADD)
-    check_new_passphrase(passphrase, name)
+    check_new_passphrase(passphrase, name, site_names(receiver))
     reason = audit.check_reason(reason)
     folder = operators_folder(home, create=True)
     key = Ed25519PrivateKey.generate()

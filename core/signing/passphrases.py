@@ -94,8 +94,8 @@ def _estimator_says(result: dict) -> str:
     """zxcvbn's warning and suggestions as one sentence run (its own words)."""
     feedback = result.get("feedback") or {}
     said = [feedback.get("warning") or "", *(feedback.get("suggestions") or [])]
-    text = " ".join(s.strip() for s in said if s and s.strip())
-    return " ".join(text.split()) or "it is among the first guesses a cracking tool tries."
+    text = " ".join(" ".join(s.split()) for s in said if s and s.strip())
+    return text.rstrip(".") or "it is among the first guesses a cracking tool tries"  # "; " follows
 
 
 def weakness(passphrase: str, name: str, sites: Iterable[str] = ()) -> str | None:

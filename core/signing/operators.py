@@ -303,7 +303,8 @@ def load_signer(home, receiver, name: str, passphrase: str, *, where: str = "cli
     """Unlock an active operator's key; a wrong passphrase is a one-line error.
 
     ``where`` (cli, console, browser) goes into the home's log line of a failed
-    unlock; after five in a row the attempt first waits (``unlock_guard``),
+    unlock. The attempt holds the operator's turn (``unlock_guard.turn``: one
+    at a time across processes), and after five failures in a row first waits,
     said through ``announce``. A key file in the old wrapping is re-wrapped on
     a good unlock.
     """
@@ -312,15 +313,16 @@ def load_signer(home, receiver, name: str, passphrase: str, *, where: str = "cli
     operators_folder(home)
     path = key_path(home, name)
     data = read_key_file(path)
-    unlock_guard.before_attempt(home, name, where, announce)
-    try:
-        key = unwrap(data, name, passphrase)
-    except ActionError:
-        unlock_guard.failed(home, name, where)
-        raise
-    if public_raw(key).hex() != row.public_key:
-        raise ActionError(f"the key file for operator {name} does not match the key registered in the store")
-    unlock_guard.succeeded(home, name)
+    with unlock_guard.turn(home, name, where, announce) as began:
+        unlock_guard.unlocking(name, where)
+        try:
+            key = unwrap(data, name, passphrase)
+        except ActionError:
+            unlock_guard.failed(home, name, where, began)
+            raise
+        if public_raw(key).hex() != row.public_key:
+            raise ActionError(f"the key file for operator {name} does not match the key registered in the store")
+        unlock_guard.succeeded(home, name)
     if not is_current_format(data):
         try:
             rewrap_key_file(path, key, passphrase)

@@ -82,7 +82,9 @@ def retention_days(home) -> float | None:
 
 def hold_the_turn(home, name: str = "alice") -> int:
     """Take operator ``name``'s turn from this test, as another attempt in progress would."""
-    fd = os.open(unlock_guard.lock_path(home, name), os.O_RDWR | os.O_CREAT, 0o600)
+    path = unlock_guard.lock_path(home, name)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     return fd
 
@@ -222,7 +224,7 @@ def test_the_lock_file_is_private_and_a_planted_link_is_refused(home, tmp_path):
     assert subprocess.run(command(home, *RETENTION, "--passphrase-file", passfile(tmp_path, "alice")),
                           env=environment(), capture_output=True, text=True, timeout=120).returncode == 0
     lock = unlock_guard.lock_path(home, "alice")
-    assert lock.name.startswith(".") and (lock.stat().st_mode & 0o777) == 0o600
+    assert lock.parent == home.root / "run" and (lock.stat().st_mode & 0o777) == 0o600
     lock.unlink()
     target = tmp_path / "elsewhere"
     target.write_text("")

@@ -10,12 +10,12 @@ seconds after the last failure, up to ``WAIT_MAX``. A good unlock clears it.
 
 The wait only slows guessing if guesses cannot run side by side: each attempt
 takes its operator's turn first, an exclusive ``flock`` on
-``operators/.NAME.unlock.lock`` held by whichever process (or thread) has it,
-and reads the count, serves the wait and tries the passphrase while holding it.
+``run/unlock-NAME.lock`` held by whichever process (or thread) has it, and
+reads the count, serves the wait and tries the passphrase while holding it.
 Ten parallel guesses therefore wait one after another, each as long as the
-failures before it ask for. The lock file is dot-named (a backup leaves it
-out: it holds nothing) and kept; the kernel drops the lock when its holder
-ends, however it ends.
+failures before it ask for. The lock file holds nothing and is kept, beside
+the running services' records (no backup carries ``run/``); the kernel drops
+the lock when its holder ends, however it ends.
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from core.home import LOG_FORMAT, open_private
+from core.home import LOG_FORMAT, open_private, private_folder
+from core.ops.heartbeat import run_dir
 
 from .keys import ActionError, check_name
 
 FREE_FAILURES = 5
 WAIT_MAX = 300.0
 STATE_NAME = "unlock-failures.json"
-LOCK_SUFFIX = ".unlock.lock"
 TURNS_KEPT = 20  # when each failed attempt in a row held its turn, the latest ones: guesses' pace at a glance
 # The console and the browser serve the wait beforehand, off their store thread (``before_attempt``);
 # the attempt itself then runs on that thread, so it never waits long there for another's turn.
@@ -111,7 +111,7 @@ def home_log(home, level: int, message: str) -> None:
 
 
 def lock_path(home, name: str) -> Path:
-    return Path(home.operators) / f".{check_name(name)}{LOCK_SUFFIX}"
+    return run_dir(home) / f"unlock-{check_name(name)}.lock"
 
 
 def _tell(where: str, announce: Callable[[str], None] | None, words: str) -> None:
@@ -126,10 +126,9 @@ def _take_turn(home, name: str, where: str, announce, patience: float | None, sl
     takes (Ctrl-C still stops it: the blocking ``flock`` gives way to the signal)."""
     path = lock_path(home, name)
     try:
+        private_folder(path.parent)
         fd = open_private(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise  # no operators folder: the caller knows what that means
         raise ActionError(f"cannot open the unlock lock {path}: {exc.strerror or exc}") from None
     try:
         try:
@@ -201,10 +200,9 @@ def before_attempt(home, name: str, where: str, announce: Callable[[str], None] 
     The wait is logged and told through ``announce`` (by default, on the command
     line, one line on stderr) before it starts.
     """
-    try:
-        fd = _take_turn(home, name, where, announce, None, sleep)
-    except FileNotFoundError:  # no operators folder yet: nothing has failed
+    if not Path(home.operators).is_dir():  # no operators folder yet: nothing has failed
         return 0.0
+    fd = _take_turn(home, name, where, announce, None, sleep)
     try:
         return _serve_wait(home, name, where, announce, sleep, None)
     finally:

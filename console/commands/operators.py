@@ -31,6 +31,7 @@ from core.signing.operators import (
     load_signer,
     retire_operator,
     revoke_role,
+    site_names,
 )
 from core.signing.roles import ROLES
 from core.signing.passphrases import ADVICE, PASSPHRASE_MIN, weakness
@@ -168,14 +169,14 @@ def _ask(prompt: str) -> str:
 ASK_TIMES = 3  # a new passphrase that is too short or mistyped is asked again, this many times in all
 
 
-def _passphrase(args, name: str, twice: bool = False) -> str:
+def _passphrase(args, name: str, twice: bool = False, sites: tuple[str, ...] | list[str] = ()) -> str:
     if args.passphrase_file:
         return _read_passphrase_file(args.passphrase_file)
     if not twice:
         return _ask(f"passphrase for {name}: ")
     for attempt in range(1, ASK_TIMES + 1):
         first = _ask(f"new passphrase for {name} (at least {PASSPHRASE_MIN} characters): ")
-        why = weakness(first, name)
+        why = weakness(first, name, sites)
         if len(first) < PASSPHRASE_MIN:
             print(f"too short: {len(first)} characters, at least {PASSPHRASE_MIN} needed; a short sentence is best",
                   file=sys.stderr)
@@ -243,7 +244,7 @@ def cmd_operator_add(args, ctx) -> int:
         countersign.check(ctx.home, receiver, approver, "operator.add")  # before any passphrase is asked
         sponsor = _unlock(ctx, args, approver, passphrase_file=args.operator_passphrase_file or "",
                           prompt=f"passphrase for {approver} (approving): ")
-    passphrase = _passphrase(args, name, twice=True)
+    passphrase = _passphrase(args, name, twice=True, sites=site_names(receiver))
     info = add_operator(ctx.home, receiver, name, passphrase, sponsor=sponsor, reason=reason, roles=args.roles)
     path = key_path(ctx.home, name)
     if "pending" in info:

@@ -64,6 +64,12 @@ def _signed_operator_entries(receiver) -> bool:
     return E.select().where(E.action.in_((OPERATOR_ADD, OPERATOR_ADOPT))).exists()
 
 
+def site_names(receiver) -> list[str]:
+    """The sites the store has cases for: words an attacker of this home tries first in a passphrase."""
+    C = receiver.m.Case
+    return [row.site for row in C.select(C.site).distinct()]
+
+
 def add_operator(home, receiver, name: str, passphrase: str, now: float | None = None, *,
                  sponsor: Signer | None = None, reason: str = ADD_REASON,
                  roles: list[str] | None = None) -> dict:
@@ -85,7 +91,7 @@ def add_operator(home, receiver, name: str, passphrase: str, now: float | None =
     except roles_.RoleError as exc:
         raise ActionError(str(exc)) from None
     hours = None if sponsor is None else countersign.hours_for(home, OPERATOR_ADD)
-    check_new_passphrase(passphrase, name)
+    check_new_passphrase(passphrase, name, site_names(receiver))
     reason = audit.check_reason(reason)
     folder = operators_folder(home, create=True)
     key = Ed25519PrivateKey.generate()
@@ -297,7 +303,8 @@ def load_signer(home, receiver, name: str, passphrase: str, *, where: str = "cli
     """Unlock an active operator's key; a wrong passphrase is a one-line error.
 
     ``where`` (cli, console, browser) goes into the home's log line of a failed
-    unlock; after five in a row the attempt first waits (``unlock_guard``),
+    unlock. The attempt holds the operator's turn (``unlock_guard.turn``: one
+    at a time across processes), and after five failures in a row first waits,
     said through ``announce``. A key file in the old wrapping is re-wrapped on
     a good unlock.
     """
@@ -306,15 +313,16 @@ def load_signer(home, receiver, name: str, passphrase: str, *, where: str = "cli
     operators_folder(home)
     path = key_path(home, name)
     data = read_key_file(path)
-    unlock_guard.before_attempt(home, name, where, announce)
-    try:
-        key = unwrap(data, name, passphrase)
-    except ActionError:
-        unlock_guard.failed(home, name, where)
-        raise
-    if public_raw(key).hex() != row.public_key:
-        raise ActionError(f"the key file for operator {name} does not match the key registered in the store")
-    unlock_guard.succeeded(home, name)
+    with unlock_guard.turn(home, name, where, announce) as began:
+        unlock_guard.unlocking(name, where)
+        try:
+            key = unwrap(data, name, passphrase)
+        except ActionError:
+            unlock_guard.failed(home, name, where, began)
+            raise
+        if public_raw(key).hex() != row.public_key:
+            raise ActionError(f"the key file for operator {name} does not match the key registered in the store")
+        unlock_guard.succeeded(home, name)
     if not is_current_format(data):
         try:
             rewrap_key_file(path, key, passphrase)

@@ -1,4 +1,5 @@
-"""Failed unlocks: each one a line in the home's log, and a growing wait after five in a row.
+"""Failed unlocks: each one a line in the home's log, a growing wait after five in a row, and one
+attempt per operator at a time.
 
 A wrong passphrase anywhere (the console's dialog, the browser, the command
 line) is written to ``logs/receiver.log`` with the operator, where and when,
@@ -6,6 +7,15 @@ never the passphrase. The count of failures in a row per operator is kept in
 ``operators/unlock-failures.json`` so a restart does not reset it; from the
 fifth on, the next attempt (right or wrong) first waits ``2 ** (n - 5)``
 seconds after the last failure, up to ``WAIT_MAX``. A good unlock clears it.
+
+The wait only slows guessing if guesses cannot run side by side: each attempt
+takes its operator's turn first, an exclusive ``flock`` on
+``run/unlock-NAME.lock`` held by whichever process (or thread) has it, and
+reads the count, serves the wait and tries the passphrase while holding it.
+Ten parallel guesses therefore wait one after another, each as long as the
+failures before it ask for. The lock file holds nothing and is kept, beside
+the running services' records (no backup carries ``run/``); the kernel drops
+the lock when its holder ends, however it ends.
 """
 
 from __future__ import annotations
@@ -16,14 +26,23 @@ import logging
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
-from core.home import LOG_FORMAT
+from core.home import LOG_FORMAT, open_private, private_folder
+from core.ops.heartbeat import run_dir
+
+from .keys import ActionError, check_name
 
 FREE_FAILURES = 5
 WAIT_MAX = 300.0
 STATE_NAME = "unlock-failures.json"
+TURNS_KEPT = 20  # when each failed attempt in a row held its turn, the latest ones: guesses' pace at a glance
+# The console and the browser serve the wait beforehand, off their store thread (``before_attempt``);
+# the attempt itself then runs on that thread, so it never waits long there for another's turn.
+TURN_PATIENCE = 5.0
+TURN_POLL = 0.05
 LOGGER = "ussd.signing"
 
 log = logging.getLogger(LOGGER)
@@ -91,42 +110,135 @@ def home_log(home, level: int, message: str) -> None:
         log.warning("cannot write the home's log %s: %s; %s", home.log_file, exc.strerror, message)
 
 
-def before_attempt(home, name: str, where: str, announce: Callable[[str], None] | None = None,
-                   sleep: Callable[[float], None] = time.sleep) -> float:
-    """Wait as long as the failures so far ask for; returns the seconds waited (0 when none).
+def lock_path(home, name: str) -> Path:
+    return run_dir(home) / f"unlock-{check_name(name)}.lock"
 
-    The wait is logged and told through ``announce`` (by default, on the command
-    line, one line on stderr) before it starts.
-    """
-    try:
-        failures, last = _entry(_update(home, lambda state: None), name)
-    except FileNotFoundError:  # no operators folder yet: nothing has failed
-        return 0.0
-    remaining = last + wait_after(failures) - time.time()
-    if failures < FREE_FAILURES or remaining <= 0:
-        return 0.0
-    words = (f"unlock of operator {name} ({where}) waits {remaining:.0f} s: "
-             f"{failures} failed unlocks in a row")
-    home_log(home, logging.WARNING, words)
+
+def _tell(where: str, announce: Callable[[str], None] | None, words: str) -> None:
     if announce is None and where == "cli":
         announce = _to_stderr
     if announce is not None:
         announce(words)
+
+
+def _take_turn(home, name: str, where: str, announce, patience: float | None, sleep) -> int:
+    """The operator's unlock lock, held; its descriptor. ``patience`` None waits as long as it
+    takes (Ctrl-C still stops it: the blocking ``flock`` gives way to the signal)."""
+    path = lock_path(home, name)
+    try:
+        private_folder(path.parent)
+        fd = open_private(path, os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        raise ActionError(f"cannot open the unlock lock {path}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            pass
+        words = f"unlock of operator {name} ({where}) waits for another unlock of {name} to finish"
+        home_log(home, logging.INFO, words)
+        _tell(where, announce, words)
+        if patience is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return fd
+        deadline = time.monotonic() + patience
+        while True:
+            sleep(TURN_POLL)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ActionError(f"another unlock of operator {name} is still under way; "
+                                      "try again in a moment") from None
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _serve_wait(home, name: str, where: str, announce, sleep, patience: float | None) -> float:
+    """Wait as long as the failures so far ask for (with the turn held); the seconds waited."""
+    failures, last = _entry(_update(home, lambda state: None), name)
+    remaining = last + wait_after(failures) - time.time()
+    if failures < FREE_FAILURES or remaining <= 0:
+        return 0.0
+    if patience is not None and remaining > patience:
+        raise ActionError(f"unlock of operator {name} must wait {remaining:.0f} s more: "
+                          f"{failures} failed unlocks in a row; try again then")
+    words = (f"unlock of operator {name} ({where}) waits {remaining:.0f} s: "
+             f"{failures} failed unlocks in a row")
+    home_log(home, logging.WARNING, words)
+    _tell(where, announce, words)
     sleep(remaining)
     return remaining
+
+
+@contextmanager
+def turn(home, name: str, where: str, announce: Callable[[str], None] | None = None,
+         sleep: Callable[[float], None] = time.sleep) -> Iterator[float]:
+    """Hold operator ``name``'s turn to unlock, the wait for earlier failures served; yields when
+    the turn began (for ``failed``). On the command line it waits as long as it takes; in the
+    console or the browser (which waited in ``before_attempt`` already) only briefly, else the
+    attempt is refused in one line and nothing is tried."""
+    patience = None if where == "cli" else TURN_PATIENCE
+    fd = _take_turn(home, name, where, announce, patience, sleep)
+    try:
+        began = time.time()
+        _serve_wait(home, name, where, announce, sleep, patience)
+        yield began
+    finally:
+        os.close(fd)
+
+
+def before_attempt(home, name: str, where: str, announce: Callable[[str], None] | None = None,
+                   sleep: Callable[[float], None] = time.sleep) -> float:
+    """Wait, off the caller's store thread, for the turn and as long as the failures so far ask
+    for; returns the seconds of that wait (0 when none). The attempt itself takes the turn again
+    (``turn``), so a failure meanwhile elsewhere still counts.
+
+    The wait is logged and told through ``announce`` (by default, on the command
+    line, one line on stderr) before it starts.
+    """
+    if not Path(home.operators).is_dir():  # no operators folder yet: nothing has failed
+        return 0.0
+    fd = _take_turn(home, name, where, announce, None, sleep)
+    try:
+        return _serve_wait(home, name, where, announce, sleep, None)
+    finally:
+        os.close(fd)
+
+
+def unlocking(name: str, where: str) -> None:
+    """Say that the slow part starts, where a person watches: a terminal on the command line."""
+    if where == "cli" and sys.stderr is not None and sys.stderr.isatty():
+        print(f"unlocking {name}'s key...", file=sys.stderr, flush=True)
 
 
 def _to_stderr(words: str) -> None:
     print(f"ussd-console: {words}", file=sys.stderr, flush=True)
 
 
-def failed(home, name: str, where: str) -> int:
-    """Count and log a failed unlock; returns the failures in a row now."""
+def _turns(state: dict, name: str) -> list:
+    got = state.get(name)
+    turns = got.get("turns") if isinstance(got, dict) else None
+    if not isinstance(turns, list):
+        return []
+    return [t for t in turns if isinstance(t, list) and len(t) == 2
+            and all(isinstance(x, (int, float)) for x in t)]
+
+
+def failed(home, name: str, where: str, began: float | None = None) -> int:
+    """Count and log a failed unlock; returns the failures in a row now. ``began`` (when the
+    attempt's turn began) is kept with the end, the latest ``TURNS_KEPT``."""
     now = time.time()
 
     def bump(state: dict) -> dict:
         failures, _ = _entry(state, name)
-        state[name] = {"failures": failures + 1, "last": now}
+        turns = _turns(state, name)
+        if began is not None:
+            turns = [*turns, [began, now]][-TURNS_KEPT:]
+        state[name] = {"failures": failures + 1, "last": now, "turns": turns}
         return state
 
     failures = _entry(_update(home, bump), name)[0] + 1

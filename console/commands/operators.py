@@ -19,6 +19,7 @@ from rich.text import Text
 from console.errors import CommandError
 from console.render import make_console, print_json, safe, table
 from core.rules.retention import describe
+from core.rules.words import resolution_words
 from core.signing import actions, audit, countersign
 from core.signing.keys import ActionError, check_name, key_path, short_fingerprint
 from core.signing.operators import (
@@ -379,7 +380,7 @@ def cmd_resolve(args, ctx) -> int:
     _show_preview(ctx, preview)
     result = actions.resolve(ctx.home, receiver, args.id, args.decision, operator=name,
                              signer=_unlock(ctx, args, name), reason=reason, expected=preview)
-    summary = f"quarantine #{result['quarantine_id']}: {result['status']}"
+    summary = f"conflict #{result['quarantine_id']}: {resolution_words(result['status'])}"
     if result["also_resolved"]:
         summary += "; also settled " + ", ".join(f"#{i}" for i in result["also_resolved"])
     _print_signed(ctx, result, summary)

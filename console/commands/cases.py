@@ -19,7 +19,7 @@ def register(sub, common) -> None:
     signing = _signing_parser()
     p = sub.add_parser("case", parents=[common], help="one case: its history, and marking it dispatched, served...",
                        **with_examples("ussd-console case show kak01-1",
-                                       'ussd-console case mark kak01-1 dispatched --operator alice --reason "clinic team sent"'))
+                                       'ussd-console case mark kak02-2 dispatched --operator alice --reason "clinic team sent"'))
     acts = p.add_subparsers(dest="case_command", metavar="ACTION", required=True)
     q = acts.add_parser("mark", parents=[common, signing],
                         help="mark a case open, dispatched, served or closed (signed)",

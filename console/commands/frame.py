@@ -16,7 +16,7 @@ def register(sub, common) -> None:
         description="Print the whole frame for BODY (the six fields before '|#'), with the trailer the "
                     "receiver checks. A body the receiver would reject is an error that names the field.",
         **with_examples("ussd-console frame 'H1|1|Lodwar1|WAT|15|88'",
-                        "ussd-console frame 'H1|1|Lodwar1|WAT|15|88' --id lod01-1 >> update.txt",
+                        "ussd-console frame 'H1|1|Lodwar1|WAT|15|88' --id lod01-1 > my-frames.txt",
                         "ussd-console frame 'H1|1|Lodwar1|WAT|15|88' --json"))
     p.add_argument("body", metavar="BODY", help="H1|place|site|need|people|priority, e.g. H1|1|Lodwar1|WAT|15|88")
     p.add_argument("--id", dest="frame_id", metavar="FRAME_ID",

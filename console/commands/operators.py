@@ -49,8 +49,10 @@ def register(sub, common) -> None:
     ops = p.add_subparsers(dest="operator_command", metavar="ACTION", required=True)
     q = ops.add_parser("add", parents=[common],
                        help="create a key pair for a new operator (signed: by an active operator, after the first)",
-                       **with_examples("ussd-console operator add alice                 the first operator: every role",
-                                       "ussd-console operator add bob --operator alice  approved by alice",
+                       **with_examples("ussd-console operator add alice                                  "
+                                       "the first operator: every role",
+                                       "ussd-console operator add bob --role admin --operator alice       "
+                                       "approved by alice",
                                        "ussd-console operator add carol --role dispatcher --operator alice "
                                        "--reason 'night shift'"))
     q.add_argument("name", metavar="NAME")
@@ -76,7 +78,7 @@ def register(sub, common) -> None:
     q.set_defaults(handler=cmd_operator_list)
     q = ops.add_parser("retire", parents=[common, signing],
                        help="stop a key from signing (signed by an active operator); its old signatures stay valid",
-                       **with_examples("ussd-console operator retire bob --operator alice --reason 'left the team'"))
+                       **with_examples("ussd-console operator retire carol --operator alice --reason 'left the team'"))
     q.add_argument("name", metavar="NAME")
     q.set_defaults(handler=cmd_operator_retire, writes=True)
     q = ops.add_parser("adopt", parents=[common, signing],

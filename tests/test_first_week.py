@@ -16,13 +16,17 @@ from rich.console import Console
 
 from console.cli import main
 from console.dialogs.case_screen import render_story
+from console.dialogs.resolve_dialog import ResolveDialog
 from console.ui_text import RESOLUTION_WORDS
 from core import Receiver
 from core.home import Home
 from core.rules.words import RESOLUTIONS
 from core.signing.case_story import case_story
+from core.signing.operators import add_operator
+from tests.console_support import fixed_app, run_async, until
 from tests.helpers import ROOT
-from tests.signing import add_operators, cli, json_lines, sign
+from tests.signing import PASS, add_operators, cli, json_lines, sign
+from tests.test_console_signing import fill_and_sign, open_dialog
 
 SAMPLES = ROOT / "data" / "samples"
 
@@ -178,3 +182,18 @@ def test_gateway_list_says_what_each_count_counts(home, tmp_path, capsys):
     assert "webhook retries: messages among them already taken in before" in out
     [row] = json_lines(out_of(capsys, "--home", str(home.root), "--json", "gateway", "list"))
     assert {"posts", "webhook_retries", "rejects", "refused"} <= set(row)  # the codes stay
+
+
+# -- the console's signed notice says the same words --------------------------------------------------
+@run_async
+async def test_the_consoles_signed_notice_says_the_decision_in_words(sample_home):
+    with Receiver(str(sample_home.db)) as r:
+        add_operator(sample_home, r, "alice", PASS)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_dialog(app, pilot, "3", "k", ResolveDialog)
+        dialog = await fill_and_sign(app, pilot, "first count confirmed", PASS)
+        await until(lambda: app.screen is not dialog)
+        notices = [n.message for n in app._notifications]
+    assert any("kept the first version" in n for n in notices), notices
+    assert not any("kept_first" in n for n in notices), notices

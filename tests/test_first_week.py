@@ -100,6 +100,13 @@ def test_ingest_of_a_wrong_trailer_says_what_the_trailer_should_be(tmp_path, cap
     assert "checksum says #45, frame says #00" in out  # the Rejects table's words
     rejects = out_of(capsys, "--home", str(tmp_path / "h"), "rejects")
     assert "checksum says #45, frame says #00" in rejects
+    # A file in the inbox, read by the inbox's own delivery, says the same.
+    inbox = tmp_path / "h" / "inbox"
+    inbox.mkdir()
+    (inbox / "typo2.txt").write_text("lod09-2 H1|2|Lodwar1|WAT|15|88|#00\n")
+    os.utime(inbox / "typo2.txt", (time.time() - 3600, time.time() - 3600))
+    out = out_of(capsys, "--home", str(tmp_path / "h"), "ingest", str(inbox / "typo2.txt"))
+    assert "checksum says #3f, frame says #00" in out
 
 
 # -- a resolved conflict stays on its case, in words ------------------------------------------------

@@ -154,8 +154,7 @@ def cmd_ingest(args, ctx) -> int:
                     if ctx.json:
                         print_json(v.as_dict())
                     elif per_frame and shown < PRINT_LIMIT:
-                        rows.append((os.path.basename(v.file or ""), v.line, v.frame_id,
-                                     outcome_words(v.outcome.value), _why(v, texts)))
+                        rows.append(v)
                         shown += 1
                 if progress is not None:
                     progress.advance(task, len(verdicts))
@@ -173,7 +172,10 @@ def cmd_ingest(args, ctx) -> int:
             progress.stop()
     if not ctx.json:
         if rows:
-            out.print(table("Verdicts", ["file", "line", "frame_id", "outcome", "reason"], rows,
+            _texts_of_bad_trailers(receiver, rows, texts)
+            out.print(table("Verdicts", ["file", "line", "frame_id", "outcome", "reason"],
+                            [(os.path.basename(v.file or ""), v.line, v.frame_id, outcome_words(v.outcome.value),
+                              _why(v, texts)) for v in rows],
                             codes=("file", "line", "frame_id")))
         if sum(tally.values()) > shown and per_frame:
             out.print(f"... and {sum(tally.values()) - shown:,} more (--json prints every verdict)")
@@ -184,6 +186,16 @@ def cmd_ingest(args, ctx) -> int:
         out.print(Text(f"ledger: {plural(t['cases'], 'case')}, {plural(t['headcount_total'], 'person', 'people')}; "
                        f"{plural(t['conflicts_open'], 'conflict')} open"))
     return 0
+
+
+def _texts_of_bad_trailers(receiver, verdicts, texts: dict) -> None:
+    """The lines of an inbox file were read by its delivery, not here: a wrong trailer's line is
+    the reject row the store just wrote (the newest rows, matched by file and line)."""
+    missing = {(v.file, v.line) for v in verdicts if v.reason == "bad_trailer" and (v.file, v.line) not in texts}
+    if missing:
+        for row in receiver.rejects(limit=len(missing)):
+            if (row["file"], row["line"]) in missing:
+                texts.setdefault((row["file"], row["line"]), row["frame_text"])
 
 
 def _why(verdict, texts: dict) -> str:

@@ -32,6 +32,8 @@ class Context:
         if root.is_dir():
             if not self.writes:
                 self._check_store()
+            else:
+                self.home.ensure()  # a folder made empty for it is a new home: it gets its config.toml
             return self.home
         if root.exists():
             raise CommandError(f"the home {root} is not a folder")

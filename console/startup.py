@@ -32,7 +32,12 @@ def postgres_possible(argv: list[str]) -> bool:
             home = arg.split("=", 1)[1]
     try:
         config = Path(home).expanduser() / "config.toml"
-        return config.exists() and MARK in config.read_text(errors="replace").lower()
+        if not config.exists():
+            return False
+        # A comment names no store: a new home's config.toml lists `db` commented out, with the
+        # word in its meaning.
+        return any(MARK in line.lower() for line in config.read_text(errors="replace").splitlines()
+                   if not line.lstrip().startswith("#"))
     except (OSError, RuntimeError, ValueError):  # unreadable: let the ordinary path report it
         return True
 

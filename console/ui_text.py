@@ -17,6 +17,7 @@ from rich.text import Text
 from console.render import safe
 from core.rules.reasons import reason_words
 from core.rules.frame import NEED_NAMES
+from core.rules.words import RESOLUTIONS, resolution_words
 
 
 def basename(path: object, limit: int = 40) -> Text:
@@ -117,12 +118,7 @@ def bar(value: float, largest: float, width: int) -> str:
 # -- words shared by screens, for what the store calls by a short name ------------------------------------------
 PRI = "priority"  # the field's 0-99 urgency: higher goes first in the ranking
 PRI_WORDS = "priority 0-99 from the field (higher goes first)"
-RESOLUTION_WORDS = {
-    "open": "! open",
-    "kept_first": "kept first",
-    "accepted_correction": "correction accepted",
-    "settled": "settled",
-}
+RESOLUTION_WORDS = {code: resolution_words(code, short=True) for code in RESOLUTIONS}  # core.rules.words
 
 
 def files_waiting(n: int) -> str:

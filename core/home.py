@@ -201,6 +201,12 @@ class Home:
         return self.root / "config.toml"
 
     def ensure(self) -> "Home":
-        """Create the home (0700) when missing; an existing one keeps its mode."""
+        """Create the home (0700) when missing, with a ``config.toml`` that lists every setting
+        commented out; an existing home keeps its mode and its config (or its lack of one)."""
+        from core.config_template import write_new_config
+
+        new = not os.path.lexists(self.root) or (self.root.is_dir() and not any(self.root.iterdir()))
         private_folder(self.root)
+        if new:
+            write_new_config(self.config)
         return self

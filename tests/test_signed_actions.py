@@ -50,7 +50,7 @@ def test_keep_first_dismisses_the_newcomer_and_leaves_the_ledger(conflicted, tmp
     capsys.readouterr()
     assert sign(home, tmp_path, "resolve", str(qid), "--keep-first") == 0
     out = capsys.readouterr().out
-    assert "About to sign" in out and "keep first" in out and f"quarantine #{qid}: kept_first" in out
+    assert "About to sign" in out and "keep first" in out and f"conflict #{qid}: kept the first version" in out
     after = snapshot(home)
     entry = _one_entry(before, after, "resolve.keep_first", f"quarantine:{qid}")
     payload = json.loads(entry["payload"])

@@ -13,6 +13,7 @@ new entry in ``COMMANDS``; its order is the order of ``ussd-console --help``.
 # commands spend on their work. A test checks this table against what each module registers.
 COMMANDS = {
     "ingest": "console.commands.ingest",
+    "frame": "console.commands.frame",
     "status": "console.commands.status",
     "cases": "console.commands.ledger",
     "ranking": "console.commands.ledger",

@@ -7,10 +7,11 @@ from rich.text import Text
 from console.render import make_console, print_json, safe, table, when
 from core.rules.explain import reason_words
 from core.rules.lifecycle import STATUSES
+from core.rules.words import resolution_words
 from core.signing import marks
 from core.signing.case_story import case_story
 
-from .common import with_examples
+from .common import table_or_none, with_examples
 from .operators import _print_signed, _reason, _show_preview, _signer_name, _signing_parser, _unlock
 
 
@@ -18,7 +19,7 @@ def register(sub, common) -> None:
     signing = _signing_parser()
     p = sub.add_parser("case", parents=[common], help="one case: its history, and marking it dispatched, served...",
                        **with_examples("ussd-console case show kak01-1",
-                                       'ussd-console case mark kak01-1 dispatched --operator alice --reason "clinic team sent"'))
+                                       'ussd-console case mark kak02-2 dispatched --operator alice --reason "clinic team sent"'))
     acts = p.add_subparsers(dest="case_command", metavar="ACTION", required=True)
     q = acts.add_parser("mark", parents=[common, signing],
                         help="mark a case open, dispatched, served or closed (signed)",
@@ -69,10 +70,22 @@ def cmd_case_show(args, ctx) -> int:
          f"correction #{v['quarantine_id']} accepted by {v.get('by') or '-'}: {v.get('reason') or '-'}")
         for v in story["versions"]
     ], codes=("v", "frame_id", "people", "pri", "when"), drop=("pri",)))
-    out.print(table("Status marks", ["when", "from", "to", "by", "reason", "audit entry"], [
+    out.print(table_or_none("Status marks", ["when", "from", "to", "by", "reason", "audit entry"], [
         (when(mk["at"]), mk["from"], mk["to"], mk["by"], mk["reason"], mk["audit_seq"]) for mk in story["marks"]
-    ], codes=("when", "from", "to", "by"), drop=("audit entry",)))
-    out.print(table("Open conflicts", ["id", "frame_id", "new version", "reason"], [
+    ], none="none (open since it arrived)", codes=("when", "from", "to", "by"), drop=("audit entry",)))
+    out.print(table_or_none("Open conflicts", ["id", "frame_id", "new version", "reason"], [
         (q["id"], q["frame_id"], q["frame_text"], reason_words(q["reason"])) for q in story["open_conflicts"]
     ], codes=("id", "frame_id", "new version")))
+    out.print(table_or_none("Resolved conflicts", ["id", "decision", "version kept", "by, when", "audit entry"], [
+        (q["id"], resolution_words(q["status"]), q["kept_text"] or "-", f"{q['by'] or '-'}, {when(q['at'])}",
+         _entry_words(q)) for q in story["resolved_conflicts"]
+    ], codes=("id", "version kept"), drop=("audit entry",)))
     return 0
+
+
+def _entry_words(q: dict) -> str:
+    """The signed entry that decided a conflict, and with which conflict when it was settled by another's."""
+    if q["audit_seq"] is None:
+        return "-"
+    also = f" (deciding #{q['decided_with']})" if q["decided_with"] not in (None, q["id"]) else ""
+    return f"#{q['audit_seq']}{also}: {q['audit_reason'] or '-'}"

@@ -8,7 +8,7 @@ import datetime as dt
 
 from rich.text import Text
 
-from console.render import when
+from console.render import table, when
 from core.rules.frame import NEED_NAMES
 from core.rules.retention import describe
 
@@ -71,6 +71,14 @@ def date_arg_end(text: str) -> float:
     """The end of the period ``text`` names: a bare date includes that whole day."""
     when_, whole_day = _date(text)
     return (when_ + (dt.timedelta(days=1) if whole_day else dt.timedelta(seconds=1))).timestamp()
+
+
+def table_or_none(title: str, columns, rows, none: str = "none", **kwargs):
+    """A table, or "Title: none" when it has no rows: an empty grid reads as something that failed to load."""
+    rows = list(rows)
+    if rows:
+        return table(title, columns, rows, **kwargs)
+    return Text(f"{title}: {none}")
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:

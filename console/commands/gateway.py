@@ -120,13 +120,26 @@ def print_gateway_status(out, gateways: dict) -> None:
                      for name, g in gateways.items()], codes=("gateway",)))
 
 
+# What each count of `gateway list` counts, said once above the table: a first-time reader takes
+# "accepted" for messages, or for posts without the retries, unless told.
+COUNTED = ("accepted: posts taken in, webhook retries included (a post the gateway sends again counts again); "
+           "webhook retries: messages among them already taken in before, not offered to the ledger twice; "
+           "rejects: frames from the gateway that were not valid; "
+           "refused: posts answered 403, 404, 405, 413 or 429, nothing taken in")
+
+
 def cmd_gateway_list(args, ctx) -> int:
     rows = _rows(ctx)
     if ctx.json:
         for row in rows:
             print_json(row)
         return 0
-    make_console().print(table(
+    out = make_console()
+    if not rows:
+        out.print(Text("Gateways: none (ussd-console help gateway add)"))
+        return 0
+    out.print(Text(COUNTED), soft_wrap=False)
+    out.print(table(
         "Gateways", ["name", "kind", "added by", "last post", "accepted", "webhook retries", "rejects", "refused",
                      "status"],
         [(r["name"], r["kind"], r["added_by"], minute(r["last_post"]) if r["last_post"] else "never", r["posts"],

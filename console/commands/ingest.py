@@ -17,7 +17,7 @@ from console.render import make_console, print_json, safe, table
 from core.config import load_inbox_config
 from core.inbox import claimed_dir, deliver_until_done, hold_after_commit, quiet_skip
 from core.inbox.spreadsheets import sheet_rows
-from core.rules.explain import outcome_words, reason_words
+from core.rules.explain import explain_reject, outcome_words, reason_words
 from core.rules.formats import FormatError, read_items, spreadsheet_kind, table_items
 
 from .common import examples, plural
@@ -126,8 +126,11 @@ def cmd_ingest(args, ctx) -> int:
         task = progress.add_task("ingest", total=total)
     notes = []
 
+    texts: dict = {}  # (file, line) -> the frame text of a line whose trailer is wrong, for its row
+
     def batches(path, items):
         if items is not None:
+            texts.update(((file, line), text) for _fid, text, file, line in items)
             for start in range(0, len(items), BATCH):
                 verdicts = receiver.ingest_many(items[start : start + BATCH], source="cli")
                 yield verdicts
@@ -151,8 +154,7 @@ def cmd_ingest(args, ctx) -> int:
                     if ctx.json:
                         print_json(v.as_dict())
                     elif per_frame and shown < PRINT_LIMIT:
-                        rows.append((os.path.basename(v.file or ""), v.line, v.frame_id,
-                                     outcome_words(v.outcome.value), reason_words(v.reason)))
+                        rows.append(v)
                         shown += 1
                 if progress is not None:
                     progress.advance(task, len(verdicts))
@@ -170,7 +172,10 @@ def cmd_ingest(args, ctx) -> int:
             progress.stop()
     if not ctx.json:
         if rows:
-            out.print(table("Verdicts", ["file", "line", "frame_id", "outcome", "reason"], rows,
+            _texts_of_bad_trailers(receiver, rows, texts)
+            out.print(table("Verdicts", ["file", "line", "frame_id", "outcome", "reason"],
+                            [(os.path.basename(v.file or ""), v.line, v.frame_id, outcome_words(v.outcome.value),
+                              _why(v, texts)) for v in rows],
                             codes=("file", "line", "frame_id")))
         if sum(tally.values()) > shown and per_frame:
             out.print(f"... and {sum(tally.values()) - shown:,} more (--json prints every verdict)")
@@ -181,6 +186,24 @@ def cmd_ingest(args, ctx) -> int:
         out.print(Text(f"ledger: {plural(t['cases'], 'case')}, {plural(t['headcount_total'], 'person', 'people')}; "
                        f"{plural(t['conflicts_open'], 'conflict')} open"))
     return 0
+
+
+def _texts_of_bad_trailers(receiver, verdicts, texts: dict) -> None:
+    """The lines of an inbox file were read by its delivery, not here: a wrong trailer's line is
+    the reject row the store just wrote (the newest rows, matched by file and line)."""
+    missing = {(v.file, v.line) for v in verdicts if v.reason == "bad_trailer" and (v.file, v.line) not in texts}
+    if missing:
+        for row in receiver.rejects(limit=len(missing)):
+            if (row["file"], row["line"]) in missing:
+                texts.setdefault((row["file"], row["line"]), row["frame_text"])
+
+
+def _why(verdict, texts: dict) -> str:
+    """The reason in words; a wrong trailer also says what it should be, as the Rejects table does."""
+    text = texts.get((verdict.file, verdict.line))
+    if verdict.reason == "bad_trailer" and isinstance(text, str):
+        return explain_reject(verdict.frame_id, text, verdict.reason)
+    return reason_words(verdict.reason)
 
 
 OUTCOME_ORDER = ["APPLIED", "DUPLICATE", "CONFLICT_QUARANTINED", "REJECT_BAD_FORMAT", "REJECT_BAD_CRC"]

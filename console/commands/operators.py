@@ -19,6 +19,7 @@ from rich.text import Text
 from console.errors import CommandError
 from console.render import make_console, print_json, safe, table
 from core.rules.retention import describe
+from core.rules.words import resolution_words
 from core.signing import actions, audit, countersign
 from core.signing.keys import ActionError, check_name, key_path, short_fingerprint
 from core.signing.operators import (
@@ -49,8 +50,10 @@ def register(sub, common) -> None:
     ops = p.add_subparsers(dest="operator_command", metavar="ACTION", required=True)
     q = ops.add_parser("add", parents=[common],
                        help="create a key pair for a new operator (signed: by an active operator, after the first)",
-                       **with_examples("ussd-console operator add alice                 the first operator: every role",
-                                       "ussd-console operator add bob --operator alice  approved by alice",
+                       **with_examples("ussd-console operator add alice                                  "
+                                       "the first operator: every role",
+                                       "ussd-console operator add bob --role admin --operator alice       "
+                                       "approved by alice",
                                        "ussd-console operator add carol --role dispatcher --operator alice "
                                        "--reason 'night shift'"))
     q.add_argument("name", metavar="NAME")
@@ -76,7 +79,7 @@ def register(sub, common) -> None:
     q.set_defaults(handler=cmd_operator_list)
     q = ops.add_parser("retire", parents=[common, signing],
                        help="stop a key from signing (signed by an active operator); its old signatures stay valid",
-                       **with_examples("ussd-console operator retire bob --operator alice --reason 'left the team'"))
+                       **with_examples("ussd-console operator retire carol --operator alice --reason 'left the team'"))
     q.add_argument("name", metavar="NAME")
     q.set_defaults(handler=cmd_operator_retire, writes=True)
     q = ops.add_parser("adopt", parents=[common, signing],
@@ -380,7 +383,7 @@ def cmd_resolve(args, ctx) -> int:
     _show_preview(ctx, preview)
     result = actions.resolve(ctx.home, receiver, args.id, args.decision, operator=name,
                              signer=_unlock(ctx, args, name), reason=reason, expected=preview)
-    summary = f"quarantine #{result['quarantine_id']}: {result['status']}"
+    summary = f"conflict #{result['quarantine_id']}: {resolution_words(result['status'])}"
     if result["also_resolved"]:
         summary += "; also settled " + ", ".join(f"#{i}" for i in result["also_resolved"])
     _print_signed(ctx, result, summary)

@@ -6,6 +6,7 @@ from rich.text import Text
 
 from console.render import make_console, print_json, safe, table
 from core.rules.explain import reason_words
+from core.rules.words import resolution_words
 
 from .common import add_paging, with_examples
 
@@ -31,7 +32,7 @@ def cmd_quarantine(args, ctx) -> int:
     make_console().print(table(
         "Quarantine" + ("" if args.all else " (open)"), columns,
         [(q["id"], q["frame_id"], _versions(q), reason_words(q["reason"]), q["seen_count"],
-          *((q["status"],) if args.all else ())) for q in rows],
+          *((resolution_words(q["status"], short=True),) if args.all else ())) for q in rows],
         codes=("id", "frame_id", "ledger now / new version", "seen", "status"), drop=("seen",),
     ))
     if rows and not args.all:

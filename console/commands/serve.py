@@ -31,6 +31,7 @@ from .common import with_examples
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "web"
 DEFAULT_PORT = 8566
+SERVE_KEYS = ("max_sessions",)  # the settings of [serve] in config.toml
 DEFAULT_MAX_SESSIONS = 3
 MAX_SESSIONS_LIMIT = 50  # each session is a console process of its own (about 70 MB)
 MIN_TOKEN = 16  # characters a --token-file token needs at least
@@ -85,7 +86,7 @@ def max_sessions(args, ctx) -> int:
         table = read_toml(ctx.home.config).get("serve", {})
         if not isinstance(table, dict):
             raise CommandError(f"{ctx.home.config}: 'serve' must be a table ([serve])")
-        unknown = sorted(set(table) - {"max_sessions"})
+        unknown = sorted(set(table) - set(SERVE_KEYS))
         if unknown:
             raise CommandError(f"{ctx.home.config} [serve]: unknown setting {unknown[0]!r} (known: max_sessions)")
         value, where = table.get("max_sessions", DEFAULT_MAX_SESSIONS), f"{ctx.home.config} [serve] max_sessions"

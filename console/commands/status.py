@@ -10,9 +10,10 @@ from core.backup.schedule import status as backup_status, words as backup_words
 from core.home import looser_than_private
 from core.inbox import file_counts, files_by_state
 from core.ops.health import gather
+from core.rules.words import NO_RECEIVER
 
 from .audit import print_retention_fault
-from .common import retention_words, with_examples
+from .common import retention_words, table_or_none, with_examples
 from .gateway import gateway_status, print_gateway_status
 
 
@@ -44,12 +45,13 @@ def cmd_status(args, ctx) -> int:
     out.print(table("Totals", ["cases", "people", "duplicates", "conflicts open", "rejects", "frame ids kept"], [
         (t["cases"], t["headcount_total"], t["duplicates"], t["conflicts_open"], t["rejects"], t["seen_frames"]),
     ]))
-    out.print(table("Frames per arrival path", ["path", *PATH_WORDS.values()], [
+    out.print(table_or_none("Frames per arrival path", ["path", *PATH_WORDS.values()], [
         (PATH_NAMES.get(src, src), *(counts.get(o, 0) for o in PATH_WORDS))
         for src, counts in sorted(per_source.items())
     ], codes=("path",)))
-    out.print(table("Inbox files", ["arrival path", "files"],
-                    [(PATH_NAMES.get(src, src), n) for src, n in sorted(files.items())], codes=("arrival path",)))
+    out.print(table_or_none("Inbox files", ["arrival path", "files"],
+                            [(PATH_NAMES.get(src, src), n) for src, n in sorted(files.items())],
+                            codes=("arrival path",)))
     print_gateway_status(out, gateways)
     out.print(Text("files: " + ", ".join(f"{n} {state}" for state, n in states.items())
                    + ("  (ussd-console files --state rejected)" if states["rejected"] else "")))
@@ -83,7 +85,7 @@ def _alert_targets(home) -> list[str]:
 
 
 def _health_line(h: dict) -> Text:
-    who = ", ".join(f"{p['role']} pid {p['pid']}" for p in h["receiver"]["processes"]) or "NONE"
+    who = ", ".join(f"{p['role']} pid {p['pid']}" for p in h["receiver"]["processes"]) or NO_RECEIVER
     line = (f"receiver: {who} | observer {h['observer']} | sweep {h['sweep']} | last sweep {when(h['last_sweep_at'])}"
             f" | last frame {when(h['last_frame_at'])} | alerts pending {h['outbox_pending']} | "
             f"faults {h['faults_open']}")

@@ -1,4 +1,4 @@
-"""A case's history (Enter on a case): its values, status, versions, marks and open conflicts.
+"""A case's history (Enter on a case): its values, status, versions, marks, open and resolved conflicts.
 
 Read on the store thread, drawn as plain tables; every value from outside is
 escaped. The mark keys work here too; the screen reads the case again when a
@@ -23,6 +23,7 @@ from textual.widgets import Static
 
 from console.render import safe
 from console.ui_text import PRI, need, reason, stamp, status
+from core.rules.words import resolution_words
 from core.signing.case_story import case_story
 from core.signing.keys import ActionError
 
@@ -68,7 +69,22 @@ def render_story(story: dict) -> list:
         parts.append(conflicts)
     else:
         parts.append(Text("Open conflicts: none", style="dim"))
+    parts.append(Text(""))
+    parts.append(resolved_table(story.get("resolved_conflicts") or []))
     return parts
+
+
+def resolved_table(rows: list[dict]):
+    """The case's decided conflicts: a decision stays on the case's history after it leaves Quarantine."""
+    if not rows:
+        return Text("Resolved conflicts: none", style="dim")
+    resolved = _table("Resolved conflicts", ["#", "decision", "version kept", "by", "when", "audit entry"])
+    for q in rows:
+        resolved.add_row(str(q["id"]), resolution_words(q["status"]), safe(q["kept_text"] or "-", 40),
+                         safe(q["by"], 32), stamp(q["at"]),
+                         Text(f"#{q['audit_seq']}: ") + safe(q["audit_reason"] or "-", 60)
+                         if q["audit_seq"] is not None else Text("-"))
+    return resolved
 
 
 class CaseScreen(ModalScreen[None]):

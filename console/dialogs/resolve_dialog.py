@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core.rules.words import resolution_words
 from core.signing import actions, roles
 
 from .sign_form import SignForm
@@ -31,4 +32,5 @@ class ResolveDialog(SignForm):
     def sign(self, receiver, operator, signer, reason, preview, values) -> str:
         done = actions.resolve(self.home, receiver, self.item["id"], self.decision, operator=operator,
                                signer=signer, reason=reason, expected=preview)
-        return f"conflict #{done['quarantine_id']}: {done['status']} (audit entry #{done['entry']['seq']})"
+        return (f"conflict #{done['quarantine_id']}: {resolution_words(done['status'])} "
+                f"(audit entry #{done['entry']['seq']})")

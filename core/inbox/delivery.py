@@ -38,6 +38,7 @@ from core.home import Home
 from core.rules.batch import Verdict
 from core.rules.formats import FormatError, complete_part, line_count, read_items, spreadsheet_kind, table_items
 from core.rules.privacy import mask_phones
+from core.rules.words import outcome_counts
 from core.rules.scrub import scrub, scrub_table
 from core.store.inbox_progress import (
     ClaimTaken,
@@ -354,9 +355,9 @@ class Delivery:
         except FileNotFoundError:
             pass
         outcomes = _tally(self.verdicts)
-        summary = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())) or "none"
         log.info("file %s done by %s: %d frames in %d lines (this pass: %s), moved to %s", c.label, c.source,
-                 (row["frames"] if row else 0) + len(self.verdicts), line_at, summary, home_relative(home, archived))
+                 (row["frames"] if row else 0) + len(self.verdicts), line_at, outcome_counts(outcomes),
+                 home_relative(home, archived))
         return self._result("done", format=read.format, line=line_at, archived=archived)
 
 

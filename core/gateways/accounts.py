@@ -16,6 +16,7 @@ own, written by the listener in the ingest's transaction; they are not signed.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import os
@@ -157,6 +158,8 @@ def read_secret(path: str) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            raise  # out of open files: the post is answered 503 and re-sent, not refused as unsigned
         raise GatewayError(f"cannot read the secret file {escape_text(path, 200)}: {exc.strerror}") from None
     try:
         info = os.fstat(fd)

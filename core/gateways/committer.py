@@ -22,6 +22,7 @@ from core.store.outbox import record as record_event
 from core.receiver import Receiver
 
 from . import accounts
+from .door import OUT_OF_FILES
 from .posts import Outcome, Post, message_key
 from .spool import spool
 
@@ -186,7 +187,10 @@ class Committer:
         try:
             written, retries = spool(self.listener.home, live)
         except OSError as exc:
-            log.error("gateway posts could not be spooled into the inbox either: %s", one_line(exc))
+            if exc.errno in OUT_OF_FILES:
+                self.listener.out_of_files(exc)
+            else:
+                log.error("gateway posts could not be spooled into the inbox either: %s", one_line(exc))
             return [Outcome("failed") for _ in group]
         log.info("%d gateway posts spooled into the inbox as %s", len(live), ", ".join(written) or "nothing")
         for (name, what), n in retries.items():

@@ -54,8 +54,8 @@ def room_for(files: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(files, hard), hard))
 
 
-def half_open(port: int, count: int, source: str) -> list[socket.socket]:
-    """``count`` connections from ``source`` (a loopback address), each sending ``HALF`` once it is
+def half_open(port: int, count: int, source: str, first: bytes = HALF) -> list[socket.socket]:
+    """``count`` connections from ``source`` (a loopback address), each sending ``first`` once it is
     connected; all are returned and held, whether the receiver took or closed them."""
     held, selector = [], selectors.DefaultSelector()
     for _ in range(count):
@@ -70,7 +70,8 @@ def half_open(port: int, count: int, source: str) -> list[socket.socket]:
         for key, _events in selector.select(timeout=0.5):
             selector.unregister(key.fileobj)
             with contextlib.suppress(OSError):  # closed at once by the receiver: still held here
-                key.fileobj.send(HALF)
+                if first:
+                    key.fileobj.send(first)
         return not selector.get_map()
 
     try:
@@ -271,3 +272,32 @@ def test_caps_that_do_not_fit_the_open_file_limit_stop_watch_and_a_limit_that_ma
         assert resource.prlimit(w.proc.pid, resource.RLIMIT_NOFILE)[0] == 2256
     finally:
         assert w.signal(signal.SIGTERM) == 0
+
+
+def test_with_tls_a_handshake_that_never_comes_is_closed_after_the_header_timeout(home, tmp_path, capsys):
+    import ssl
+    import urllib.request
+
+    from tests.test_gateway_listener import _self_signed
+    from tests.test_inbox_watch_cli import Watcher
+
+    add_operators(home, tmp_path, "alice")
+    path = add_gateway(home, tmp_path, capsys, "relay", "generic")
+    _self_signed(home.root)
+    home.config.write_text('[gateways]\nlisten = "127.0.0.1:0"\ntls_cert = "cert.pem"\ntls_key = "key.pem"\n'
+                           "header_timeout = 0.5\nmax_connections_per_peer = 2\n")
+    fid, text = frames(1, "tls")[0]
+    w = Watcher(home, tmp_path, "--no-observer")
+    try:
+        port = int(re.findall(r"listening on https://127\.0\.0\.1:(\d+)/in/", (home.logs / "receiver.log").read_text())[-1])
+        silent = half_open(port, 3, "127.0.0.2", b"")  # not a byte, no handshake; the third is over the cap
+        for s in silent:
+            wait_for(lambda: closed_by_peer(s), what="a connection with no handshake closed")
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        request = urllib.request.Request(f"https://127.0.0.1:{port}{path}", data=generic(fid, text), headers=JSON)
+        with urllib.request.urlopen(request, context=context, timeout=60) as answer:
+            assert answer.status == 200
+    finally:
+        assert w.signal(signal.SIGTERM) == 0
+    assert ledger(home) == {fid}

@@ -114,6 +114,7 @@ class Gate:
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._retry: asyncio.TimerHandle | None = None
+        self._opening: set[asyncio.Task] = set()  # admitted, transport (and TLS handshake) under way
 
     # -- the listening socket ---------------------------------------------------------------
     def listen(self, loop: asyncio.AbstractEventLoop, host: str, port: int, backlog: int = 1024) -> tuple[str, int]:
@@ -146,6 +147,8 @@ class Gate:
     def abort_all(self) -> None:
         """At a stop, after aiohttp has answered and closed its own: what it never saw (a TLS
         handshake under way) is closed here."""
+        for task in list(self._opening):
+            task.cancel()
         for guard in list(self.guards):
             guard.abort()
 
@@ -168,7 +171,9 @@ class Gate:
             if self.door.admit(peer) is not None:
                 conn.close()  # over a cap: its file is given back now, nothing is read or answered
                 continue
-            self._loop.create_task(self._open(conn, peer))
+            task = self._loop.create_task(self._open(conn, peer))
+            self._opening.add(task)
+            task.add_done_callback(self._opening.discard)
 
     def _resume(self) -> None:
         self._retry = None

@@ -301,3 +301,20 @@ def test_with_tls_a_handshake_that_never_comes_is_closed_after_the_header_timeou
     finally:
         assert w.signal(signal.SIGTERM) == 0
     assert ledger(home) == {fid}
+
+
+def test_a_peer_is_its_address_or_its_ipv6_64_and_the_door_counts_both_caps():
+    from core.gateways.door import Door, peer_of
+
+    assert peer_of(("203.0.113.7", 5000)) == "203.0.113.7"
+    assert peer_of(("2001:db8:1:2:aaaa::1", 5000, 0, 0)) == peer_of(("2001:db8:1:2:ffff::9", 1, 0, 0)) \
+        == "2001:db8:1:2::/64"
+    assert peer_of(("::ffff:198.51.100.4", 1, 0, 0)) == "198.51.100.4"
+    door = Door(total=3, per_peer=2)
+    assert [door.admit("a"), door.admit("a"), door.admit("a")] == [None, None, "max_connections_per_peer"]
+    assert [door.admit("b"), door.admit("c")] == [None, "max_connections"]
+    door.leave("a")
+    assert door.admit("c") is None and door.held == 3
+    assert door.summary(60) == ("gateways listener: 2 connections closed at once in 60 s "
+                                "(1 over max_connections, 1 over max_connections_per_peer); 3 held now")
+    assert door.summary(60) is None

@@ -134,3 +134,18 @@ def test_an_id_taken_before_contents_were_kept_is_offered_once_then_judged_by_co
     assert ledger(home) == {a[0], b[0], c[0]}
     g = gateway_counts(home)["relay"]
     assert (g["messages"], g["webhook_retries"], g["reused_ids"]) == (2, 2, 1)
+
+
+def test_the_verdict_follows_what_the_id_first_carried():
+    from core.gateways.messages import NEW, RETRY, REUSED, UNKNOWN, UNKNOWN_CONTENT, content_key, judge
+    from core.gateways.text import unreadable
+
+    a, b = content_key([("a-1", "x")]), content_key([("a-1", "y")])
+    assert content_key([(None, unreadable("x", "no_frame_id"))]) != content_key([(None, unreadable("x", "other"))])
+    known: dict = {}
+    assert [judge(known, "m1", a), judge(known, "m1", a), judge(known, "m1", b), judge(known, "m1", b)] == \
+        [NEW, RETRY, REUSED, REUSED]
+    known = {"m2": UNKNOWN}
+    assert [judge(known, "m2", a), judge(known, "m2", a), judge(known, "m2", b)] == [UNKNOWN_CONTENT, RETRY, REUSED]
+    assert judge(known, "m2", None) == RETRY  # a spooled line of before: judged by its key alone
+    assert [v.offer for v in (NEW, RETRY, REUSED, UNKNOWN_CONTENT)] == [True, False, True, True]

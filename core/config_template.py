@@ -57,6 +57,10 @@ TEMPLATE = """\
 # tls_key = "tls/key.pem"           # not set by default: goes with tls_cert
 # rate = 5000.0                     # posts a second each gateway may make before it is answered 429
 # burst = 10000.0                   # posts a gateway may send at once above the rate (default: twice rate)
+# max_connections = 512             # connections held at once; more are closed at accept (fits LimitNOFILE=1024)
+# max_connections_per_peer = 64     # connections held at once from one address (an IPv6 /64)
+# header_timeout = 5.0              # seconds for a TLS handshake, and again for a request's headers
+# body_timeout = 30.0               # seconds for a body of up to 64 KiB; a slower one is answered 408
 
 # [alerts]                          # where events go (docs/admin.md, alerts)
 # command = "/usr/local/bin/notify-team"  # not set by default: run without a shell, one event as JSON on stdin

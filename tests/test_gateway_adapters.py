@@ -171,7 +171,7 @@ def test_the_spool_is_one_whole_json_lines_file_without_phone_numbers_or_nothing
     posts = [Post("office", "africastalking", "h", parse("africastalking", Request({}, form(
         **{"from": PHONE, "text": f"rec42-1 {F1}\ncall {PHONE}", "id": "1"}))).messages, False)]
     again = Post("office", "africastalking", "h", parse("africastalking", Request({}, form(
-        **{"from": PHONE, "text": f"rec42-1 {F1}", "id": "1"}))).messages, False)  # a webhook retry
+        **{"from": PHONE, "text": f"rec42-1 {F1}\ncall {PHONE}", "id": "1"}))).messages, False)  # a webhook retry
     [name], retries = spool(home, [*posts, again])
     assert retries == {("office", "webhook_retries"): 1}
     files = [p.name for p in home.inbox.iterdir() if p.is_file()]

@@ -208,6 +208,7 @@ def test_with_the_store_locked_posts_are_spooled_into_the_inbox_and_nothing_answ
 
 
 def test_a_spooled_post_is_taken_in_as_its_gateways_and_its_retry_is_a_webhook_retry(home, tmp_path, capsys):
+    from core.gateways.messages import content_key
     from core.gateways.posts import message_key
 
     add_operators(home, tmp_path, "alice")
@@ -224,7 +225,8 @@ def test_a_spooled_post_is_taken_in_as_its_gateways_and_its_retry_is_a_webhook_r
             data = spooled.read_bytes()
             [line] = [json.loads(line) for line in data.splitlines()]
             assert line == {"frame_id": fid, "frame": text, "gateway": "office",
-                            "gateway_message": message_key("ATXid_9")}
+                            "gateway_message": message_key("ATXid_9"),
+                            "gateway_content": content_key([(fid, text)])}
             assert PHONE_DIGITS.encode() not in data and b"ATXid_9" not in data
         finally:
             locker.rollback()

@@ -104,7 +104,8 @@ def gateway_status(receiver) -> dict[str, dict]:
         frames = per_source.get(info["source"], {})
         out[name] = {"kind": info["kind"], "path": info["source"], "retired": info["retired_at"] is not None,
                      "last_post": info["last_post"], "accepted": info["posts"], "messages": info["messages"],
-                     "webhook_retries": info["webhook_retries"], "field_resends": frames.get("DUPLICATE", 0),
+                     "webhook_retries": info["webhook_retries"], "reused_ids": info["reused_ids"],
+                     "field_resends": frames.get("DUPLICATE", 0),
                      "ignored": info["ignored"], "spooled": info["spooled"], "refused": info["refused"],
                      "refused_by_status": {k.split("_", 1)[1]: info[k] for k in accounts.COUNTS
                                            if k.startswith("refused_")},
@@ -115,15 +116,17 @@ def gateway_status(receiver) -> dict[str, dict]:
 def print_gateway_status(out, gateways: dict) -> None:
     if not gateways:
         return
-    out.print(table("Gateways (posts)", ["gateway", "accepted", "retries", "re-sends", "spooled", "refused"],
-                    [(name, g["accepted"], g["webhook_retries"], g["field_resends"], g["spooled"], g["refused"])
-                     for name, g in gateways.items()], codes=("gateway",)))
+    out.print(table("Gateways (posts)", ["gateway", "accepted", "retries", "reused ids", "re-sends", "spooled",
+                                         "refused"],
+                    [(name, g["accepted"], g["webhook_retries"], g["reused_ids"], g["field_resends"], g["spooled"],
+                      g["refused"]) for name, g in gateways.items()], codes=("gateway",)))
 
 
 # What each count of `gateway list` counts, said once above the table: a first-time reader takes
 # "accepted" for messages, or for posts without the retries, unless told.
 COUNTED = ("accepted: posts taken in, webhook retries included (a post the gateway sends again counts again); "
            "webhook retries: messages among them already taken in before, not offered to the ledger twice; "
+           "reused ids: messages whose id was taken before with other content, offered as new; "
            "rejects: frames from the gateway that were not valid; "
            "refused: posts answered 403, 404, 405, 413 or 429, nothing taken in")
 
@@ -140,10 +143,10 @@ def cmd_gateway_list(args, ctx) -> int:
         return 0
     out.print(Text(COUNTED), soft_wrap=False)
     out.print(table(
-        "Gateways", ["name", "kind", "added by", "last post", "accepted", "webhook retries", "rejects", "refused",
-                     "status"],
+        "Gateways", ["name", "kind", "added by", "last post", "accepted", "webhook retries", "reused ids",
+                     "rejects", "refused", "status"],
         [(r["name"], r["kind"], r["added_by"], minute(r["last_post"]) if r["last_post"] else "never", r["posts"],
-          r["webhook_retries"], r["rejects"], r["refused"],
+          r["webhook_retries"], r["reused_ids"], r["rejects"], r["refused"],
           f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active") for r in rows],
         codes=("name", "kind", "last post", "status"),
     ))

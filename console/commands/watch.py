@@ -10,6 +10,7 @@ stop loses nothing and counts nothing twice.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sys
@@ -22,6 +23,7 @@ from core.backup.schedule import BackupSchedule
 from core.config import load_inbox_config, load_log_config
 from core.home import LOG_FORMAT
 from core.inbox import InboxService, prepare_home
+from core.inbox.faults import OUT_OF_FILES
 from core.ops.logfile import RotatingLog
 from core.ops.sd_notify import Notifier
 from core.ops.supervise import Supervision
@@ -107,6 +109,20 @@ def _alert_conflicts(verdicts, result) -> None:
             log.warning("CONFLICT needs an operator: %s (%s) in %s line %s", v.frame_id, v.reason, result.name, v.line)
 
 
+@contextlib.contextmanager
+def out_of_files_is_a_fault(faults):
+    """The open-file limit met by the health figures or the backup schedule: a fault in force until a
+    tick works again, never the end of ``watch``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in OUT_OF_FILES:
+            raise
+        faults.report("watch", f"watch: out of open files ({exc.strerror}); health and backups wait")
+    else:
+        faults.clear("watch")
+
+
 def cmd_watch(args, ctx) -> int:
     home = ctx.open_home()
     config = load_inbox_config(home.config, _overrides(args))  # a bad value stops here, before anything runs
@@ -136,14 +152,15 @@ def cmd_watch(args, ctx) -> int:
         if gateways is not None:  # the gateways' HTTP path (core.gateways.listener)
             from core.gateways.listener import start_listener
 
-            listener = start_listener(home, service.store_target, gateways)
+            listener = start_listener(home, service.store_target, gateways, faults=service.faults)
         log.info("watching %s; Ctrl-C or SIGTERM stops", home.inbox)
         schedule = EvictionSchedule(config.evict_every, time.monotonic())
         supervision = Supervision(home, service, notifier, sorted(alerts.targets))
         backups = BackupSchedule.for_service(home, ctx.store_target, service, backup)
         while not stop.is_set():
-            supervision.tick()
-            backups.tick()
+            with out_of_files_is_a_fault(service.faults):
+                supervision.tick()
+                backups.tick()
             if schedule.due(time.monotonic()):
                 try:
                     removed = service.receiver.evict(started_by="schedule")

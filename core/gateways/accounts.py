@@ -9,13 +9,14 @@ token is random (192 bits), shown once and stored only as its SHA-256; a
 gateway's secret (signing key, auth token, webhook secret) stays in the file
 named by ``--secret-file`` and is never copied into the store.
 
-The per-gateway counts (posts accepted, webhook retries, refused posts, the
-last post) and the gateway message ids already taken live in tables of their
-own, written by the listener in the ingest's transaction; they are not signed.
+The per-gateway counts (posts accepted, webhook retries, reused message ids,
+refused posts, the last post) and the gateway message ids already taken (with
+the content each first carried) live in tables of their own, written by the listener in the ingest's transaction; they are not signed.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import os
@@ -39,8 +40,8 @@ TOKEN_BYTES = 24
 SECRET_MAX = 4096
 REPLIES = ("END", "CON")
 # Counts kept per gateway (``gateway_counts.what``).
-COUNTS = ("posts", "messages", "webhook_retries", "ignored", "spooled", "refused_404", "refused_403",
-          "refused_413", "refused_429", "refused_405")
+COUNTS = ("posts", "messages", "webhook_retries", "reused_ids", "ignored", "spooled", "refused_404",
+          "refused_403", "refused_413", "refused_429", "refused_405")
 
 _BOUND: "weakref.WeakKeyDictionary[Database, SimpleNamespace]" = weakref.WeakKeyDictionary()
 
@@ -90,11 +91,14 @@ def _bind(db: Database) -> SimpleNamespace:
             table_name = "gateway_last_post"
 
     class GatewayMessage(Base):
-        """A gateway message id already taken in (hashed: it is the gateway's, not ours to keep)."""
+        """A gateway message id already taken in (hashed: it is the gateway's, not ours to keep), with
+        the key of the content it first carried (``messages.content_key``; NULL: taken before
+        contents were kept)."""
 
         gateway = TextField()
         key = TextField()
         at = DoubleField(index=True)
+        content = TextField(null=True)
 
         class Meta:
             table_name = "gateway_messages"
@@ -114,6 +118,13 @@ def gateway_models(db: Database) -> SimpleNamespace:
 def migrate_v21(db: Database, m) -> None:
     g = gateway_models(db)
     db.create_tables([g.Gateway, g.GatewayCount, g.GatewayLast, g.GatewayMessage])
+
+
+def migrate_message_contents(db: Database, m) -> None:
+    """Each gateway message id keeps the key of the content it first carried; the ids already taken
+    have none (NULL). A store made since the model had the column already has it."""
+    if "content" not in {c.name for c in db.get_columns("gateway_messages")}:
+        db.execute_sql("ALTER TABLE gateway_messages ADD COLUMN content TEXT")
 
 
 # -- small helpers ----------------------------------------------------------------------
@@ -157,6 +168,8 @@ def read_secret(path: str) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            raise  # out of open files: the post is answered 503 and re-sent, not refused as unsigned
         raise GatewayError(f"cannot read the secret file {escape_text(path, 200)}: {exc.strerror}") from None
     try:
         info = os.fstat(fd)
@@ -208,27 +221,30 @@ def counts(db: Database) -> dict[str, dict]:
 
 
 # -- the per-gateway tables' writes (the committer's and the spool's, in the ingest's transaction) --
-def known_messages(db: Database, name: str, keys: list[str]) -> set[tuple[str, str]]:
-    """``(gateway, key)`` of the message keys among ``keys`` already taken in for gateway ``name``.
-    Raw SQL on the primary key's index (gateway first, then key), in slices of 400."""
-    known: set[tuple[str, str]] = set()
+def known_messages(db: Database, name: str, keys: list[str]) -> dict[str, str | None]:
+    """Of the message keys among ``keys`` already taken in for gateway ``name``: key -> the key of the
+    content it first carried (None: taken before contents were kept). Raw SQL on the primary key's
+    index (gateway first, then key), in slices of 400."""
+    known: dict[str, str | None] = {}
     keys = sorted(set(keys))
     for k in range(0, len(keys), 400):
         part = keys[k:k + 400]
         marks = ", ".join([db.param] * len(part))
-        cursor = db.execute_sql(f"SELECT gateway, key FROM gateway_messages WHERE gateway = {db.param} "
+        cursor = db.execute_sql(f"SELECT key, content FROM gateway_messages WHERE gateway = {db.param} "
                                 f"AND key IN ({marks})", [name, *part])
         known.update(cursor.fetchall())
     return known
 
 
-def record_messages(db: Database, rows: list[tuple[str, str, float]]) -> None:
-    """Remember ``(gateway, key, at)`` message keys as taken in (a later post of one is a webhook retry)."""
-    for k in range(0, len(rows), 300):
-        part = rows[k:k + 300]
-        values = ", ".join([f"({db.param}, {db.param}, {db.param})"] * len(part))
-        db.execute_sql(f"INSERT INTO gateway_messages (gateway, key, at) VALUES {values} "
-                       "ON CONFLICT (gateway, key) DO NOTHING", [v for row in part for v in row])
+def record_messages(db: Database, rows: list[tuple[str, str, str | None, float]]) -> None:
+    """Remember ``(gateway, key, content, at)``: a message id taken in and the content it carried (a later
+    post of the same is a webhook retry). An id on record with no content gets this one."""
+    for k in range(0, len(rows), 250):
+        part = rows[k:k + 250]
+        values = ", ".join([f"({db.param}, {db.param}, {db.param}, {db.param})"] * len(part))
+        db.execute_sql(f"INSERT INTO gateway_messages (gateway, key, content, at) VALUES {values} "
+                       "ON CONFLICT (gateway, key) DO UPDATE SET content = excluded.content "
+                       "WHERE gateway_messages.content IS NULL", [v for row in part for v in row])
 
 
 def bump_counts(db: Database, counts: Mapping[tuple[str, str], int]) -> None:
@@ -296,7 +312,8 @@ def metric_families(db: Database):
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
     posts = CounterMetricFamily("ussd_gateway_posts", "gateway posts by gateway and what became of them "
-                                "(posts accepted, messages, webhook_retries, ignored, spooled, refused_<status>)",
+                                "(posts accepted, messages, webhook_retries, reused_ids, ignored, spooled, "
+                                "refused_<status>)",
                                 labels=["gateway", "what"])
     last = GaugeMetricFamily("ussd_gateway_last_post_timestamp_seconds", "the gateway's last accepted post (0: none)",
                              labels=["gateway"])

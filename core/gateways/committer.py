@@ -2,7 +2,7 @@
 
 Its own module because it is the listener's other thread, with its own store
 connection, and holds all the SQL of a post (accounts re-checked, webhook
-retries, ``Receiver.ingest_many``, counts); the HTTP side only queues posts and
+retries and reused message ids (``messages``), ``Receiver.ingest_many``, counts); the HTTP side only queues posts and
 awaits their outcomes. With the store unavailable it hands the posts to ``spool``.
 """
 
@@ -22,6 +22,8 @@ from core.store.outbox import record as record_event
 from core.receiver import Receiver
 
 from . import accounts
+from .door import OUT_OF_FILES
+from .messages import NEW, content_key, judge
 from .posts import Outcome, Post, message_key
 from .spool import spool
 
@@ -123,33 +125,34 @@ class Committer:
                 outcomes[i] = Outcome("gone")  # retired while the post waited: nothing taken in
             else:
                 live.append(i)
-        # Gateway message ids already taken: a webhook retry, whose frames are not offered again.
-        wanted = sorted({(group[i].name, message_key(m.gateway_id)) for i in live for m in group[i].messages
-                         if m.gateway_id is not None})
-        known: set[tuple[str, str]] = set()
-        per_gateway: dict[str, list[str]] = {}
-        for name, key in wanted:
-            per_gateway.setdefault(name, []).append(key)
-        for name, keys in per_gateway.items():
-            known.update(accounts.known_messages(db, name, keys))
+        # Gateway message ids already taken: a webhook retry when the content is the same (its frames are
+        # not offered again), a reused id when it is not (offered like a new message).
+        wanted: dict[str, set[str]] = {}
+        for i in live:
+            for m in group[i].messages:
+                if m.gateway_id is not None:
+                    wanted.setdefault(group[i].name, set()).add(message_key(m.gateway_id))
+        known = {name: accounts.known_messages(db, name, sorted(keys)) for name, keys in sorted(wanted.items())}
         counts: Counter = Counter(refused)
-        new_keys: list[tuple[str, str, float]] = []
+        new_keys: list[tuple[str, str, str | None, float]] = []
         by_source: dict[str, list] = {}
         for i in live:
             post = group[i]
             counts[(post.name, "ignored" if post.ignored else "posts")] += 1
             ids: list[str] = []
             for msg in post.messages:
-                key = None if msg.gateway_id is None else (post.name, message_key(msg.gateway_id))
+                verdict = NEW
+                if msg.gateway_id is not None:
+                    key, content = message_key(msg.gateway_id), content_key(msg.items)
+                    verdict = judge(known[post.name], key, content)
+                    if verdict.record:
+                        new_keys.append((post.name, key, content, now))
+                # The answer names the frames offered now, or by this same message the first time.
                 ids.extend(fid for fid, text in msg.items if isinstance(fid, str) and not isinstance(text, Unreadable))
-                if key is not None and key in known:
-                    counts[(post.name, "webhook_retries")] += 1
-                    continue
-                if key is not None:
-                    known.add(key)
-                    new_keys.append((key[0], key[1], now))
-                counts[(post.name, "messages")] += 1
-                by_source.setdefault(accounts.source_label(post.name), []).extend(msg.items)
+                for what in verdict.counts:
+                    counts[(post.name, what)] += 1
+                if verdict.offer:
+                    by_source.setdefault(accounts.source_label(post.name), []).extend(msg.items)
             outcomes[i] = Outcome("taken", ids)
         for source, items in by_source.items():
             if items:
@@ -186,7 +189,10 @@ class Committer:
         try:
             written, retries = spool(self.listener.home, live)
         except OSError as exc:
-            log.error("gateway posts could not be spooled into the inbox either: %s", one_line(exc))
+            if exc.errno in OUT_OF_FILES:
+                self.listener.out_of_files(exc)
+            else:
+                log.error("gateway posts could not be spooled into the inbox either: %s", one_line(exc))
             return [Outcome("failed") for _ in group]
         log.info("%d gateway posts spooled into the inbox as %s", len(live), ", ".join(written) or "nothing")
         for (name, what), n in retries.items():

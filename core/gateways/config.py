@@ -3,7 +3,11 @@
 ``listen = "127.0.0.1:8580"`` (a bare port listens on loopback only),
 ``tls_cert`` and ``tls_key`` for HTTPS (SMS Gateway for Android insists on it
 off loopback), ``rate`` and ``burst``: posts a second each gateway may make
-before it is answered 429 with ``Retry-After``.
+before it is answered 429 with ``Retry-After``. The front door's limits
+(``core.gateways.door``): ``max_connections`` held at once in total and
+``max_connections_per_peer`` from one address (an IPv6 address's /64), both
+below the process's open-file limit, and ``header_timeout`` / ``body_timeout``,
+the seconds a connection has to send a request's headers and then its body.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from typing import Any, Mapping
 from core.config import read_toml
 
 LOOPBACK = "127.0.0.1"
-KNOWN = ("listen", "tls_cert", "tls_key", "rate", "burst")
+KNOWN = ("listen", "tls_cert", "tls_key", "rate", "burst", "max_connections", "max_connections_per_peer",
+         "header_timeout", "body_timeout")
+MOST_CONNECTIONS = 1_000_000
+LONGEST_TIMEOUT = 3600.0
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,12 @@ class GatewaysConfig:
     tls_key: str | None = None
     rate: float = 5000.0
     burst: float = 10000.0
+    # Below the shipped unit's LimitNOFILE=1024 with room for the store, the inbox and the logs
+    # (``door.FILES_BESIDE``); one address (or a reverse proxy in front) holds an eighth of them.
+    max_connections: int = 512
+    max_connections_per_peer: int = 64
+    header_timeout: float = 5.0  # seconds for a TLS handshake, and again for a request's headers
+    body_timeout: float = 30.0  # seconds for a body of up to 64 KiB (about 2 KiB/s at the slowest)
 
 
 def parse_listen(value: object, where: str = "--listen") -> tuple[str, int]:
@@ -70,6 +83,27 @@ def load_gateways_config(config_path: Path, listen: str | None = None) -> Gatewa
     for name, value in (("rate", rate), ("burst", burst)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             raise ValueError(f"[gateways] {name} must be a positive number of posts a second, not {value!r}")
+    total = _whole(table, "max_connections", GatewaysConfig.max_connections, MOST_CONNECTIONS)
+    per_peer = _whole(table, "max_connections_per_peer", min(GatewaysConfig.max_connections_per_peer, total), total)
+    header = _seconds(table, "header_timeout", GatewaysConfig.header_timeout)
+    body = _seconds(table, "body_timeout", GatewaysConfig.body_timeout)
     base = config_path.parent
     return GatewaysConfig(host, port, str(base / cert) if cert else None, str(base / key) if key else None,
-                          float(rate), float(burst))
+                          float(rate), float(burst), total, per_peer, header, body)
+
+
+def _whole(table: Mapping[str, Any], name: str, default: int, most: int) -> int:
+    value = table.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise ValueError(f"[gateways] {name} must be a whole number of connections from 1 to {most:,}, "
+                         f"not {value!r}")
+    return value
+
+
+def _seconds(table: Mapping[str, Any], name: str, default: float) -> float:
+    value = table.get(name, default)
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or not 0 < value <= LONGEST_TIMEOUT):
+        raise ValueError(f"[gateways] {name} must be a number of seconds above 0 and at most "
+                         f"{LONGEST_TIMEOUT:g}, not {value!r}")
+    return float(value)

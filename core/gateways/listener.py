@@ -8,6 +8,12 @@ releases their answers. So a 2xx means committed: a ``kill -9`` right after it
 loses nothing, and a gateway that never heard the 2xx re-sends harmlessly (the
 frame id in the text is the dedup key).
 
+In front of the server, the door (``door``) holds at most ``max_connections``
+connections, ``max_connections_per_peer`` from one address, and closes any
+other at once; a connection has ``header_timeout`` seconds for a request's
+headers and ``body_timeout`` for its body (408, and the connection closes).
+Running out of open files is a fault that clears (``[gateways]``, ``door``).
+
 Answers: 404 an unknown or retired path (re-checked inside the commit, so a
 gateway retired mid-post takes nothing in), 405 anything but POST, 413 a body
 over 64 KiB, 429 with ``Retry-After`` over the gateway's rate, 403 a bad or
@@ -55,6 +61,7 @@ from . import accounts
 from .adapters import Request, parse, reply, verify
 from .committer import Committer
 from .config import GatewaysConfig
+from .door import OUT_OF_FILES, Door, Gate, fit_file_limit
 from .posts import Post
 from .ratelimit import Bucket
 from .tally import NO_GATEWAY, SUMMARY_EVERY, PostTally
@@ -62,6 +69,7 @@ from .tally import NO_GATEWAY, SUMMARY_EVERY, PostTally
 log = logging.getLogger("ussd.gateways")
 
 MAX_BODY = 64 * 1024
+MAX_HEADERS = 64  # header lines of at most 8 KiB each (aiohttp's own line limit): a request's headers stay small
 ALERT_EVERY = 300.0  # seconds between two bad-signature alerts of one gateway
 RETRY_AFTER_BUSY = 30  # seconds, when nothing could keep a post (store and inbox both failed)
 RELOAD_EVERY = 0.5  # seconds between two account reloads caused by an unknown name
@@ -74,10 +82,13 @@ class ListenerError(ValueError):
 class Listener:
     """``watch --listen``: the server thread and the committer; ``start`` binds or raises ``ListenerError``."""
 
-    def __init__(self, home: Home, store_target: str, config: GatewaysConfig):
+    def __init__(self, home: Home, store_target: str, config: GatewaysConfig, faults=None):
+        """``faults``: the inbox service's faults in force (``core.inbox.faults``), where running out
+        of open files is told and cleared; without it, the log alone says so."""
         self.home = home
         self.store_target = store_target
         self.config = config
+        self.faults = faults
         self.committer = Committer(self)
         self._accounts: dict[str, tuple] = {}  # name -> (kind, token_hash, secret_file, public_url, reply)
         self._loaded_at = 0.0
@@ -93,12 +104,16 @@ class Listener:
         self._secrets: dict[str, tuple] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner = None
+        self._gate: Gate | None = None
         self._thread: threading.Thread | None = None
         self._lock_fd: int | None = None
         self.address: tuple[str, int] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> "Listener":
+        short = fit_file_limit(self.config.max_connections)
+        if short is not None:
+            raise ListenerError(short)
         self._take_home_lock()
         try:
             self.committer.start()
@@ -155,19 +170,23 @@ class Listener:
         asyncio.set_event_loop(loop)
         self._loop = loop
         try:
+            config = self.config
             app = web.Application(client_max_size=MAX_BODY + 1)
             app.router.add_route("*", "/{tail:.*}", self._handle)
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            # aiohttp's keep-alive timer runs from the connection's start and from each answer, and closes
+            # a connection that has not sent a whole request's headers when it fires: the header timeout.
+            runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                                   keepalive_timeout=config.header_timeout, lingering_time=config.header_timeout,
+                                   max_headers=MAX_HEADERS)
             loop.run_until_complete(runner.setup())
-            host, port = self.config.host, self.config.port
-            site = web.TCPSite(runner, host, port, ssl_context=self._ssl(), backlog=1024, reuse_address=True)
+            self._gate = Gate(Door(config.max_connections, config.max_connections_per_peer), runner.server,
+                              self._ssl(), config.header_timeout, self.faults)
+            host, port = config.host, config.port
             try:
-                loop.run_until_complete(site.start())
+                self.address = self._gate.listen(loop, host, port)
             except OSError as exc:
                 raise ListenerError(f"cannot listen on {host}:{port}: {exc.strerror or one_line(exc)}") from None
             self._runner = runner
-            sockets = [s for s in (site._server.sockets if site._server else [])]
-            self.address = sockets[0].getsockname()[:2] if sockets else (host, port)
         except BaseException as exc:  # noqa: BLE001 - told to start(), which raises it
             self._loop = None
             loop.close()
@@ -181,9 +200,13 @@ class Listener:
             loop.close()
 
     async def _shutdown(self) -> None:
+        if self._gate is not None:
+            self._gate.stop_accepting()  # no new connection; those held are answered, then closed
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._gate is not None:
+            self._gate.abort_all()
         if self._summary_timer is not None:
             self._summary_timer.cancel()
             self._summary_timer = None
@@ -205,6 +228,9 @@ class Listener:
         now = time.monotonic()
         for line in self._tally.summary(now - self._summarised_at):
             log.info("%s", line)
+        turned_away = self._gate.door.summary(now - self._summarised_at) if self._gate is not None else None
+        if turned_away is not None:
+            log.warning("%s", turned_away)
         self._summarised_at = now
         if again and self._loop is not None:
             self._summary_timer = self._loop.call_later(SUMMARY_EVERY, self._summarise, True)
@@ -279,6 +305,13 @@ class Listener:
         self._secrets[path] = (key, secret)
         return secret
 
+    def out_of_files(self, exc: OSError) -> None:
+        """The open-file limit met (from any thread): a fault, cleared by the next connection accepted."""
+        if self._gate is not None:
+            self._gate.ran_out_of_files(exc)
+        else:
+            log.warning("gateways listener: out of open files: %s", one_line(exc))
+
     # -- refused posts (counted in the next commit) --------------------------------------
     def count_refused(self, name: str, what: str, n: int = 1) -> None:
         with self._lock:
@@ -313,6 +346,12 @@ class Listener:
         name = NO_GATEWAY
         try:
             response, name = await self._answer(request)
+        except OSError as exc:
+            if exc.errno not in OUT_OF_FILES:
+                log.error("gateway post failed: %s", one_line(exc), exc_info=True)
+            else:
+                self.out_of_files(exc)
+            response = web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_BUSY)})
         except Exception as exc:  # noqa: BLE001 - one bad post must not take the listener down
             log.error("gateway post failed: %s", one_line(exc), exc_info=True)
             response = web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_BUSY)})
@@ -338,7 +377,9 @@ class Listener:
         if request.content_length is not None and request.content_length > MAX_BODY:
             self.count_refused(name, "refused_413")
             return web.Response(status=413), name
-        body = await request.content.read(MAX_BODY + 1)
+        body = await _read_body(request, self.config.body_timeout)
+        if body is None:  # not sent within body_timeout: the connection goes with the answer
+            return web.Response(status=408, headers={"Connection": "close"}), name
         if len(body) > MAX_BODY:
             self.count_refused(name, "refused_413")
             return web.Response(status=413), name
@@ -375,6 +416,23 @@ class Listener:
         return web.Response(status=200, body=text, content_type=content_type), name
 
 
+async def _read_body(request, deadline: float) -> bytes | None:
+    """The body, read to its end or to one byte over ``MAX_BODY``; None when it is not all there within
+    ``deadline`` seconds. (One ``read`` returns what has come so far, not the whole body.)"""
+    chunks, size = [], 0
+    try:
+        async with asyncio.timeout(deadline):
+            while size <= MAX_BODY:
+                chunk = await request.content.read(MAX_BODY + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+    except TimeoutError:
+        return None
+    return b"".join(chunks)
+
+
 def _answer_all(pairs: list) -> None:
     """On the listener's loop: wake each post's handler (a post whose client went away has none)."""
     for post, outcome in pairs:
@@ -382,5 +440,5 @@ def _answer_all(pairs: list) -> None:
             post.waiter.set_result(outcome)
 
 
-def start_listener(home: Home, store_target: str, config: GatewaysConfig) -> Listener:
-    return Listener(home, store_target, config).start()
+def start_listener(home: Home, store_target: str, config: GatewaysConfig, faults=None) -> Listener:
+    return Listener(home, store_target, config, faults).start()

@@ -5,13 +5,15 @@ fsync of the folder) with its own privacy rule (no phone number, no token, no
 gateway message id at rest: only the message's key, the hash the store keeps
 too), apart from both the HTTP server and the commit.
 
-A spooled file is one gateway's, and each line names the gateway and its
-message's key, so the inbox takes it in as that gateway's path would have:
-``SpoolFile`` credits the frames to the gateway's own path (``gw_<name>``),
-records each message's key with the last line of it (a later post of that
-message is a webhook retry) and offers nothing of a message already taken in.
-A file of the first format (only ``frame_id`` and ``frame``) is an ordinary
-inbox file.
+A spooled file is one gateway's, and each line names the gateway, its
+message's key and its content's key, so the inbox takes it in as that
+gateway's path would have: ``SpoolFile`` credits the frames to the gateway's
+own path (``gw_<name>``), records each message's key with the last line of it
+(a later post of that message is a webhook retry) and offers nothing of a
+message already taken in with the same content (``messages``). A line with no
+content key (a file spooled before contents were kept) is judged by its key
+alone, as then. A file of the first format (only ``frame_id`` and ``frame``)
+is an ordinary inbox file.
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ from core.home import Home, sync_folder
 from core.rules.frame import Frame, Unreadable, parse as parse_frame
 
 from . import accounts
+from .messages import content_key, judge
 from .posts import Post, message_key
 from .text import unreadable
 
 PREFIX = "gateway-"
-GATEWAY, MESSAGE = "gateway", "gateway_message"  # neither is a frame, text or phone column name
+GATEWAY, MESSAGE, CONTENT = "gateway", "gateway_message", "gateway_content"  # none is a frame, text or phone column
 
 
 def spool(home: Home, posts: list[Post]) -> tuple[list[str], Counter]:
@@ -38,23 +41,26 @@ def spool(home: Home, posts: list[Post]) -> tuple[list[str], Counter]:
     rename, fsync. Returns the names written and the webhook retries left out, per gateway.
 
     Only frames (each with its frame id) and, for what is not a frame, its
-    masked text, each with the gateway's name and its message's key: no phone
-    number, no token, no gateway message id. A message whose key is already in
-    a file being written (the gateway posted it again) is left out and counted.
+    masked text, each with the gateway's name, its message's key and its
+    content's key: no phone number, no token, no gateway message id. A message
+    already in a file being written with the same content (the gateway posted
+    it again) is left out and counted; one under the same id with other content
+    (a relay reusing ids) is written, and judged when the inbox takes it in.
     """
     per_gateway: dict[str, list[str]] = {}
     retries: Counter = Counter()
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
     for post in posts:
         lines = per_gateway.setdefault(post.name, [])
         for msg in post.messages:
             key = None if msg.gateway_id is None else message_key(msg.gateway_id)
-            if key is not None and (post.name, key) in seen:
+            content = None if key is None else content_key(msg.items)
+            if key is not None and (post.name, key, content) in seen:
                 retries[(post.name, "webhook_retries")] += 1
                 continue
             if key is not None:
-                seen.add((post.name, key))
-            where = {GATEWAY: post.name, MESSAGE: key}
+                seen.add((post.name, key, content))
+            where = {GATEWAY: post.name, MESSAGE: key, **({CONTENT: content} if content else {})}
             for fid, text in msg.items:
                 if isinstance(parse_frame(fid, text), Frame):
                     lines.append(json.dumps({"frame_id": fid, "frame": text, **where}))
@@ -89,15 +95,17 @@ def _write(home: Home, lines: list[str]) -> str:
 
 
 class SpoolFile:
-    """A spooled file being taken in: its gateway, and each line's message key."""
+    """A spooled file being taken in: its gateway, and each line's message (key and content key)."""
 
-    def __init__(self, gateway: str, keys: dict[int, str]):
+    def __init__(self, gateway: str, keys: dict[int, tuple[str, str | None]]):
         self.gateway = gateway
         self.source = accounts.source_label(gateway)
-        self.keys = keys  # line number -> message key
-        self.last_line: dict[str, int] = {}
-        for line, key in keys.items():
-            self.last_line[key] = max(line, self.last_line.get(key, 0))
+        self.keys = keys  # line number -> (message key, content key or None in a file of before)
+        self.first_line: dict[tuple, int] = {}
+        self.last_line: dict[tuple, int] = {}
+        for line, message in sorted(keys.items()):
+            self.first_line.setdefault(message, line)
+            self.last_line[message] = line
 
     @classmethod
     def of(cls, db, inbox_name: str, data: bytes) -> "SpoolFile | None":
@@ -116,9 +124,9 @@ class SpoolFile:
             if not isinstance(obj, dict) or not isinstance(obj.get(GATEWAY), str):
                 return None
             names.add(obj[GATEWAY])
-            key = obj.get(MESSAGE)
+            key, content = obj.get(MESSAGE), obj.get(CONTENT)
             if isinstance(key, str) and key:
-                keys[number] = key
+                keys[number] = (key, content if isinstance(content, str) and content else None)
         if len(names) != 1:
             return None
         [name] = names
@@ -127,18 +135,24 @@ class SpoolFile:
         return cls(name, keys)
 
     def take(self, db, chunk: list, after: int, upto: int, now: float) -> tuple[list, Callable[[], None]]:
-        """``chunk``'s items (lines ``after`` < line <= ``upto``) less those of messages already taken in,
-        and what to write in the chunk's transaction: the keys of the messages ending in it, and
-        the gateway's counts (a message new, or a webhook retry)."""
+        """``chunk``'s items (lines ``after`` < line <= ``upto``) less those of webhook retries (a message
+        already taken in with the same content), and what to write in the chunk's transaction: the
+        keys of the messages ending in it, and the gateway's counts (``messages.judge``)."""
         in_chunk = {self.keys[item[3]] for item in chunk if item[3] in self.keys}
-        known = {key for _gateway, key in accounts.known_messages(db, self.gateway, sorted(in_chunk))}
-        offered = [item for item in chunk if self.keys.get(item[3]) not in known]
-        ending = [key for key, last in self.last_line.items() if after < last <= upto]
-        new = [key for key in ending if key not in known]
-        counts = {(self.gateway, "messages"): len(new), (self.gateway, "webhook_retries"): len(ending) - len(new)}
+        known = accounts.known_messages(db, self.gateway, sorted({key for key, _content in in_chunk}))
+        verdicts = {message: judge(known, *message) for message in sorted(in_chunk, key=self.first_line.get)}
+        offered = [item for item in chunk if item[3] not in self.keys or verdicts[self.keys[item[3]]].offer]
+        ending = sorted((m for m, last in self.last_line.items() if after < last <= upto), key=self.last_line.get)
+        counts: Counter = Counter()
+        rows = []
+        for message in ending:
+            verdict = verdicts.get(message) or judge(known, *message)
+            counts.update((self.gateway, what) for what in verdict.counts)
+            if verdict.record:
+                rows.append((self.gateway, message[0], message[1], now))
 
         def record() -> None:
-            accounts.record_messages(db, [(self.gateway, key, now) for key in sorted(new)])
+            accounts.record_messages(db, rows)
             accounts.bump_counts(db, counts)
 
         return offered, record

@@ -26,6 +26,7 @@ from core.store.database import is_database_error
 log = logging.getLogger("ussd.inbox")
 
 DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO})
+OUT_OF_FILES = frozenset({errno.EMFILE, errno.ENFILE})  # the process's (or the system's) open-file limit
 FILES_RETRIED = "files wait in the inbox and are retried"  # how a store or disk fault's message ends
 
 
@@ -40,12 +41,14 @@ def os_error(exc: OSError) -> str:
 def delivery_fault(exc: Exception, path: str, name: str, where: str) -> tuple[str, str]:
     """``(key, message)`` of a failed delivery of the file at ``path`` (``name`` escaped, ``where`` it waits).
 
-    The store and the disk are one fault each, whichever file met them; anything
-    else is the file's own."""
+    The store, the disk and the open-file limit are one fault each, whichever file
+    met them; anything else is the file's own."""
     if is_database_error(exc):
         return "store", f"store: {one_line(exc, 200)}; {FILES_RETRIED}"
     if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
         return "disk", f"disk: {os_error(exc)}; {FILES_RETRIED}"
+    if isinstance(exc, OSError) and exc.errno in OUT_OF_FILES:
+        return "files", f"open files: {exc.strerror or one_line(exc)} (the limit is reached); {FILES_RETRIED}"
     if isinstance(exc, OSError):
         return f"file:{path}", f"{name}: {exc.strerror or one_line(exc, 200)}; left {where}, retried every sweep"
     return f"file:{path}", f"{name}: {exc.__class__.__name__}: {one_line(exc, 200)}; left {where}"

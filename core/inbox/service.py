@@ -88,6 +88,7 @@ class InboxService:
         self._claims_won: Counter = Counter()
         self._claims_lost = 0
         self._last_sweep: float | None = None
+        self._waiting_count = 0
         self._vanish_checked = 0.0
         self._threads: dict[str, threading.Thread] = {}
         self._started = False
@@ -364,11 +365,12 @@ class InboxService:
                     if not self.settling.settled(path, st):
                         continue
                     handled += self._deliver(path, "sweep").won
-            except OSError as exc:
+                present = set(self._listing(self._claimed)) | set(self._listing(self._inbox))
+            except OSError as exc:  # out of open files too: a fault until a sweep works again
                 self.faults.report("sweep", f"inbox sweep failed: {os_error(exc)}")
             else:
                 self.faults.clear("sweep")
-            self._forget_missing(set(self._listing(self._claimed)) | set(self._listing(self._inbox)))
+                self._forget_missing(present)
             self._last_sweep = time.time()
         return handled
 
@@ -411,7 +413,7 @@ class InboxService:
                 self._claims_lost += 1
         self.settling.forget(path)
         if result.won:
-            if "store" in self.faults.clear("store", "disk", f"file:{path}"):
+            if "store" in self.faults.clear("store", "disk", "files", f"file:{path}"):
                 self.connections.changed()  # a connection opened while the store was read-only stays so
         elif result.status in ("lost", "skipped"):
             self.faults.clear(f"file:{path}")
@@ -441,6 +443,15 @@ class InboxService:
         return FileResult(name, source, "error", reason=message)
 
     # -- health ---------------------------------------------------------------------------
+    def _files_waiting(self) -> int:
+        """Counted now, or as last counted when the folders cannot be listed (out of open files):
+        asking how the inbox is never fails."""
+        try:
+            self._waiting_count = count_files(self._inbox) + count_files(self._claimed)
+        except OSError:
+            pass
+        return self._waiting_count
+
     def health(self) -> dict:
         """What the console's header shows: both paths, what waits, and any fault in force.
 
@@ -457,7 +468,7 @@ class InboxService:
             "observer": self.observer.status(),
             "sweep": "running" if sweeping else "off",
             "last_sweep": self._last_sweep,
-            "files_waiting": count_files(self._inbox) + count_files(self._claimed),
+            "files_waiting": self._files_waiting(),
             "claims_won": won,
             "claims_lost": lost,
             **self.faults.health(),

@@ -12,6 +12,7 @@ from core.signing.audit_models import create_audit_tables, create_truncate_guard
 
 from .backend import is_postgres_url, open_database
 from .database import StoreError, claim_sqlite, describe_target, write_transaction
+from .home_identity import migrate_v34 as _v34_home_id
 from .inbox_progress import migrate_v2 as _v2_inbox_tables
 from .models import RANKED_SQL, bind_models
 from .outbox import migrate_v15 as _v15_alert_outbox
@@ -128,6 +129,8 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (21, "gateways: signed accounts (token hashes), per-gateway counts, gateway message ids", _v21_gateways),
     (22, "writer slots: counters and totals keep a row per writer, summed when read", _v22_writer_slots),
     (23, "cases: one rank index (open and dispatched), not two", _v23_one_rank_index),
+    # Numbered apart from the steps before it, so branches adding steps at the same time do not collide.
+    (34, "the home's id, made once and kept in its store (a backup names the home it is of)", _v34_home_id),
 ]
 
 

@@ -82,8 +82,8 @@ def _resume(args, ctx) -> int:
 
 
 def _test(ctx) -> int:
-    marker = pause.paused(ctx.home, ctx.receiver.db)
-    if marker is not None:
+    marker = pause.paused(ctx.home)  # a restored home has its store: the log says whether it was resumed
+    if marker is not None and pause.paused(ctx.home, ctx.receiver.db) is not None:
         raise CommandError(pause.words(marker))
     config = load_alerts_config(ctx.home.config)
     if not config.targets:

@@ -113,6 +113,7 @@ class Trust:
     prefixes: tuple = ()
     checkpoint: object = None
     accept_unsigned: bool = False
+    live_home: bool = False  # the keys are a live home's (which may have made no backup yet)
 
     def trusts(self, fp: str) -> bool:
         return fp in self.keys or any(fp.startswith(p) for p in self.prefixes)
@@ -140,6 +141,9 @@ def check_signature(manifest: dict, trust: Trust) -> str | None:
     if not verify_signature(pub, sig, _message(manifest)):
         raise BackupError("not made by this home: the manifest's signature does not match it "
                           "(the manifest was changed after it was signed)")
+    if trust.empty and trust.live_home:
+        raise BackupError("not made by this home: this home has made no backup yet, so it has no backup key "
+                          "(on a machine with nothing else of the home, give --checkpoint or --backup-key)")
     if trust.empty:
         raise CannotRun("cannot tell whether this home made the backup: no backup key of this home is known here; "
                         "give --checkpoint FILE (a checkpoint kept off the machine) or --backup-key FINGERPRINT")
@@ -198,7 +202,7 @@ def trust_of_home(home, store_target: str | None, also: Trust | None = None) -> 
             db.close()
     also = also or Trust()
     return Trust(keys=frozenset(keys) | also.keys, prefixes=also.prefixes, checkpoint=also.checkpoint,
-                 accept_unsigned=also.accept_unsigned)
+                 accept_unsigned=also.accept_unsigned, live_home=db is not None)
 
 
 def _open(store_target: str | None):

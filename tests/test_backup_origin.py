@@ -204,3 +204,18 @@ async def test_the_console_header_says_alerts_are_paused_on_a_restored_home(samp
         write_marker(sample_home.root, "ussd-backup-20261202T101600Z.tar.gz", 0.0)
         app.query_one(HeaderBar)._check_backups()
         await until(lambda: "ALERTS PAUSED" in app.query_one(HeaderBar).render().plain, what="the pause in the header")
+
+
+def test_the_checkpoint_carries_the_backup_key_and_audit_verify_checks_it(home, tmp_path):
+    from core.signing.checkpoint import parse
+
+    line = checkpoint_line(home)
+    cp = parse(line)
+    assert backup_key(home).startswith(cp.backup)
+    kept = tmp_path / "checkpoint.txt"
+    kept.write_text(line + "\n")
+    assert run("--home", str(home.root), "audit", "verify", "--checkpoint", str(kept)).returncode == 0
+    other = cp._replace(backup="0" * 16).line()  # a well-formed line naming another backup key
+    kept.write_text(other + "\n")
+    proc = run("--home", str(home.root), "audit", "verify", "--checkpoint", str(kept))
+    assert proc.returncode == 1 and "backup key replaced" in proc.stdout + proc.stderr, proc.stdout + proc.stderr

@@ -102,6 +102,15 @@ def test_a_backup_dated_2100_counts_as_verified_now_and_hides_no_later_failure(h
         man["made_at"] = YEAR_2100
         resign(members, home, man)
 
+    def edited_to_2100(members):  # by whoever holds the file: the signature no longer matches
+        man = json.loads(members[archive.MANIFEST])
+        man["made_at"] = YEAR_2100
+        members[archive.MANIFEST] = json.dumps(man).encode()
+
+    edited = tmp_path / "usb" / "ussd-backup-21000101T000000Z-2.tar.gz"
+    _repack(file, edited, edited_to_2100)
+    proc = run("--home", str(home.root), "backup", "verify", str(edited))
+    assert proc.returncode == 1 and "not made by this home" in proc.stderr
     future = tmp_path / "usb" / "ussd-backup-21000101T000000Z.tar.gz"
     _repack(file, future, dated_2100)
     before = time.time()

@@ -1,4 +1,5 @@
-"""``ussd-console alerts``: the alert outbox, and a test event to every target."""
+"""``ussd-console alerts``: the alert outbox, a test event to every target, and ``alerts resume``
+(signed by an admin) for a home whose alert targets are paused since it was restored."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from rich.text import Text
 
 from console.errors import CommandError
 from console.render import make_console, print_json, safe, table, when
-from core.alerts import SendError, load_alerts_config, send
+from core.alerts import SendError, load_alerts_config, pause, send
 from core.rules import events
 from core.store import outbox
 from core.urls import mask_url
@@ -20,17 +21,23 @@ EXIT_SOME_FAILED = 1
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("alerts", parents=[common],
+    from .operators import _signing_parser
+
+    p = sub.add_parser("alerts", parents=[common, _signing_parser()],
                        help="the alert outbox (settings: <home>/config.toml [alerts]); `alerts test` sends a test event",
-                       **with_examples("ussd-console alerts", "ussd-console alerts --state failed", "ussd-console alerts test"))
-    p.add_argument("action", nargs="?", choices=["list", "test"], default="list",
-                   help="list (default) or test: send one test event to every target now")
+                       **with_examples("ussd-console alerts", "ussd-console alerts --state failed", "ussd-console alerts test",
+                                       "ussd-console alerts resume --operator alice --reason 'checked [alerts] after the restore'"))
+    p.add_argument("action", nargs="?", choices=["list", "test", "resume"], default="list",
+                   help="list (default); test: send one test event to every target now; resume (signed, an admin): "
+                        "deliver again on a home restored from a backup")
     p.add_argument("--state", choices=outbox.STATES, help="only deliveries in this state")
     add_paging(p, offset=False)
     p.set_defaults(handler=cmd_alerts)
 
 
 def cmd_alerts(args, ctx) -> int:
+    if args.action == "resume":
+        return _resume(args, ctx)
     if args.action == "test":
         return _test(ctx)
     if args.limit < 1:
@@ -50,7 +57,34 @@ def cmd_alerts(args, ctx) -> int:
     return 0
 
 
+def _resume(args, ctx) -> int:
+    from core.alerts.resume import resume_alerts
+
+    from .operators import _reason, _signer_name, _unlock
+
+    name, reason = _signer_name(args), _reason(args)
+    receiver = ctx.receiver
+    if pause.paused(ctx.home, receiver.db) is None:
+        raise CommandError("the alert targets of this home are not paused; nothing to sign")
+    result = resume_alerts(ctx.home, receiver, operator=name, reason=reason, signer=_unlock(ctx, args, name))
+    entry = result["entry"]
+    if ctx.json:
+        print_json({"resumed": True, "audit_seq": entry["seq"], "operator": entry["operator"],
+                    "targets": result["targets"]})
+    else:
+        out = make_console()
+        out.print(Text(f"alerts resumed (signed audit entry #{entry['seq']} by {name}); pending alerts go out "
+                       "to the targets in config.toml from now on"), soft_wrap=True)
+    if result.get("marker_left"):
+        make_console(stderr=True).print(Text("note: could not remove the pause marker (the signed resume stands): ")
+                                        + safe(result["marker_left"], 300), soft_wrap=True)
+    return 0
+
+
 def _test(ctx) -> int:
+    marker = pause.paused(ctx.home)  # a restored home has its store: the log says whether it was resumed
+    if marker is not None and pause.paused(ctx.home, ctx.receiver.db) is not None:
+        raise CommandError(pause.words(marker))
     config = load_alerts_config(ctx.home.config)
     if not config.targets:
         raise CommandError(f"no alert target in {ctx.home.config} [alerts] (set command and/or url)")

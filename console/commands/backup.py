@@ -1,8 +1,11 @@
-"""``backup``, ``backup verify`` and ``restore``: a backup is only a backup once it restores.
+"""``backup``, ``backup verify``, ``backup key`` and ``restore``: a backup is only a backup once it
+restores, and only this home's once its manifest is signed by this home's backup key.
 
-``backup verify`` exits 0 for a whole, sound backup, 1 for a damaged one (each
-problem in plain words), 2 when it cannot check at all (no file, no identity).
-``restore`` verifies first and never lays a backup over a home that holds a store.
+``backup verify`` exits 0 for a whole, sound backup this home made, 1 for a damaged one or one
+this home did not make (each problem in plain words), 2 when it cannot check at all (no file,
+no identity, no trust anchor). ``restore`` verifies first and never lays a backup over a home
+that holds a store; on a machine with nothing else of the home, ``--checkpoint`` or
+``--backup-key`` names the home's backup key.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from core.backup import archive
+from core.backup import archive, origin
 from core.backup.make import make_backup
 from core.backup.restore import restore
 from core.backup.verify import verify
@@ -38,16 +41,46 @@ def register(sub, common) -> None:
                                        "ussd-console backup verify /media/usb/ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt"))
     q.add_argument("file", metavar="FILE")
     q.add_argument("--identity", metavar="PATH", help="the age identity file, for an encrypted backup")
+    _trust_arguments(q)
     q.set_defaults(handler=cmd_backup_verify)
+    q = act.add_parser("key", parents=[common, _signing_parser()],
+                       help="this home's backup key, which signs every backup's manifest; `record` signs it into "
+                            "the audit log (an admin)",
+                       **with_examples("ussd-console backup key",
+                                       "ussd-console backup key record --operator alice --reason 'new machine'"))
+    q.add_argument("key_action", nargs="?", choices=["show", "record"], default="show", metavar="ACTION",
+                   help="show (default) or record (signed)")
+    q.set_defaults(handler=cmd_backup_key)
     q = sub.add_parser("restore", parents=[common],
                        help="verify a backup, then lay it out as a new home (a PostgreSQL one into the empty "
                             "database --db names)",
-                       **with_examples("ussd-console --home /srv/ussd-new restore ussd-backup-20250508T140000Z.tar.gz",
-                                       "ussd-console --home /srv/ussd-new restore ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt",
-                                       "ussd-console --home /srv/ussd-new restore backup.tar.gz --db postgresql://ussd@db/ussd_new"))
+                       **with_examples("ussd-console --home /srv/ussd-new restore ussd-backup-20250508T140000Z.tar.gz "
+                                       "--checkpoint /media/usb/checkpoint.txt",
+                                       "ussd-console --home /srv/ussd-new restore ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt "
+                                       "--backup-key 3f2a9c01d4e5b6a7",
+                                       "ussd-console --home /srv/ussd-new restore backup.tar.gz --checkpoint checkpoint.txt "
+                                       "--db postgresql://ussd@db/ussd_new"))
     q.add_argument("file", metavar="FILE")
     q.add_argument("--identity", metavar="PATH", help="the age identity file, for an encrypted backup")
+    _trust_arguments(q)
+    q.add_argument("--accept-unsigned", action="store_true",
+                   help="restore a backup whose manifest is not signed (made before backups were signed); "
+                        "nothing proves its config.toml and keys: read them before `alerts resume`")
     q.set_defaults(handler=cmd_restore)
+
+
+def _signing_parser():
+    from .operators import _signing_parser as parser
+
+    return parser()
+
+
+def _trust_arguments(q) -> None:
+    q.add_argument("--checkpoint", metavar="FILE|LINE",
+                   help="a checkpoint kept off the machine (`audit checkpoint`: a file, - for stdin, or the line): "
+                        "its backup key proves which home made the backup")
+    q.add_argument("--backup-key", metavar="FINGERPRINT",
+                   help="the fingerprint of the home's backup key (`backup key`), when no checkpoint is at hand")
 
 
 def _fail(words: str, code: int) -> int:
@@ -80,6 +113,11 @@ def cmd_backup(args, ctx) -> int:
     if made.manifest.get("checkpoint") is None:
         make_console(stderr=True).print(Text("warning: the audit log does not verify: ") +
                                         safe(made.manifest.get("audit_problem") or "", 400), soft_wrap=True)
+    elif " backup=" not in made.manifest["checkpoint"] and not ctx.json:
+        make_console(stderr=True).print(Text(
+            "note: this home's backup key is not recorded in the audit log yet, so a restore on another machine "
+            "has no checkpoint to prove this backup's origin: an admin runs `ussd-console backup key record "
+            "--operator NAME --reason TEXT` once"), soft_wrap=True)
     return 0
 
 
@@ -95,29 +133,53 @@ def _pg_server(args, ctx) -> str | None:
     return target if is_postgres_url(target) else None
 
 
-def _note_verified(home, file: Path, made_at: object) -> None:
-    """A backup in this home's backup folder that verified counts as verified, for ``status`` and
-    the console's list alike, as made at ``made_at``."""
+def _note_verified(ctx, file: Path, manifest: dict) -> str | None:
+    """A verified backup of this home counts, wherever it was written, for ``status`` and the
+    console alike: as made at its signed date, or now if that is later. Returns why it does not
+    count, or None."""
     from core.backup import schedule
 
+    home = ctx.home
+    if not Path(home.root).is_dir():
+        return None  # checked on a machine with no home (the drill's laptop): nothing to count it for
+    why = origin.counts_for(_store_target(ctx), manifest)
+    if why is not None:
+        return why
     try:
-        if Path(home.root).is_dir() and file.resolve().parent == load_backup_config(home.config).folder(home).resolve():
-            at = made_at if isinstance(made_at, (int, float)) and not isinstance(made_at, bool) else None
-            schedule.note_verified(home, file, at)
+        folder = load_backup_config(home.config).folder(home).resolve()
+        schedule.note_verified(home, file.resolve(), origin.verified_at(manifest.get("made_at")), folder=folder)
     except (OSError, ValueError):
         pass  # the mark is a convenience; the verdict above stands
+    return None
+
+
+def _store_target(ctx) -> str | None:
+    try:
+        return ctx.store_target
+    except ValueError:
+        return None
+
+
+def _trust(args, ctx, home_too: bool) -> origin.Trust:
+    """The backup keys accepted as this home's: the home's own and its log's (``home_too``), and
+    the anchors given by hand."""
+    given = origin.trust_given(args.backup_key, args.checkpoint, getattr(args, "accept_unsigned", False))
+    if not home_too:
+        return given
+    return origin.trust_of_home(ctx.home, _store_target(ctx), given)
 
 
 def cmd_backup_verify(args, ctx) -> int:
     try:
-        manifest = verify(Path(args.file), args.identity, server=_pg_server(args, ctx))
+        trust = _trust(args, ctx, home_too=True)
+        manifest = verify(Path(args.file), args.identity, server=_pg_server(args, ctx), trust=trust)
     except archive.CannotRun as exc:
         return _fail(str(exc), EXIT_CANNOT)
     except archive.BackupError as exc:
         if ctx.json:
             print_json({"file": args.file, "ok": False, "why": str(exc)})
         return _fail(f"BAD: {exc}", EXIT_BAD)
-    _note_verified(ctx.home, Path(args.file), manifest["made_at"])
+    not_counted = _note_verified(ctx, Path(args.file), manifest)
     if ctx.json:
         print_json({"file": args.file, "ok": True, "made_at": manifest["made_at"], "counts": manifest["counts"],
                     "checkpoint": manifest["checkpoint"], "software_version": manifest["software_version"],
@@ -132,6 +194,9 @@ def cmd_backup_verify(args, ctx) -> int:
         make_console().print(Text("checked: " + "; ".join(manifest["verified"]["checked"])), soft_wrap=True)
     for words in manifest["verified"]["not_checked"]:
         make_console(stderr=True).print(Text("note: not checked: ") + safe(words, 600), soft_wrap=True)
+    if not_counted:
+        make_console(stderr=True).print(Text("note: it does not count as this home's verified backup: ")
+                                        + safe(not_counted, 600), soft_wrap=True)
     return 0
 
 
@@ -140,15 +205,63 @@ def cmd_restore(args, ctx) -> int:
         return _fail("say where to restore with --home NEW (a new folder)", EXIT_CANNOT)
     home = Home.resolve(args.home)
     try:
-        manifest = restore(Path(args.file), home, args.identity, db=getattr(args, "db", None))
+        trust = _trust(args, ctx, home_too=False)
+        manifest = restore(Path(args.file), home, args.identity, db=getattr(args, "db", None), trust=trust)
     except archive.CannotRun as exc:
         return _fail(str(exc), EXIT_CANNOT)
     except archive.BackupError as exc:
-        return _fail(f"not restored, the backup is damaged: {exc}", EXIT_BAD)
+        origin_words = str(exc).startswith(("not made by this home", "manifest not signed"))
+        return _fail(f"not restored{'' if origin_words else ', the backup is damaged'}: {exc}", EXIT_BAD)
     if ctx.json:
         print_json({"home": str(home.root), "restored": args.file, "counts": manifest["counts"],
                     "checkpoint": manifest["checkpoint"], "store_kind": archive.store_kind(manifest)})
     else:
         make_console().print(Text.assemble("restored into ", safe(str(home.root), 1000),
                                            f"; now: ussd-console --home {home.root} audit verify"), soft_wrap=True)
+        make_console().print(Text("its alert targets are paused: read [alerts] in its config.toml, then an admin "
+                                  "signs `ussd-console alerts resume`; record this machine's backup key with "
+                                  "`ussd-console backup key record`"), soft_wrap=True)
+    for words in manifest["verified"]["not_checked"]:
+        make_console(stderr=True).print(Text("note: not checked: ") + safe(words, 600), soft_wrap=True)
+    return 0
+
+
+def cmd_backup_key(args, ctx) -> int:
+    home = ctx.open_home()
+    try:
+        info = origin.describe_key(home, _store_target(ctx))
+    except archive.CannotRun as exc:
+        return _fail(str(exc), EXIT_CANNOT)
+    if args.key_action == "record":
+        return _record_key(args, ctx, info)
+    if ctx.json:
+        print_json({k: info[k] for k in ("file", "public_key", "fingerprint", "recorded", "in_force")})
+        return 0
+    from core.signing.keys import short_fingerprint
+
+    state = ("recorded in the audit log: checkpoints carry it" if info["in_force"] else
+             "recorded in the audit log earlier, but another key is in force" if info["recorded"] else
+             "NOT recorded in the audit log yet: an admin runs `ussd-console backup key record`")
+    make_console().print(Text.assemble("backup key ", info["fingerprint"], f" ({short_fingerprint(info['fingerprint'])})",
+                                       "; ", state), soft_wrap=True)
+    return 0
+
+
+def _record_key(args, ctx, info: dict) -> int:
+    from core.signing.backup_record import record_key
+    from core.store.home_identity import home_id
+
+    from .operators import _reason, _signer_name, _unlock
+
+    name, reason = _signer_name(args), _reason(args)
+    receiver = ctx.receiver
+    result = record_key(ctx.home, receiver, info["public_key"], home_id(receiver.db), operator=name,
+                        reason=reason, signer=_unlock(ctx, args, name))
+    entry = result["entry"]
+    if ctx.json:
+        print_json({"fingerprint": info["fingerprint"], "audit_seq": entry["seq"], "operator": entry["operator"]})
+    else:
+        make_console().print(Text(f"backup key {info['fingerprint'][:16]} recorded (signed audit entry "
+                                  f"#{entry['seq']} by {name}); keep the new checkpoint off the machine: "
+                                  "ussd-console audit checkpoint"), soft_wrap=True)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from console.render import make_console, print_json, safe, table, when
-from core.alerts import load_alerts_config
+from core.alerts import load_alerts_config, pause
 from core.backup.schedule import status as backup_status, words as backup_words
 from core.home import looser_than_private
 from core.inbox import file_counts, files_by_state
@@ -33,12 +33,15 @@ def cmd_status(args, ctx) -> int:
     health = gather(ctx.home, r, _alert_targets(ctx.home))
     gateways = gateway_status(r)
     backup = backup_status(ctx.home)
+    paused = pause.paused(ctx.home, r.db)
     loose = looser_than_private(ctx.home.root)  # the home's own parts others could read or write
     if ctx.json:
         print_json({**t, "per_source": per_source, "files_per_path": files, "retention": policy,
                     "files_rejected": states["rejected"], "files_by_state": states,
                     "home": str(ctx.home.root), "health": health, "gateways": gateways,
-                    "home_open_to_others": loose, "backup": backup})
+                    "home_open_to_others": loose, "backup": backup,
+                    "alerts_paused": None if paused is None else {
+                        "since": paused.get("since"), "restored_from": paused.get("restored_from")}})
         return 0
     out = make_console()
     out.print(Text.assemble("home ", safe(str(ctx.home.root), 1000)))  # a path may hold any byte
@@ -60,6 +63,8 @@ def cmd_status(args, ctx) -> int:
     out.print(Text(f"retention: {retention_words(policy)}"))
     print_retention_fault(policy)
     out.print(_health_line(health))
+    if paused is not None:
+        out.print(Text("! ") + safe(pause.words(paused), 600))
     out.print(safe(backup_words(backup), 1000))
     for line in loose:
         out.print(Text.assemble("! ", safe(line, 1000)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
@@ -144,6 +146,14 @@ class RetentionPanel(Panel):
             line.append_text(safe(backups["folder"], 200))
             line.append(f"; every {describe(backups['every'])}, keeping {backups['keep']}" if backups["every"]
                         else "; not scheduled ([backup] every in config.toml)")
+        last = backups.get("last_verified")
+        if last:  # wherever it was written: a stick elsewhere counts as much as the folder here
+            where = PurePath(last["file"])
+            line.append("\nlast verified: ")
+            line.append_text(safe(where.name, 60))
+            line.append(" in ")
+            line.append_text(safe(str(where.parent), 200))
+            line.append(f", made {stamp(last['at'])}")
         self.query_one("#backups-summary", Static).update(line)
         self.query_one("#backups-table").display = bool(backups["rows"])
         self.query_one("#backups-table", KeyedTable).sync([

@@ -17,6 +17,7 @@ from textual.worker import Worker, WorkerState
 
 from console.ui_text import count, files_waiting, inbox_takers
 from core.alerts.deliverer import BACKLOG_FAULT
+from core.alerts.pause import paused as alerts_paused
 from core.backup.schedule import warning as backup_warning
 from core.ops.heartbeat import live
 from core.rules.text import escape_text
@@ -46,6 +47,11 @@ def clip_left(text: str, width: int) -> str:
     return "..." + text[-(width - 3):]
 
 
+def _home_warnings(home) -> tuple[str | None, bool]:
+    """The backups' word, and whether alerts are paused since a restore (files in the home)."""
+    return backup_warning(home), alerts_paused(home) is not None
+
+
 class HeaderBar(Widget):
     COMPONENT_CLASSES = {"headerbar--alert", "headerbar--ok", "headerbar--bad", "headerbar--dim",
                          "headerbar--title"}
@@ -69,6 +75,7 @@ class HeaderBar(Widget):
         self.error: str | None = None
         self.unlocked: str | None = None  # whose signing key the session holds
         self.backup: str | None = None  # "BACKUP OVERDUE" / "BACKUP FAILED" when backups need an operator
+        self.paused = False  # the home's alert targets are paused since it was restored
         self.takers: list[dict] = []  # live inbox services of other processes on this home (heartbeats)
 
     def on_mount(self) -> None:
@@ -82,13 +89,13 @@ class HeaderBar(Widget):
         """The backups' state is files in the home: read on a worker thread, never on the UI thread."""
         home = getattr(self.app, "home", None)
         if home is not None:
-            self.run_worker(partial(backup_warning, home), thread=True, group="backup-warning", exclusive=True,
+            self.run_worker(partial(_home_warnings, home), thread=True, group="backup-warning", exclusive=True,
                             exit_on_error=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "backup-warning" and event.state == WorkerState.SUCCESS:
-            if event.worker.result != self.backup:
-                self.backup = event.worker.result
+            if event.worker.result != (self.backup, self.paused):
+                self.backup, self.paused = event.worker.result
                 self.refresh()
 
     def _look_for_takers(self) -> None:
@@ -197,6 +204,9 @@ class HeaderBar(Widget):
             out.append(" ")
         if self.backup:
             out.append(f" ! {self.backup} ", style=self._style("alert"))
+            out.append(" ")
+        if self.paused:
+            out.append(" ! ALERTS PAUSED ", style=self._style("alert"))  # since a restore: `alerts resume`
             out.append(" ")
         out.append(f"cases {count(t['cases'])} | people {count(t['headcount_total'])} | "
                    f"duplicates {count(t['duplicates'])} | rejects {count(t['rejects'])}")

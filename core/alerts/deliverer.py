@@ -14,6 +14,9 @@ The outbox is kept in bounds: the first target's thread prunes, at start and
 hourly, events every target had delivered more than ``keep_delivered_days``
 ago; and a target owing more than ``pending_fault`` alerts (a target dead for a
 day) is one fault (``alert backlog: ...``) until its queue is back under it.
+
+While the home's alert targets are paused (a home restored from a backup, ``pause``), no
+thread sends anything or writes a checkpoint event: the outbox waits until an admin resumes.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from core.rules.text import one_line
 from core.store import outbox
 from core.store.database import StoreError, is_database_error
 
+from . import pause
 from .checkpoint import maybe_checkpoint
 from .config import AlertsConfig
 from .targets import SendError, send
@@ -64,8 +68,9 @@ class Deliverer:
     """The outbox's delivery threads for one process; see the module docstring."""
 
     def __init__(self, store_target: str, config: AlertsConfig, on_fault: Callable[[str, str], None] | None = None,
-                 on_clear: Callable[[str], None] | None = None):
+                 on_clear: Callable[[str], None] | None = None, home=None):
         self.store_target = store_target
+        self.home = home  # where a pause would be recorded (None: never paused)
         self.config = config
         self.on_fault = on_fault or (lambda key, message: None)
         self.on_clear = on_clear or (lambda key: None)
@@ -74,6 +79,7 @@ class Deliverer:
         self._wake = {name: threading.Event() for name in config.targets}
         self._threads: list[threading.Thread] = []
         self._said: dict[str, str] = {}  # target -> the last failure logged
+        self._held_said: set[str] = set()  # targets whose pause the log has told
         self._paused: dict[str, str] = {}  # target -> why its thread cannot reach the store
         self._next_prune = 0.0  # monotonic; the housekeeping thread's own
         self._next_backlog: dict[str, float] = {}  # target -> monotonic time of its next count
@@ -133,6 +139,8 @@ class Deliverer:
 
     def _step(self, db, target: str, checkpoints: bool) -> float:
         """One pass over ``target``'s queue; returns how long to wait before the next (0: go on)."""
+        if self._held(db, target):
+            return POLL
         if checkpoints:
             maybe_checkpoint(db)
             self._prune(db)
@@ -156,6 +164,18 @@ class Deliverer:
         outbox.finish(db, got.delivery, self.me, error, retry_in)
         self._report(target, got, error, retry_in)
         return 0.0
+
+    def _held(self, db, target: str) -> bool:
+        """Whether the home's alert targets are paused; said once in the log when it starts and ends."""
+        held = pause.paused(self.home, db) is not None
+        if held and target not in self._held_said:
+            self._held_said.add(target)
+            log.warning("alerts to %s are paused: this home was restored from a backup; an admin checks "
+                        "[alerts] in config.toml, then signs `ussd-console alerts resume`", target)
+        elif not held and target in self._held_said:
+            self._held_said.discard(target)
+            log.info("alerts to %s resumed by a signed `alerts resume`", target)
+        return held
 
     def _prune(self, db) -> None:
         if time.monotonic() < self._next_prune:

@@ -22,7 +22,7 @@ from pathlib import Path
 from core.home import sync_folder
 from core.urls import mask_in
 
-from . import pg
+from . import origin, pg
 from .archive import (
     CONFIG, FORMAT, HOLD_ENV, KEYS, MANIFEST, PREFIX, STORE, SUFFIX_AGE, SUFFIX_PLAIN, TMP_SUFFIX, CannotRun,
     key_file_name, sha256_file,
@@ -92,12 +92,15 @@ def describe_receiver(receiver, schema: int) -> dict:
     from types import SimpleNamespace
 
     from core.signing import audit
+    from core.store.home_identity import home_id
 
     totals = receiver.totals()
     result, cp = audit.make_checkpoint(receiver)
     head = audit.head(SimpleNamespace(db=receiver.db))
     return {
         "schema_version": schema,
+        "home_id": home_id(receiver.db),  # the home it is of, and how far its chain went: what makes it count
+        "audit_head": {"count": head.count, "hash": head.hash},
         "counts": {"cases": totals["cases"], "frames_kept": totals["seen_frames"],
                    "conflicts_open": totals["conflicts_open"], "audit_entries": head.count},
         "checkpoint": cp.line() if cp is not None else None,
@@ -195,6 +198,7 @@ def make_backup(home, store_target: str, folder: Path, recipients=(), now: float
         n += 1
         final = final.with_name(f"{PREFIX}{stamp}-{n}{SUFFIX_AGE if recipients else SUFFIX_PLAIN}")
     _remove_stale_work(Path(home.root))
+    signing_key = origin.load_key(home, create=True)  # the home's own: never written into a backup
     # The snapshot and the plain archive are made in the home (beside the store they copy), never
     # on the backup disk: a backup killed there leaves nothing readable on an encrypted stick.
     with tempfile.TemporaryDirectory(prefix=WORK_PREFIX, dir=home.root) as work:
@@ -222,6 +226,7 @@ def make_backup(home, store_target: str, folder: Path, recipients=(), now: float
         manifest = {"format": FORMAT, "software_version": _software_version(), "made_at": now,
                     "store_kind": "postgresql" if postgres else "sqlite", **described, "members": hashes,
                     "sizes": sizes}
+        manifest = origin.sign(manifest, signing_key)  # last: the signature covers every field above
         try:  # only now: a store that cannot be read leaves no empty folder on the backup disk
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -244,7 +249,9 @@ def make_backup(home, store_target: str, folder: Path, recipients=(), now: float
             _hold("written")
             if check:
                 (work / "check").mkdir()
-                checked, _found = verify_into(plain, work / "check", server=store_target if postgres else None)
+                own = origin.Trust(keys=frozenset({origin.fingerprint_of(origin.public_hex(signing_key))}))
+                checked, _found = verify_into(plain, work / "check", server=store_target if postgres else None,
+                                              trust=own)
                 manifest = {**manifest, "verified": checked["verified"]}  # what the check covered, for the log
             if recipients:
                 import pyrage

@@ -1,6 +1,7 @@
 """Laying a verified backup out as a home (``restore``): into a new folder only, its store
 beside the config or, for PostgreSQL, ``pg_restore``d into a new, empty database; nothing of
-the home changes unless every piece is in place.
+the home changes unless every piece is in place. A restored home starts with its alert targets
+paused (``core.alerts.pause``): nothing the backup carries runs before an admin has looked.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from core.alerts.pause import write_marker
 from core.home import sync_folder
 
 from . import pg
@@ -72,9 +74,10 @@ def _check_target(url: str, manifest: dict) -> None:
                         f"at {schema!r}: add options=-csearch_path={want} to the URL")
 
 
-def restore(file: Path, home, identity: str | None = None, db: str | None = None) -> dict:
-    """Verify, then lay out store (or ``pg_restore`` it into the empty database ``db``), keys and config
-    in ``home``; refuse a home that holds a store, and a database that holds anything."""
+def restore(file: Path, home, identity: str | None = None, db: str | None = None, trust=None) -> dict:
+    """Verify (made by the home ``trust`` names), then lay out store (or ``pg_restore`` it into the
+    empty database ``db``), keys and config in ``home``; refuse a home that holds a store, and a
+    database that holds anything."""
     from core.store.backend import is_postgres_url
 
     root = Path(home.root)
@@ -91,7 +94,7 @@ def restore(file: Path, home, identity: str | None = None, db: str | None = None
     with tempfile.TemporaryDirectory(prefix=".ussd-restore-", dir=root.parent) as work:
         work = Path(work)
         # The audit chain of a PostgreSQL dump is checked once it is restored, in the target itself.
-        manifest, found = verify_into(Path(file), work, identity, audit_pg=False)
+        manifest, found = verify_into(Path(file), work, identity, audit_pg=False, trust=trust)
         postgres = store_kind(manifest) == "postgresql"
         if postgres and db is None:
             raise CannotRun("this backup holds a PostgreSQL store: name a new, empty database with "
@@ -110,12 +113,14 @@ def restore(file: Path, home, identity: str | None = None, db: str | None = None
                 _lay_out(name, path, layout / name, db if postgres else None)
         if (layout / KEYS).is_dir():
             sync_folder(layout / KEYS)
+        write_marker(layout, Path(file).name, manifest.get("made_at"))
         sync_folder(layout)
         if root.is_dir() and Path(home.db).exists():
             raise CannotRun(f"the home {root} gained a store while restoring; nothing changed")
         if postgres:
             # One transaction: a restore that fails leaves the database as empty as it was.
-            check_restored(db, found[pg.DUMP], manifest)
+            note = check_restored(db, found[pg.DUMP], manifest, trust)
+            manifest["verified"]["not_checked"].extend([note] if note else [])
             manifest["verified"]["checked"].append("the audit chain and counts, in the restored database")
         if root.is_dir():  # an empty (or store-less) folder: move each piece in
             for entry in sorted(layout.iterdir()):

@@ -66,6 +66,14 @@ def overdue_words(state: dict, every: float, since: float, now: float) -> str | 
     return f"backup overdue: the last verified backup is {int(now - last)} s old (every {int(every)} s)"
 
 
+def _when(at, now: float) -> float | None:
+    """A recorded time that counts: a number, never in the future (a record from before dates were
+    held to the verify time, or a clock set wrong, never hides what happens until then)."""
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or at != at or at > now:
+        return None
+    return float(at)
+
+
 def verified_backups(home, folder: Path, state: dict | None = None) -> dict[str, float | None]:
     """The backups in ``folder`` (this home's backup folder) that count as verified, by file name,
     with when each was made: ``watch`` verified it as it made it, or ``backup verify`` passed on it
@@ -80,19 +88,34 @@ def verified_backups(home, folder: Path, state: dict | None = None) -> dict[str,
     return {name: at for name, at in verified.items() if name in present}
 
 
-def last_verified(home, folder: Path, state: dict | None = None) -> dict | None:
+def verified_elsewhere(state: dict) -> dict[str, dict]:
+    """This home's backups verified outside its backup folder (``backup --to``, then ``backup
+    verify``): path -> ``at``, ``size``. They count though the stick may be unplugged now."""
+    noted = state.get("elsewhere") if isinstance(state.get("elsewhere"), dict) else {}
+    return {path: info for path, info in noted.items()
+            if isinstance(path, str) and isinstance(info, dict) and isinstance(info.get("size"), int)}
+
+
+def last_verified(home, folder: Path, state: dict | None = None, now: float | None = None) -> dict | None:
     """The newest verified backup (``at``, ``file``, ``size``): the last one ``watch`` made, or a
-    newer one of ``verified_backups``."""
+    newer one of ``verified_backups`` or ``verified_elsewhere``."""
     state = read_state(home) if state is None else state
+    now = time.time() if now is None else now
     best = state.get("last_verified") if isinstance(state.get("last_verified"), dict) else None
+    if best is not None and _when(best.get("at"), now) is None:
+        best = None
+    candidates = []
     for name, at in verified_backups(home, folder, state).items():
-        if not isinstance(at, (int, float)) or (best is not None and at <= (best.get("at") or 0)):
-            continue
         try:
-            size = (folder / name).stat().st_size
+            candidates.append((at, str(folder / name), (folder / name).stat().st_size))
         except OSError:
             continue
-        best = {"at": at, "file": str(folder / name), "size": size}
+    candidates.extend((info.get("at"), path, info["size"]) for path, info in verified_elsewhere(state).items())
+    for at, file, size in candidates:
+        at = _when(at, now)
+        if at is None or (best is not None and at <= (best.get("at") or 0)):
+            continue
+        best = {"at": at, "file": file, "size": size}
     return best
 
 
@@ -112,7 +135,9 @@ def status(home) -> dict:
             overdue = overdue_words(state, config.every, since, time.time())
     failed = None
     failure = state.get("last_failure")
-    if failure and (not state.get("last_verified") or failure.get("at", 0) > state["last_verified"].get("at", 0)):
+    # A failure stands until a backup made after it verified; a last verified date is never in the future.
+    if isinstance(failure, dict) and (not state.get("last_verified")
+                                      or (failure.get("at") or 0) >= state["last_verified"].get("at", 0)):
         failed = f"backup failed: {failure.get('why')}"
     return {**_shape(state), "every": config.every, "dir": str(config.folder(home)), "keep": config.keep,
             "overdue": bool(overdue), "fault": failed or overdue}
@@ -128,16 +153,28 @@ def warning(home) -> str | None:
     return "BACKUP FAULT" if b["fault"] else None
 
 
-def note_verified(home, file: Path, at: float | None = None) -> None:
-    """Remember that ``file`` (in this home's backup folder) verified, made at ``at``: one of
-    ``verified_backups`` from then on."""
+ELSEWHERE_KEPT = 20  # verified backups outside the backup folder remembered, newest first
+
+
+def note_verified(home, file: Path, at: float | None = None, folder: Path | None = None) -> None:
+    """Remember that ``file`` (a backup of this home) verified, made at ``at`` (never later than
+    now): one of ``verified_backups`` from then on when it is in the backup folder ``folder``
+    (default: its own folder), else one of ``verified_elsewhere``."""
     state = read_state(home)
-    names = state.get("verified") if isinstance(state.get("verified"), dict) else {}
-    folder = Path(file).parent
-    present = {p.name for p in backups_in(folder)}
-    names = {n: t for n, t in names.items() if n in present}  # removed backups are forgotten
-    names[Path(file).name] = time.time() if at is None else at
-    state["verified"] = names
+    now = time.time()
+    at = now if at is None else min(at, now)
+    file = Path(file)
+    if folder is None or file.parent == folder:
+        names = state.get("verified") if isinstance(state.get("verified"), dict) else {}
+        present = {p.name for p in backups_in(file.parent)}
+        names = {n: t for n, t in names.items() if n in present}  # removed backups are forgotten
+        names[file.name] = at
+        state["verified"] = names
+    else:
+        elsewhere = verified_elsewhere(state)
+        elsewhere[str(file)] = {"at": at, "size": file.stat().st_size}
+        kept = sorted(elsewhere.items(), key=lambda item: item[1].get("at") or 0, reverse=True)[:ELSEWHERE_KEPT]
+        state["elsewhere"] = dict(kept)
     _write_state(home, state)
 
 
@@ -146,7 +183,8 @@ def listing(home) -> dict:
     try:
         config = load_backup_config(home.config)
     except ValueError as exc:
-        return {"folder": None, "rows": [], "fault": one_line(exc), "every": None, "keep": None}
+        return {"folder": None, "rows": [], "fault": one_line(exc), "every": None, "keep": None,
+                "last_verified": None}
     folder = config.folder(home)
     verified = verified_backups(home, folder)
     rows = []
@@ -158,8 +196,9 @@ def listing(home) -> dict:
         rows.append({"file": path.name, "at": info.st_mtime, "size": info.st_size,
                      "encrypted": path.name.endswith(archive.SUFFIX_AGE), "verified": path.name in verified})
     shown = "<home>/backups" if config.dir is None else str(folder)  # the home's own path is in the header
-    return {"folder": shown, "rows": rows, "fault": status(home)["fault"], "every": config.every,
-            "keep": config.keep}
+    b = status(home)
+    return {"folder": shown, "rows": rows, "fault": b["fault"], "every": config.every,
+            "keep": config.keep, "last_verified": b["last_verified"]}
 
 
 def words(b: dict) -> str:
@@ -200,7 +239,8 @@ class BackupSchedule:
         if not self.config.every:
             return False
         state = read_state(self.home)
-        last = max((state.get("last_verified") or {}).get("at") or 0, (state.get("last_failure") or {}).get("at") or 0)
+        last = max(_when((state.get("last_verified") or {}).get("at"), now) or 0,
+                   _when((state.get("last_failure") or {}).get("at"), now) or 0)
         return now - last >= self.config.every
 
     def tick(self, now: float | None = None) -> None:
@@ -242,11 +282,12 @@ class BackupSchedule:
             self._failing = words
             log.warning("scheduled backup failed: %s", words)
             return False
-        state["last_verified"] = {"at": made.manifest["made_at"], "file": str(made.file), "size": made.size}
+        at = min(made.manifest["made_at"], time.time())
+        state["last_verified"] = {"at": at, "file": str(made.file), "size": made.size}
         self._save(state)
         removed = self._prune(folder, made.file)
         try:
-            note_verified(self.home, made.file, made.manifest["made_at"])
+            note_verified(self.home, made.file, at)
         except OSError as exc:
             log.warning("could not record the backup state: %s", one_line(exc))
         if self._failing is not None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from core.urls import mask_in
 
-from . import pg
+from . import origin, pg
 from .archive import (
     AGE_MAGIC, CONFIG, FORMAT, KEYS, MANIFEST, SMALL_MAX, STORE, BackupError, CannotRun, known_member, store_kind,
 )
@@ -233,13 +233,16 @@ def _unpack_member(tar: TarStream, dest: Path, name: str) -> str:
     return digest.hexdigest()
 
 
-def _read_members(stream, work: Path) -> tuple[dict, dict]:
+def _read_members(stream, work: Path, judge=None) -> tuple[dict, dict]:
     """(manifest, name -> extracted path), checked while streaming: the manifest comes first, each
     member's name and size are judged against it before its data is read, nothing is written past
     its listed size, and each one's SHA-256 is checked as it is written. Nothing is unpacked unless
-    the disk has room for every member the manifest lists."""
+    the disk has room for every member the manifest lists. ``judge`` sees the manifest before
+    anything is unpacked (its signature), and may refuse it by raising."""
     tar = TarStream(stream)
     manifest = _read_manifest(tar)
+    if judge is not None:
+        judge(manifest)
     sizes = manifest.get("sizes")
     (work / "members").mkdir(exist_ok=True)
     if sizes is not None:
@@ -263,7 +266,7 @@ def _read_members(stream, work: Path) -> tuple[dict, dict]:
     return manifest, found
 
 
-def _check_store(store_target: Path, manifest: dict) -> None:
+def _check_store(store_target: Path, manifest: dict, trust=None) -> str | None:
     from core import Receiver
 
     try:
@@ -282,13 +285,14 @@ def _check_store(store_target: Path, manifest: dict) -> None:
         raise BackupError(f"the store in the backup is not a sound SQLite database ({exc})") from None
     receiver = Receiver(str(store_target))
     try:
-        _check_audit(receiver, manifest)
+        return _check_audit(receiver, manifest, trust)
     finally:
         receiver.close()
 
 
-def _check_audit(receiver, manifest: dict) -> None:
-    """The audit log verifies against the manifest's checkpoint, with the counts it recorded."""
+def _check_audit(receiver, manifest: dict, trust=None) -> str | None:
+    """The audit log verifies against the manifest's checkpoint, with the counts it recorded, and
+    against a checkpoint given by hand (``origin.check_chain``); returns a note of what was not checked."""
     from core.signing import audit
     from core.signing import checkpoint as checkpoint_
 
@@ -312,19 +316,27 @@ def _check_audit(receiver, manifest: dict) -> None:
     if cases != manifest.get("counts", {}).get("cases"):
         raise BackupError(f"the store holds {cases} cases, the manifest recorded "
                           f"{manifest.get('counts', {}).get('cases')}")
+    return origin.check_chain(receiver, manifest, trust)
 
 
 def verify_into(file: Path, work: Path, identity: str | None = None, server: str | None = None,
-                audit_pg: bool = True) -> tuple[dict, dict]:
-    """Check a backup whole and sound, leaving its members in ``work``; return (manifest, members).
+                audit_pg: bool = True, trust: origin.Trust | None = None) -> tuple[dict, dict]:
+    """Check a backup whole and sound and made by the home ``trust`` names, leaving its members in
+    ``work``; return (manifest, members).
 
     For a PostgreSQL backup the audit chain is checked by restoring the dump into a scratch
     database on ``server``'s server (when given and when a database can be made there); what was
     and was not checked is in the returned manifest's ``verified``."""
+    notes: list = []
     with open_plain(Path(file), identity) as stream:
-        manifest, found = _read_members(stream, work)
+        # The signature is judged as soon as the manifest is read, before any member is unpacked.
+        manifest, found = _read_members(
+            stream, work, lambda m: notes.append(origin.check_signature(m, trust or origin.Trust())))
+    unsigned = notes[0] if notes else None
     postgres = store_kind(manifest) == "postgresql"
-    checked, not_checked = ["every member's SHA-256"], []
+    checked, not_checked = ["every member's SHA-256"], [unsigned] if unsigned else []
+    if not unsigned:
+        checked.append("the manifest's signature by this home's backup key")
     if postgres:
         try:
             entries = pg.listing(found[pg.DUMP])
@@ -341,18 +353,20 @@ def verify_into(file: Path, work: Path, identity: str | None = None, server: str
         else:
             try:
                 with pg.Scratch(server, manifest.get("pg_schema")) as url:
-                    check_restored(url, found[pg.DUMP], manifest)
+                    note = check_restored(url, found[pg.DUMP], manifest, trust)
+                not_checked.extend([note] if note else [])
                 checked.append("the audit chain and counts, restored into a scratch database")
             except pg.PgError as exc:
                 not_checked.append(f"the audit chain: {exc}")
     else:
-        _check_store(found[STORE], manifest)
+        note = _check_store(found[STORE], manifest, trust)
+        not_checked.extend([note] if note else [])
         checked.append("SQLite's integrity and foreign key checks, the audit chain against the checkpoint")
     manifest["verified"] = {"checked": checked, "not_checked": not_checked}
     return manifest, found
 
 
-def check_restored(url: str, dump_file: Path, manifest: dict) -> None:
+def check_restored(url: str, dump_file: Path, manifest: dict, trust=None) -> str | None:
     """``pg_restore`` the dump into ``url``'s (empty) database, then check its audit chain there."""
     from core import Receiver
     from core.rules.text import one_line
@@ -366,14 +380,15 @@ def check_restored(url: str, dump_file: Path, manifest: dict) -> None:
     except Exception as exc:  # noqa: BLE001 - StoreError, psycopg's errors: one masked line
         raise BackupError(f"the restored store does not open: {mask_in(one_line(exc), url)}") from None
     try:
-        _check_audit(receiver, manifest)
+        return _check_audit(receiver, manifest, trust)
     finally:
         receiver.close()
 
 
-def verify(file: Path, identity: str | None = None, server: str | None = None) -> dict:
+def verify(file: Path, identity: str | None = None, server: str | None = None,
+           trust: origin.Trust | None = None) -> dict:
     """The manifest of a backup that is whole and sound; BackupError or CannotRun otherwise.
     It is unpacked in the system's temporary folder (never beside a backup on a stick), then removed."""
     with tempfile.TemporaryDirectory(prefix=".ussd-verify-") as work:
-        manifest, _found = verify_into(Path(file), Path(work), identity, server)
+        manifest, _found = verify_into(Path(file), Path(work), identity, server, trust=trust)
         return manifest

@@ -51,7 +51,8 @@ class FaultAlerts:
             faults.report("alerts", f"alerts are off: {one_line(exc)}")
             config = AlertsConfig()
         if config.targets:
-            self.deliverer = Deliverer(self.store_target, config, on_fault=faults.report, on_clear=faults.clear).start()
+            self.deliverer = Deliverer(self.store_target, config, on_fault=faults.report, on_clear=faults.clear,
+                                       home=self.home).start()
 
     @property
     def targets(self) -> list[str]:

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from core.rules.text import escape_text
 from core.store.database import write_transaction
 
-from . import held
+from . import backup_key, held
 from . import registry as registry_
 from .audit_models import audit_models
 from .keys import ActionError, Signer, verify_signature
@@ -358,7 +358,8 @@ def verify(receiver, expect_head: str | None = None, checkpoint=None) -> VerifyR
         return VerifyResult(False, count, count + 1,
                             f"removed: head {wanted[:16]} is no longer in the log (entries were cut off or rewritten)")
     if checkpoint is not None:
-        problem = checkpoint_.problem(checkpoint, computed, walk.active_at)
+        problem = checkpoint_.problem(checkpoint, computed, walk.active_at,
+                                      backup_key.in_force(walk.rows[:checkpoint.count]))
         if problem:
             seq = min(checkpoint.count, count + 1)
             return VerifyResult(False, max(seq - 1, 0), seq, problem)
@@ -379,4 +380,4 @@ def make_checkpoint(receiver):
         return result, None
     walk = _walk(receiver)
     last = walk.computed[-1] if walk.computed else GENESIS
-    return result, checkpoint_.of(len(walk.rows), last, walk.registry.active())
+    return result, checkpoint_.of(len(walk.rows), last, walk.registry.active(), backup_key.in_force(walk.rows))

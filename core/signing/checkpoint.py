@@ -3,10 +3,12 @@
 Whoever can write the store can cut the log short, or rewrite all of it with
 keys of their own, and leave it consistent with itself. A checkpoint written on
 paper, sent in a chat message or kept by the alert hook records the entry
-count, the hash of the entry at that count and the active operators' key
-fingerprints; a log that still extends it has the same entry at that count,
-which (the entries being chained) means the same entries before it, signed by
-the same keys.
+count, the hash of the entry at that count, the active operators' key
+fingerprints and, once an admin has recorded it, the home's backup key; a log
+that still extends it has the same entry at that count, which (the entries
+being chained) means the same entries before it, signed by the same keys. The
+backup key in the line is what proves a backup's origin on a machine that has
+nothing else of the home (``restore --checkpoint``).
 
 One line, short enough to copy by hand, with a check code so that a typo reads
 as a typo and never as tampering.
@@ -36,15 +38,20 @@ class Checkpoint(NamedTuple):
     count: int
     head: str  # the hash of entry ``count`` (or a prefix of it)
     operators: dict  # name -> key fingerprint (or a prefix), active at ``count``
+    backup: str | None = None  # the home's backup key fingerprint (or a prefix) recorded by ``count``
 
     def line(self) -> str:
         body = " ".join([MAGIC, VERSION, f"entries={self.count}", f"head={self.head[:PREFIX]}",
-                         *(f"op:{name}={fp[:PREFIX]}" for name, fp in sorted(self.operators.items()))])
+                         *(f"op:{name}={fp[:PREFIX]}" for name, fp in sorted(self.operators.items())),
+                         *([f"backup={self.backup[:PREFIX]}"] if self.backup else [])])
         return f"{body} check={_check(body)}"
 
     def as_json(self) -> dict:
-        return {"checkpoint": self.line(), "entries": self.count, "head": self.head,
-                "operators": dict(sorted(self.operators.items()))}
+        out = {"checkpoint": self.line(), "entries": self.count, "head": self.head,
+               "operators": dict(sorted(self.operators.items()))}
+        if self.backup:
+            out["backup_key"] = self.backup
+        return out
 
 
 def _check(body: str) -> str:
@@ -84,8 +91,10 @@ def parse(text: str) -> Checkpoint:
             raise CheckpointError("the checkpoint JSON lacks entries, head or operators")
         if "checkpoint" in data and isinstance(data["checkpoint"], str):
             parse(data["checkpoint"])  # its own line must read too: a typo shows
+        backup = data.get("backup_key")
         return Checkpoint(_count(data.get("entries")), _hex(data.get("head"), "head"),
-                          _operators(data["operators"].items()))
+                          _operators(data["operators"].items()),
+                          None if backup is None else _hex(backup, "backup key"))
     lines = [line.strip() for line in text.splitlines() if line.strip().startswith(MAGIC)]
     if not lines:
         raise CheckpointError(f"no checkpoint found (a line starting with {MAGIC})")
@@ -106,9 +115,11 @@ def parse(text: str) -> Checkpoint:
             ops.append((key[3:], value))
         else:
             fields[key] = value
-    if set(fields) != {"entries", "head"}:
-        raise CheckpointError("the checkpoint needs entries= and head=")
-    return Checkpoint(_count(fields["entries"]), _hex(fields["head"], "head"), _operators(ops))
+    if not {"entries", "head"} <= set(fields) <= {"entries", "head", "backup"}:
+        raise CheckpointError("the checkpoint needs entries= and head= (and at most backup=)")
+    backup = fields.get("backup")
+    return Checkpoint(_count(fields["entries"]), _hex(fields["head"], "head"), _operators(ops),
+                      None if backup is None else _hex(backup, "backup key"))
 
 
 def read(source: str, stdin=None) -> Checkpoint:
@@ -128,8 +139,10 @@ def read(source: str, stdin=None) -> Checkpoint:
     return parse(text)
 
 
-def problem(cp: Checkpoint, computed: list[str], active_at: dict | None) -> str | None:
-    """Why a verified log does not extend the checkpoint, or None."""
+def problem(cp: Checkpoint, computed: list[str], active_at: dict | None,
+            backup_at: str | None = None) -> str | None:
+    """Why a verified log does not extend the checkpoint, or None. ``backup_at`` is the backup key
+    the log had recorded by the checkpoint's entry."""
     if len(computed) < cp.count:
         return (f"removed: the log holds {len(computed)} entries but the checkpoint recorded {cp.count} "
                 "(entries were cut off)")
@@ -143,6 +156,9 @@ def problem(cp: Checkpoint, computed: list[str], active_at: dict | None) -> str 
                     f"the checkpoint recorded {fp[:PREFIX]} (the log was rewritten with other keys)")
     for name in sorted(set(active) - set(cp.operators)):
         return f"rewritten: {name} is active at entry #{cp.count} but the checkpoint does not list them"
+    if cp.backup and not (backup_at or "").startswith(cp.backup):
+        return (f"backup key replaced: the log's backup key at entry #{cp.count} is "
+                f"{(backup_at or 'none')[:PREFIX]}, the checkpoint recorded {cp.backup[:PREFIX]}")
     at = computed[cp.count - 1] if cp.count else "0" * 64
     if not at.startswith(cp.head):
         return (f"rewritten: entry #{cp.count} is not the entry the checkpoint recorded "
@@ -168,5 +184,5 @@ def near_miss(wanted: str, computed: list[str]) -> int | None:
     return None
 
 
-def of(count: int, head_hash: str, active: dict) -> Checkpoint:
-    return Checkpoint(count, head_hash, dict(active))
+def of(count: int, head_hash: str, active: dict, backup: str | None = None) -> Checkpoint:
+    return Checkpoint(count, head_hash, dict(active), backup)

@@ -38,6 +38,8 @@ _BY_ACTION = {
     "case.mark": DISPATCHER,
     "countersign.approve": ADMIN,  # a request holds its action and needs that action's role
     "countersign.reject": ADMIN,
+    "backup.key": ADMIN,  # the key that proves a backup is this home's
+    "alerts.resume": ADMIN,  # alert targets paused since a restore deliver again
 }
 
 # What each role lets an operator sign, for the docs, the help screen and refusals.

@@ -12,11 +12,12 @@ from core.signing.audit_models import create_audit_tables, create_truncate_guard
 
 from .backend import is_postgres_url, open_database
 from .database import StoreError, claim_sqlite, describe_target, write_transaction
+from .home_identity import migrate_v25 as _v25_home_id
 from .inbox_progress import migrate_v2 as _v2_inbox_tables
 from .models import RANKED_SQL, bind_models
 from .outbox import migrate_v15 as _v15_alert_outbox
 from core.gateways.accounts import migrate_v21 as _v21_gateways  # gateways' own module owns its tables
-from core.gateways.accounts import migrate_message_contents as _v33_gateway_message_contents
+from core.gateways.accounts import migrate_message_contents as _v24_gateway_message_contents
 
 Migration = Callable[[Database, object], None]
 
@@ -129,9 +130,9 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (21, "gateways: signed accounts (token hashes), per-gateway counts, gateway message ids", _v21_gateways),
     (22, "writer slots: counters and totals keep a row per writer, summed when read", _v22_writer_slots),
     (23, "cases: one rank index (open and dispatched), not two", _v23_one_rank_index),
-    # Numbered apart from the steps other work adds beside it; steps apply by membership.
-    (33, "gateway message ids keep the content they first carried (a reused id is not a retry)",
-     _v33_gateway_message_contents),
+    (24, "gateway message ids keep the content they first carried (a reused id is not a retry)",
+     _v24_gateway_message_contents),
+    (25, "the home's id, made once and kept in its store (a backup names the home it is of)", _v25_home_id),
 ]
 
 

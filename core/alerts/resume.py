@@ -1,0 +1,49 @@
+"""Lifting the pause of a restored home's alerts: an admin's signed ``alerts.resume`` entry.
+
+The entry names the pause (its random id) and what the admin looked at before signing: the
+``[alerts]`` command and URL (the URL masked) in force. Nothing in the tables changes; the
+marker is removed once the entry is committed, and a marker left behind (a removal that
+failed) no longer pauses, since the log holds its resume.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from core.signing.actions import sign_action
+from core.signing.keys import ActionError
+from core.urls import mask_url
+
+from . import pause
+from .config import load_alerts_config
+
+
+def _targets(home) -> dict:
+    try:
+        config = load_alerts_config(home.config)
+    except ValueError as exc:
+        raise ActionError(f"fix [alerts] in config.toml before resuming: {exc}") from None
+    return {"command": shlex.join(config.command) if config.command else None,
+            "url": mask_url(config.url) if config.url else None}
+
+
+def resume_alerts(home, receiver, *, operator: str, reason: str, passphrase: str | None = None, signer=None,
+                  now: float | None = None) -> dict:
+    """Sign the resume of this home's paused alert targets; refused when they are not paused."""
+
+    def plan():
+        marker = pause.paused(home, receiver.db)
+        if marker is None:
+            raise ActionError("the alert targets of this home are not paused; nothing to sign")
+        return pause.RESUME, "alerts", {"pause": marker.get("id"), "since": marker.get("since"),
+                                        "restored_from": marker.get("restored_from"), "targets": _targets(home)}
+
+    def apply(payload, entry, at):
+        return {"targets": payload["targets"], "restored_from": payload["restored_from"]}
+
+    result = sign_action(home, receiver, plan, apply, operator, passphrase, reason, now, None, signer)
+    try:
+        pause.marker_path(home).unlink(missing_ok=True)
+    except OSError as exc:
+        result["marker_left"] = f"{pause.marker_path(home)}: {exc.strerror}"  # the signed resume stands
+    return result

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Input
 
 from console.render import safe
 from console.ui_text import need, need_code, number, short_stamp, stamp, status
-from console.widgets.keyed_table import KeyedTable
+from console.widgets.keyed_table import CaseTable, KeyedTable
 
 from console import actions
 
@@ -77,7 +77,7 @@ class CasesPanel(CaseRows, Panel):
         with Horizontal(classes="panel-top"):
             yield InfoLine(id="cases-info")
             yield Input(placeholder="/ filter: site, need or id", id="cases-filter", max_length=64)
-        yield KeyedTable(COLUMNS, shorten=SHORTEN, id="cases-table")
+        yield CaseTable(COLUMNS, shorten=SHORTEN, id="cases-table")
 
     def params(self):
         return (self.sort, self.descending, self.filter, self.page_offset)

@@ -21,6 +21,8 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import DataTable
 
+from console import actions
+
 
 Shorten = Callable[[Text, int], Text]  # a cell made at most this wide, saying that it was shortened
 PADDING = 2  # DataTable's cell padding, one space each side of a column
@@ -205,3 +207,9 @@ class KeyedTable(DataTable):
         self.move_cursor(row=target, scroll=False)
         top = max(0, target - max(0, screen_row))
         self.call_after_refresh(self.scroll_to, y=top, animate=False, immediate=True)
+
+
+class CaseTable(KeyedTable):
+    """The Cases table: its footer says that Enter opens the case's history."""
+
+    BINDINGS = actions.table_bindings("cases")

@@ -50,6 +50,31 @@ LOCAL_KEYS = {
     "case": {"escape": "close", "q": "close"},
     "dialogs": {"escape": "cancel", "ctrl+s": "sign", "enter": "enter", "y": "yes", "n": "no"},
 }
+# What a tab holds beyond its name, in words, and the commands of ussd-console it shows in the console.
+TAB_HOLDS: dict[str, tuple[str, ...]] = {
+    "cases": ("", "cases"),
+    "ranking": ("", "ranking"),
+    "quarantine": ("", "quarantine"),
+    "retention": ("the policy, evictions and backups", "retention", "evictions", "backup"),
+    "activity": ("arrivals, rejects, rejected files, gateways", "rejects", "files", "gateway"),
+}
+# The commands of ussd-console that the console does not do, and why: every other command is an
+# action of the table below (``Action.cli``), so the palette finds it by the command's name.
+CLI_ONLY: dict[str, str] = {
+    "ingest": "takes a file by hand; the console takes the inbox itself (w sweeps it now)",
+    "status": "the header says it",
+    "demo": "starts a console of its own",
+    "operator": "adds and retires operators; an admin's job at the command line",
+    "pending": "countersigned requests are approved at the command line",
+    "approve": "countersigned requests are approved at the command line",
+    "reject": "countersigned requests are refused at the command line",
+    "audit": "the audit log is read and checked at the command line",
+    "watch": "the headless receiver; the console takes the inbox itself",
+    "alerts": "alert delivery is set up and tested at the command line",
+    "serve": "serves this console to a browser",
+    "console": "opens this console",
+    "restore": "replaces the store; never from a running console",
+}
 PAGED = ("cases", "ranking", "quarantine")  # screens whose tables are windows of the store
 
 # Textual's names of the keys that are not one character, as an operator reads them.
@@ -88,6 +113,7 @@ class Action:
     show: bool | tuple[str, ...] = False  # in the footer: everywhere it is bound, or on these scopes
     priority: bool = False
     fixed: bool = False  # the key belongs to a widget: listed, offered, not remappable
+    cli: tuple[str, ...] = ()  # the ussd-console commands it does in the console: the palette finds it by them
 
     @property
     def palette_title(self) -> str:
@@ -108,7 +134,8 @@ def _marks() -> list[Action]:
     return [
         Action(f"mark_{status}", key, f"mark('{status}')", label, ("cases", "ranking", "case"),
                title=f"Mark the selected case {status} ({meaning})", words=("mark", "status", status),
-               signs=True, role=roles.DISPATCHER, needs="a selected case", show=("cases", "ranking") if footer else False)
+               signs=True, role=roles.DISPATCHER, needs="a selected case", show=("cases", "ranking") if footer else False,
+               cli=("case",))
         for status, (label, key, meaning, footer) in words.items()
     ]
 
@@ -116,7 +143,8 @@ def _marks() -> list[Action]:
 ACTIONS: tuple[Action, ...] = (
     # -- everywhere -------------------------------------------------------------------------
     *(Action(f"show_{tab}", str(n), f"show_panel('{tab}')", f"Show {title}", ("app",),
-             title=f"Show {title}", words=("screen", "tab", tab))
+             title=f"Show {title}" + (f": {TAB_HOLDS[tab][0]}" if TAB_HOLDS[tab][0] else ""),
+             words=("screen", "tab", tab), cli=TAB_HOLDS[tab][1:])
       for n, (tab, title) in enumerate(TABS, start=1)),
     Action("help", "question_mark", "help", "Help", ("app",), title="Help: every key, and who may sign what",
            words=("keys", "roles"), show=True),
@@ -146,41 +174,47 @@ ACTIONS: tuple[Action, ...] = (
            words=("bottom",), priority=True),
     Action("rows_up", "pageup", "rows_up", "Up a screenful of rows", ("tables",), priority=True),
     Action("rows_down", "pagedown", "rows_down", "Down a screenful of rows", ("tables",), priority=True),
-    Action("history", "enter", "history", "The case's history (versions, marks, conflicts)",
-           ("cases", "ranking", "quarantine"), title="History of the selected case",
-           words=("case", "versions", "marks", "story"), needs="a selected case", fixed=True),
+    # In the Cases footer: the first screen a new operator sees says what Enter does (the other
+    # screens say it on their info line).
+    Action("history", "enter", "history", "History", ("cases", "ranking", "quarantine"),
+           title="History of the selected case (versions, marks, conflicts)",
+           words=("case", "versions", "marks", "story"), needs="a selected case", fixed=True, show=("cases",),
+           cli=("case",)),
     # Activity's sweep, declared before export so its footer reads "w Sweep  e Export"
     Action("sweep", "w", "app.sweep_now", "Sweep inbox now", ("activity",), title="Sweep the inbox now",
            words=("inbox", "files", "look"), needs="the inbox running in this console", show=True),
     Action("export", "e", "export", "Export", ("cases", "ranking", "quarantine", "activity"),
            title="Export a view (CSV or .xlsx, to the home's exports/)",
-           words=("save", "file", "csv", "xlsx", "spreadsheet", "backup"), show=("ranking", "activity")),
+           words=("save", "file", "csv", "xlsx", "spreadsheet"), show=("ranking", "activity"), cli=("export",)),
     # -- Cases ------------------------------------------------------------------------------
     Action("filter", "slash", "filter", "Filter", ("cases",), title="Filter cases by site, need or id",
            words=("search", "find"), show=True),
     Action("sort", "s", "next_sort", "Sort", ("cases",), title="Sort cases by the next column",
            words=("order",), show=True),
+    # Not in the footer: at 80 columns Enter's history takes its place; the info line shows the
+    # order's direction (v or ^) and the help screen lists r.
     Action("reverse", "r", "reverse", "Reverse", ("cases",), title="Reverse the sort of cases",
-           words=("order", "ascending", "descending"), show=True),
+           words=("order", "ascending", "descending")),
     Action("clear_filter", "escape", "clear_filter", "Clear filter", ("cases",),
            title="Clear the filter: every case again"),
     *_marks(),
     # -- Quarantine -------------------------------------------------------------------------
     Action("keep_first", "k", "resolve('keep_first')", "Keep first", ("quarantine",),
            title="Resolve the conflict: keep the first version", words=("resolve", "conflict", "keep", "reject"),
-           signs=True, role=roles.RESOLVER, needs="an open conflict selected", show=True),
+           signs=True, role=roles.RESOLVER, needs="an open conflict selected", show=True, cli=("resolve",)),
     Action("accept_correction", "a", "resolve('accept_correction')", "Accept correction", ("quarantine",),
            title="Resolve the conflict: accept the correction", words=("resolve", "conflict", "accept", "new version"),
-           signs=True, role=roles.RESOLVER, needs="an open conflict selected", show=True),
+           signs=True, role=roles.RESOLVER, needs="an open conflict selected", show=True, cli=("resolve",)),
     Action("toggle_resolved", "t", "toggle_resolved", "Resolved too", ("quarantine",),
            title="Conflicts: list resolved ones too", words=("resolved", "conflict", "history"), show=True),
     # -- Retention --------------------------------------------------------------------------
     Action("evict_now", "e", "app.evict_now", "Evict now", ("retention",),
            title="Run eviction now: forget old frame ids (asks first, logged)",
-           words=("retention", "forget", "clean"), show=True),
+           words=("retention", "forget", "clean"), show=True, cli=("evict",)),
     Action("sign_exception", "x", "app.sign_exception", "Sign exception", ("retention",),
            title="Change the retention policy (below 30 days: an exception)",
-           words=("retention", "exception", "policy", "days"), signs=True, role=roles.ADMIN, show=True),
+           words=("retention", "exception", "policy", "days"), signs=True, role=roles.ADMIN, show=True,
+           cli=("retention",)),
     # -- Activity ---------------------------------------------------------------------------
     Action("reject_details", "enter", "", "The whole rejected line and what was wrong", ("activity",),
            title="Details of the selected reject", words=("reject", "why"), fixed=True),
@@ -200,6 +234,13 @@ def bindings(scope: str) -> list[Binding]:
                 key_display=KEY_DISPLAY.get(a.keys))
         for a in in_scope(scope) if not a.fixed
     ]
+
+
+def table_bindings(scope: str) -> list[Binding]:
+    """The footer entries of a table's own keys (Enter on a row) on ``scope``: the table selects the
+    row, and the panel does what the action says."""
+    return [Binding(a.keys, "select_cursor", a.description, show=True, id=a.id)
+            for a in in_scope(scope) if a.fixed and a.shown_on(scope)]
 
 
 def key_label(keys: str) -> str:
@@ -294,7 +335,7 @@ def palette_entries() -> list[Action]:
 
 
 def matching_words(action: Action) -> tuple[str, ...]:
-    return (action.id.replace("_", " "), *action.words)
+    return (action.id.replace("_", " "), *action.words, *action.cli)
 
 
 def key_table_markdown() -> str:

@@ -27,19 +27,38 @@ def basename(path: object, limit: int = 40) -> Text:
     return safe(os.path.basename(str(path)), limit)
 
 
+# English month names whatever the machine's locale: "2 Dec" reads one way only, where "12-02"
+# is the 2nd of December to some readers and the 12th of February to others.
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def day(when: dt.datetime) -> str:
+    """The day and the month's name: "2 Dec"."""
+    return f"{when.day} {MONTHS[when.month - 1]}"
+
+
 def stamp(ts: float | None) -> str:
-    """Month-day and minute: enough to tell arrivals apart, short enough for 80 columns."""
-    if ts is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ts).strftime("%m-%d %H:%M")
-
-
-def short_stamp(ts: float | None, now: float) -> str:
-    """The time for today, the month-day before (as ``ls`` does): five characters for 80 columns."""
+    """Day, month's name and minute ("2 Dec 10:16"): unambiguous, short enough for 80 columns."""
     if ts is None:
         return "-"
     when = dt.datetime.fromtimestamp(ts)
-    return when.strftime("%H:%M") if when.date() == dt.datetime.fromtimestamp(now).date() else when.strftime("%m-%d")
+    return f"{day(when)} {when:%H:%M}"
+
+
+def day_only(text: Text, width: int) -> Text:
+    """A ``stamp`` cell in ``width`` cells: "23 Mar 09:30" gives up its time ("23 Mar") when it is
+    wider; a cell that fits stays whole (a column's fitting, ``KeyedTable``)."""
+    if text.cell_len <= width or " " not in text.plain:
+        return text
+    return Text(text.plain.rsplit(" ", 1)[0], style=text.style)
+
+
+def short_stamp(ts: float | None, now: float) -> str:
+    """The time for today, the day before ("2 Dec"), as ``ls`` does: at most six characters."""
+    if ts is None:
+        return "-"
+    when = dt.datetime.fromtimestamp(ts)
+    return f"{when:%H:%M}" if when.date() == dt.datetime.fromtimestamp(now).date() else day(when)
 
 
 def count(n: int | None) -> str:

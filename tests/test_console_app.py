@@ -26,8 +26,9 @@ from tests.helpers import frame
 
 
 def cells(app, table_id: str, column: str) -> list[str]:
+    """A column's cells as the table holds them (a column left out at a narrow width too)."""
     t = app.query_one(f"#{table_id}", KeyedTable)
-    return [str(getattr(v, "plain", v)) for v in t.get_column(column)]
+    return [str(getattr(v, "plain", v)) for v in t.values(column)]
 
 
 def static_text(widget: Static) -> str:

@@ -46,7 +46,8 @@ def table(app, table_id: str) -> KeyedTable:
 
 
 def cell_texts(t: KeyedTable, column: str) -> list[str]:
-    return [str(getattr(v, "plain", v)) for v in t.get_column(column)]
+    """A column's cells as the table holds them (a column left out at 80 columns too)."""
+    return [str(getattr(v, "plain", v)) for v in t.values(column)]
 
 
 @run_async

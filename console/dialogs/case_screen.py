@@ -19,7 +19,7 @@ from console import actions
 from console.messages import MarkRequest
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from console.render import safe
 from console.ui_text import PRI, need, reason, stamp, status
@@ -108,6 +108,7 @@ class CaseScreen(ModalScreen[None]):
             marks = ", ".join(f"{actions.key_label(actions.keys_of(a, keymap))} {a.description.lower()}"
                               for a in actions.in_scope("case"))
             yield Static(Text(f"Esc closes | {marks} (signed)", style="dim"), id="case-keys")
+        yield Footer()  # the case screen's own keys, not the screen's under it
 
     def on_mount(self) -> None:
         self.query_one("#case-box").border_title = "case history"

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from console import actions
 from console.ui_text import MEANINGS, OUTCOMES
@@ -83,6 +83,7 @@ class HelpScreen(ModalScreen[None]):
                     yield Static(section(title, rows))
                 yield Static(who_may_table())
                 yield Static(self._legend())
+        yield Footer()  # the help screen's own keys, not the screen's under it
 
     def _legend(self) -> Table:
         table = Table.grid(padding=(0, 2))

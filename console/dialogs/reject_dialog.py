@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Footer, Static
 
 from console.render import safe
 from console.ui_text import stamp
@@ -46,6 +46,7 @@ class RejectDialog(ModalScreen[None]):
                 yield Static(reject_details(self.row), id="dialog-body")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Close (esc)", id="close", variant="primary")
+        yield Footer()  # the dialog's own keys, not the screen's under it
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(None)

@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from core.rules.retention import RetentionError
 from core.rules.text import escape_text
@@ -63,6 +63,7 @@ class SignForm(ModalScreen[bool]):
         self._preview_for: tuple | None = None  # the fields the preview on screen was made from
         self._previewing: tuple | None = None  # the fields a preview is being made from
         self._asked: tuple | None = None  # the fields of a sign asked for before their preview was shown
+        self._error_field: str | None = None  # the field the error on screen names: a change there clears it
 
     # -- what a subclass provides ----------------------------------------------------
     def extra_fields(self) -> ComposeResult:
@@ -102,6 +103,7 @@ class SignForm(ModalScreen[bool]):
             with Horizontal(id="sign-buttons"):
                 yield Button(self.SIGN_LABEL + " (ctrl+s)", id="sign", variant="primary", compact=True)
                 yield Button("Cancel (esc)", id="cancel", compact=True)
+        yield Footer()  # the dialog's own keys, not the screen's under it
 
     def on_mount(self) -> None:
         box = self.query_one("#preview-box", VerticalScroll)
@@ -164,9 +166,19 @@ class SignForm(ModalScreen[bool]):
 
     @on(Select.Changed)
     @on(Input.Changed, "#reason")
-    def _changed(self) -> None:
+    def _changed(self, event) -> None:
+        self._clear_error_of(event.control)
         self._show_unlocked()
         self.refresh_preview()
+
+    @on(Input.Changed, "#passphrase")
+    def _passphrase_changed(self, event: Input.Changed) -> None:
+        self._clear_error_of(event.control)
+
+    def _clear_error_of(self, field) -> None:
+        """An error that names a field ("a reason is required") is stale once that field changes."""
+        if self._error_field is not None and field is not None and field.id == self._error_field:
+            self.show_result("")
 
     def _session(self):
         return getattr(self.app, "signing", None)
@@ -232,7 +244,9 @@ class SignForm(ModalScreen[bool]):
             self.action_sign()
 
     # -- signing --------------------------------------------------------------------------------
-    def show_result(self, message: str, error: bool = False) -> None:
+    def show_result(self, message: str, error: bool = False, field: str | None = None) -> None:
+        """``field``: the id of the field the error names; the error goes when that field changes."""
+        self._error_field = field if error else None
         text = Text(("Not signed: " if error else "") + escape_text(message, 300))
         if error:
             text.stylize("bold")
@@ -266,13 +280,13 @@ class SignForm(ModalScreen[bool]):
         passphrase_box = self.query_one("#passphrase", Input)
         passphrase = passphrase_box.value
         if not operator:
-            self.show_result("choose an operator", error=True)
+            self.show_result("choose an operator", error=True, field="operator")
             return
         if not reason:
-            self.show_result("a reason is required", error=True)
+            self.show_result("a reason is required", error=True, field="reason")
             return
         if not passphrase and not self._unlocked(operator):
-            self.show_result("give the passphrase", error=True)
+            self.show_result("give the passphrase", error=True, field="passphrase")
             return
         preview = self.preview
         if preview is None or self._preview_for != fields or (preview.operator, preview.reason) != (operator, reason):
@@ -287,10 +301,13 @@ class SignForm(ModalScreen[bool]):
 
     @work(exclusive=True, group="sign")
     async def _do_sign(self, operator: str, passphrase: str, reason: str, preview, values: dict) -> None:
-        self.show_result("signing...")
         session = self._session()
         where = unlock_place()
-        if session is None or session.signer_for(operator) is None:
+        unlocking = session is None or session.signer_for(operator) is None
+        # Unlocking a key takes a few seconds (the passphrase's KDF is slow on purpose): say so.
+        self.show_result(f"unlocking {escape_text(operator, 40)}'s key (a few seconds), then signing..." if unlocking
+                         else "signing...")
+        if unlocking:
             # After repeated failures the wait is served here, off the store's one thread.
             await asyncio.to_thread(unlock_guard.before_attempt, self.home, operator, where,
                                     lambda words: self.app.call_from_thread(self.show_result, words))

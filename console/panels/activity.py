@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Sparkline, Static
 from console.dialogs.reject_dialog import RejectDialog
 from console.render import safe
 from console.ui_text import basename, count, outcome, reason, stamp
-from console.widgets.keyed_table import KeyedTable
+from console.widgets.keyed_table import KeyedTable, shorten_middle
 from core.gateways.accounts import counts as gateway_counts
 from core.inbox import file_counts, inbox_files
 from core.rules.explain import explain_reject
@@ -44,6 +44,30 @@ FILE_COLUMNS = [
     ("reason", "why the whole file was rejected"),
     ("kept", "kept as"),
 ]
+# At 80 columns a table gives up, in this order, what is said elsewhere: the feed its path (the
+# counts per path are above it), the rejects their line (Enter shows it whole). Then the feed's
+# times lose their seconds and a file name its extension, and only then is a long name shortened
+# in its middle; its line number always stays. A frame id and a number are never shortened.
+FEED_DROP = ("source",)
+REJECT_DROP = ("text",)
+
+
+def shorten_where(text: Text, width: int) -> Text:
+    """``name.txt:12`` in ``width`` cells: ``name:12`` first, then ``na…me:12``."""
+    name, colon, line = text.plain.rpartition(":") if ":" in text.plain else (text.plain, "", "")
+    stem, dot, _ext = name.rpartition(".")
+    if dot and stem:
+        text = Text(stem + colon + line, style=text.style)
+    return shorten_middle(text, width, keep_end=":" if colon else "")
+
+
+def minute(text: Text, width: int) -> Text:
+    """``09:08:00`` as ``09:08``: every time of the column, once its seconds do not fit."""
+    return Text(text.plain[:5], style=text.style)
+
+
+FEED_SHORTEN = {"ts": minute, "where": shorten_where}
+REJECT_SHORTEN = {"where": shorten_where}
 MINUTES = 60
 PATH_OUTCOMES = [
     ("APPLIED", "applied"),
@@ -57,9 +81,10 @@ def clock_time(ts: float) -> str:
 
 
 def where(file: str | None, line: int | None) -> Text:
+    """``name:line``, the name whole up to a bound: a table too narrow for it shortens it visibly."""
     if not file:
         return Text("-", style="dim")
-    out = basename(file, 40)
+    out = basename(file, 120)
     if line is not None:
         out.append(f":{line}")
     return out
@@ -129,9 +154,9 @@ class ActivityPanel(Panel):
         yield Sparkline([], id="arrivals")
         yield Static(id="per-path")
         yield Static(Text("Live feed (newest first)", style="bold"), classes="section")
-        yield NewestFirstTable(FEED_COLUMNS, id="feed-table")
+        yield NewestFirstTable(FEED_COLUMNS, drop=FEED_DROP, shorten=FEED_SHORTEN, id="feed-table")
         yield Static(Text("Rejects (newest first)", style="bold"), classes="section")
-        yield NewestFirstTable(REJECT_COLUMNS, id="rejects-table")
+        yield NewestFirstTable(REJECT_COLUMNS, drop=REJECT_DROP, shorten=REJECT_SHORTEN, id="rejects-table")
         yield Static(Text("Rejected files (newest first; ussd-console files --state rejected)", style="bold"),
                      classes="section", id="rejected-files-label")
         yield NewestFirstTable(FILE_COLUMNS, id="rejected-files-table")

@@ -133,10 +133,13 @@ class QuarantinePanel(Panel):
             ))
             for q in rows
         ])
-        what = "conflicts (resolved too; t: open only)" if self.show_resolved else "open conflicts"
-        info = window_text(self.page_offset, len(rows), self.total, what)
-        if self.total:
-            info.append(" | the first version stays until an operator signs", style="dim")
+        # One line at 80 columns, whatever the counts: with resolved ones too, t's way back is the hint.
+        info = window_text(self.page_offset, len(rows), self.total, "conflicts" if self.show_resolved
+                           else "open conflicts")
+        if self.show_resolved:
+            info.append(", resolved too | t: open only", style="dim")
+        elif self.total:
+            info.append(" | the first version stays until signed", style="dim")
         self.query_one("#quarantine-info", InfoLine).update(info)
         self._show_detail()
 

@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.containers import Horizontal, Vertical
 
 from console.render import safe
-from console.ui_text import number, stamp, status
+from console.ui_text import day_only, number, stamp, status
 from console.widgets.bars import Bars
 from console.widgets.keyed_table import KeyedTable
 
@@ -33,6 +33,13 @@ COLUMNS = [
     ("first_seen", "first seen"),
 ]
 BARS_LIMIT = 50  # groups fetched for the bars; the widget shows the largest few
+KEEP_ROWS = 10  # under the table (80 columns), the bars give way before the table shows fewer rows
+
+
+def bars_fit(height: int, rows: int, bars: int) -> bool:
+    """Whether the bars (``bars`` lines) go under the table in a panel ``height`` lines high, with
+    the table still showing its ``rows`` (up to ``KEEP_ROWS``) below the info line and its header."""
+    return height - bars >= 2 + min(rows, KEEP_ROWS)
 
 
 class RankingPanel(CaseRows, Panel):
@@ -52,13 +59,24 @@ class RankingPanel(CaseRows, Panel):
         with Horizontal(id="ranking-body"):
             with Vertical(id="ranking-main"):
                 yield InfoLine(id="ranking-info")
-                yield KeyedTable(COLUMNS, id="ranking-table")
+                # A date with two digits for its day gives up its time before the table runs past its edge.
+                yield KeyedTable(COLUMNS, shorten={"first_seen": day_only}, id="ranking-table")
             with Horizontal(id="ranking-bars"):
                 yield Bars("People by need", limit=5, id="bars-need")
                 yield Bars("People by site", limit=5, id="bars-site")
 
     def params(self):
         return (self.page_offset,)
+
+    def on_resize(self) -> None:
+        self._fit_bars()
+
+    def _fit_bars(self) -> None:
+        """At 80 columns, while notifications take their band, the ranking keeps its rows and the
+        bars go (they come back with the room); beside the table they always stay."""
+        bars = self.query_one("#ranking-bars")
+        lines = max(b.lines() for b in self.query(Bars))
+        bars.display = not self.screen.has_class("-narrow") or bars_fit(self.size.height, len(self.rows), lines)
 
     def plan(self, version, force, now):
         """The page is cheap (an index walk); the bars scan every case, so they wait longer."""
@@ -111,6 +129,7 @@ class RankingPanel(CaseRows, Panel):
         if "by_need" in data:
             self.query_one("#bars-need", Bars).rows = tuple((r["key"], r["headcount"]) for r in data["by_need"])
             self.query_one("#bars-site", Bars).rows = tuple((r["key"], r["headcount"]) for r in data["by_site"])
+        self._fit_bars()
         info = window_text(self.page_offset, len(rows), self.total, "dispatch order")
         info.append(" | highest pri(ority) first; Enter: history", style="dim")
         self.query_one("#ranking-info", InfoLine).update(info)

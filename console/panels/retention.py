@@ -68,7 +68,8 @@ class RetentionPanel(Panel):
         yield Static(Text("none: the policy has never gone below 30 days", style="dim"), id="exceptions-none")
         yield KeyedTable(EXCEPTION_COLUMNS, id="exceptions-table")
         yield Static(Text("Eviction log (newest first)", style="bold"), classes="section")
-        yield KeyedTable(EVICTION_COLUMNS, id="evictions-table")
+        # At 80 columns each run's policy goes before any date is cut, as `ussd-console evictions` does.
+        yield KeyedTable(EVICTION_COLUMNS, drop=("policy",), id="evictions-table")
         yield Static(Text("Backups (newest first)", style="bold"), classes="section")
         yield Static(id="backups-summary")
         yield KeyedTable(BACKUP_COLUMNS, id="backups-table")

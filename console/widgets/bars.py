@@ -48,6 +48,10 @@ class Bars(Widget):
             out.append(f"\n  ... {len(rows) - len(shown)} more", style="dim")
         return out
 
-    def get_content_height(self, container, viewport, width: int) -> int:
+    def lines(self) -> int:
+        """The lines it takes: the title, the groups shown, and "... N more"."""
         rows = len(self.rows)
         return 1 + max(1, min(rows, self.limit)) + (1 if rows > self.limit else 0)
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return self.lines()

@@ -135,6 +135,16 @@ def manifest_of(members: dict[str, bytes]) -> dict:
     return json.loads(members[archive.MANIFEST])
 
 
+def signed(manifest: dict, home) -> bytes:
+    """``manifest`` signed with ``home``'s own backup key, as the manifest member's bytes: a crafted
+    backup must pass the signature so that the streaming check is what refuses it."""
+    from tests.backup_support import resign
+
+    members = {archive.MANIFEST: json.dumps(manifest).encode()}
+    resign(members, home)
+    return members[archive.MANIFEST]
+
+
 def listing(manifest: dict, name: str, data: bytes) -> dict:
     """``manifest`` with ``name`` listed as holding ``data`` (its hash and size right)."""
     import hashlib

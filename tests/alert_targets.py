@@ -1,4 +1,7 @@
-"""Alert targets for the tests: a real command that fails on cue, and an HTTP server that never answers."""
+"""Alert targets for the tests: a real command that fails on cue, and an HTTP server that never answers.
+
+A refused address is the `refused_url` fixture (tests/support/ports.py): a port bound and never
+listened on, held for the test's life."""
 
 from __future__ import annotations
 
@@ -103,10 +106,3 @@ class SilentServer:
         for conn in self.open:
             conn.close()
 
-
-def refused_url() -> str:
-    """An address on this machine where nothing listens: every connection is refused at once."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/hooks/ussd"

@@ -7,7 +7,7 @@ from core import Receiver
 
 # Fixtures shared by many test files, found by name (no test imports a fixture), and the
 # Hypothesis profiles, loaded before any test module is imported.
-pytest_plugins = ["tests.console_support", "tests.hypothesis_settings", "tests.watch_fixtures"]
+pytest_plugins = ["tests.console_support", "tests.hypothesis_settings", "tests.watch_fixtures", "tests.support.ports"]
 
 # Key files are wrapped with a slow KDF (a quarter of a second a guess); the suite adds and unlocks
 # operators hundreds of times, so it wraps with one round. Set here, before any test, so the CLI and

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 
-from tests.alert_targets import CommandTarget, refused_url
+from tests.alert_targets import CommandTarget
 from tests.helpers import ROOT
 from tests.inbox_helpers import drop, wait_for
 from tests.test_alerts import conflict_file, configure, deliveries
@@ -46,9 +46,10 @@ def leaks(text: str) -> list[str]:
     return [s for s in SECRETS if s in text]
 
 
-def test_a_failing_secret_url_is_masked_in_log_stderr_status_alerts_the_store_and_the_fault_event(home, tmp_path):
+def test_a_failing_secret_url_is_masked_in_log_stderr_status_alerts_the_store_and_the_fault_event(home, tmp_path,
+                                                                                                 refused_url):
     target = CommandTarget(tmp_path / "target")
-    url = secret_url(refused_url())
+    url = secret_url(refused_url)
     configure(home, command=target.argv, url=url, retry_first=0.1, retry_cap=1.0, fault_after=5.0)
     watcher = Watcher(home, tmp_path)
     try:

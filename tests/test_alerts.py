@@ -12,7 +12,7 @@ from core.alerts import AlertsConfig, Deliverer
 from core.config import InboxConfig
 from core.inbox import InboxService, deliver
 from core.store import outbox
-from tests.alert_targets import CommandTarget, SilentServer, refused_url
+from tests.alert_targets import CommandTarget, SilentServer
 from tests.helpers import ROOT, frame
 from tests.inbox_helpers import drop, text_of, wait_for
 from tests.test_inbox_watch_cli import Watcher
@@ -141,9 +141,10 @@ def test_two_deliverers_on_one_store_send_every_event_once(new_store, tmp_path):
     assert sorted(e["details"]["frame_id"] for e in target.delivered()) == sorted(f"t{n}-1" for n in range(12))
 
 
-def test_a_target_failing_for_long_is_a_fault_of_the_service_and_an_alert_to_the_others(home, tmp_path, caplog):
+def test_a_target_failing_for_long_is_a_fault_of_the_service_and_an_alert_to_the_others(home, tmp_path, caplog,
+                                                                                          refused_url):
     target = CommandTarget(tmp_path / "target")
-    url = refused_url()
+    url = refused_url
     alerts = AlertsConfig(command=tuple(target.argv), url=url, retry_first=0.1, retry_cap=1.0, fault_after=5.0)
     service = InboxService(home, config=InboxConfig(sweep_interval=0.2, settle_time=0.1), alerts=alerts).start()
     url_tries = lambda: sum(r["attempts"] for r in deliveries(home) if r["target"] == "url")  # noqa: E731
@@ -174,24 +175,27 @@ def test_a_rejected_file_is_one_event_written_with_the_reject(inbox):
     assert row["details"] == {"file": "huge.txt", "path": "cli", "reason": "over the size limit (200 > 100 bytes)"}
 
 
-def test_alerts_test_says_what_happened_at_each_target(home, tmp_path):
+def test_alerts_test_says_what_happened_at_each_target(home, tmp_path, refused_url):
     target = CommandTarget(tmp_path / "target")
-    url = refused_url()
-    configure(home, command=target.argv, url=url)
+    url = refused_url
+    # The longest a target may take (60 s): the command is a Python start, which on a busy machine
+    # can take longer than the default 10 s, and then the line would say it was killed.
+    configure(home, command=target.argv, url=url, timeout=60)
     done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "test"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    whole = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert done.returncode == 1, whole
     # Read as words: piped, the output wraps at 80 columns, and where the command's line breaks
     # depends on the length of its paths (this Python's, the test's folder), not on what it says.
     said = " ".join(done.stdout.split())
-    assert "command (" in said and "): delivered" in said
-    assert f"url ({url}): FAILED: cannot reach" in said
+    assert "command (" in said and "): delivered" in said, whole
+    assert f"url ({url}): FAILED: cannot reach" in said, whole
     [event] = target.delivered()
     assert event["kind"] == "test" and event["event_id"].startswith("test-")
     home.config.write_text("")
     done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "test"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "no alert target" in done.stderr
+    assert done.returncode == 2 and "no alert target" in done.stderr, done.stdout + done.stderr
 
 
 def test_checkpoint_events_follow_the_audit_log_as_it_grows(home, tmp_path):

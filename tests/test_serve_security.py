@@ -18,27 +18,28 @@ import pytest
 from core.home import Home
 from tests.helpers import ROOT
 from tests.inbox_helpers import wait_for
-from tools.browser_shot import free_port
+from tools.browser_shot import SERVING
 from tools.sample_store import build
 
 DRAWN = b"USSD console"
 
 
 class Serve:
-    """``ussd-console serve`` in a subprocess on a free loopback port, its output in a file."""
+    """``ussd-console serve`` in a subprocess on a loopback port it binds itself (``--port 0``, read back from
+    the line it prints once listening), its output in a file."""
 
     def __init__(self, home: Path, tmp_path: Path, *flags: str, env: dict[str, str] | None = None):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.out_path = tmp_path / f"serve-{self.port}.txt"
+        self.out_path = tmp_path / f"serve-{len(list(tmp_path.glob('serve-*.txt')))}.txt"
         self._out = open(self.out_path, "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "console.cli", "--home", str(home), "serve", "--port", str(self.port), *flags],
+            [sys.executable, "-m", "console.cli", "--home", str(home), "serve", "--port", "0", *flags],
             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})})
         wait_for(lambda: self.proc.poll() is not None or "serving the console at" in self.output(),
                  what="serve to listen")
         assert self.proc.poll() is None, self.output()
+        self.port = int(SERVING.search(self.output()).group(2))
+        self.url = f"http://127.0.0.1:{self.port}"
 
     def output(self) -> str:
         self._out.flush()

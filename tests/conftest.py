@@ -1,5 +1,6 @@
 import itertools
 import os
+import signal
 
 import pytest
 
@@ -20,11 +21,14 @@ BACKENDS = ["sqlite", "postgres"]
 def pytest_xdist_auto_num_workers(config) -> int:
     """``-n auto``: two workers more than the cores this process may use. Many tests wait on a
     process, a watcher's tick or a socket rather than on the CPU; measured on two cores, four
-    workers took a quarter less time than two with both cores busy, a sixth less on an idle machine."""
+    workers took a quarter less time than two with both cores busy, a sixth less on an idle machine.
+    The in-process tier alone (`make check`) runs one worker a core."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
+    if (config.option.markexpr or "").replace(" ", "") == "notprocess":
+        return cores  # `make check`: the in-process tier waits on nothing, one worker a core
     return cores + 2
 
 
@@ -102,3 +106,21 @@ def inbox(home):
     r = Receiver(str(home.db))
     yield home, r
     r.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The ``process`` marker, set here and only here (tests/support/tiers.py says by what)."""
+    from tests.support.tiers import mark
+
+    mark(items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    """An xdist worker whose tests are done ignores SIGINT. When the run ends, execnet gives each
+    worker 5 s to finish and then sends it a SIGINT; what a worker still does then is pytest's own
+    garbage collection passes (five, for unraisable exceptions), which on a busy machine take longer.
+    The KeyboardInterrupt then lands in Hypothesis's gc callback and is reported as an unraisable
+    exception at the end of a green run. Ignored, execnet waits for the worker as it means to."""
+    if hasattr(config, "workerinput"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -18,6 +18,7 @@ from tests.helpers import ROOT
 from tests.inbox_helpers import drop, wait_for
 from tests.test_alerts import conflict_file, configure, deliveries
 from tests.test_inbox_watch_cli import Watcher
+from tests.support.cli import Ran, run_cli
 
 PASSWORD = "Hook-Pa55word-x"
 TOKEN = "Tok3n-secret-value"
@@ -29,9 +30,8 @@ def secret_url(base: str) -> str:
     return f"{scheme}://hookuser:{PASSWORD}@{rest}?token={TOKEN}&camp=kakuma"
 
 
-def cli(home, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+def cli(home, *args: str) -> Ran:
+    return run_cli("--home", str(home.root), *args)
 
 
 def store_dump(home) -> str:

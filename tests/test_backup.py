@@ -22,14 +22,14 @@ from tests.helpers import ROOT, frame
 from tests.inbox_helpers import drop, frame_lines, text_of, wait_for
 from tests.signing import A1, A1_FIX, B2, C1, add_operators, ingest, quarantine_id, sign
 from tests.test_inbox_watch_cli import Watcher
+from tests.support.cli import Ran, run_cli
 
 
-def run(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *argv], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
+def run(*argv: str, env: dict | None = None) -> Ran:
+    return run_cli(*argv, env=env)
 
 
-def assert_plain_failure(proc: subprocess.CompletedProcess) -> None:
+def assert_plain_failure(proc) -> None:
     assert "Traceback" not in proc.stderr + proc.stdout
     assert proc.stderr.strip(), "a failure says why"
 

@@ -17,12 +17,11 @@ from core.home import Home
 from core.ops.metrics import metrics_path
 from tests.helpers import ROOT
 from tests.inbox_helpers import frame_lines, text_of, wait_for
+from tests.support.cli import Ran, run_cli
 
 
-def cli(home: Home, *args: str, umask: int | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "1000"},
-                          preexec_fn=None if umask is None else (lambda: os.umask(umask)))
+def cli(home: Home, *args: str, umask: int | None = None) -> Ran:
+    return run_cli("--home", str(home.root), *args, env={"COLUMNS": "1000"}, umask=umask)
 
 
 class Watch:

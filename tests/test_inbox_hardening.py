@@ -5,23 +5,20 @@ ask for more memory than the machine has."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, frame
+from tests.helpers import frame
 from tests.inbox_helpers import drop, wait_for
+from tests.support.cli import Ran, run_cli
 
 F = [frame(1, f"Site{n}", "MED", 40, 50 + n) for n in range(4)]
 
 
-def cli(home, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "300"})
+def cli(home, *args: str) -> Ran:
+    return run_cli("--home", str(home.root), *args, env={"COLUMNS": "300"})
 
 
 def query(home, sql: str) -> list[tuple]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 
 from core import Receiver
 from core.alerts import AlertsConfig, Deliverer
@@ -13,8 +11,9 @@ from core.config import InboxConfig
 from core.inbox import InboxService, deliver
 from core.store import outbox
 from tests.alert_targets import CommandTarget, SilentServer
-from tests.helpers import ROOT, frame
+from tests.helpers import frame
 from tests.inbox_helpers import drop, text_of, wait_for
+from tests.support.cli import run_cli
 from tests.test_inbox_watch_cli import Watcher
 
 PHONE_TRACES = ("+254", "0722", "712345678")
@@ -62,8 +61,9 @@ def test_a_command_that_fails_twice_then_succeeds_gets_the_conflict_once_after_t
     [row] = deliveries(home, "delivered")
     assert (row["event_id"], row["target"], row["attempts"]) == (event["event_id"], "command", 3)
     assert deliveries(home, "pending") == deliveries(home, "failed") == []
-    out = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "--json"],
-                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    listed = run_cli("--home", str(home.root), "alerts", "--json")
+    assert listed.returncode == 0, listed.stderr
+    out = listed.stdout
     assert [json.loads(line)["state"] for line in out.splitlines()] == ["delivered"]
 
 
@@ -181,8 +181,7 @@ def test_alerts_test_says_what_happened_at_each_target(home, tmp_path, refused_u
     # The longest a target may take (60 s): the command is a Python start, which on a busy machine
     # can take longer than the default 10 s, and then the line would say it was killed.
     configure(home, command=target.argv, url=url, timeout=60)
-    done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "test"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_cli("--home", str(home.root), "alerts", "test")
     whole = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert done.returncode == 1, whole
     # Read as words: piped, the output wraps at 80 columns, and where the command's line breaks
@@ -193,8 +192,7 @@ def test_alerts_test_says_what_happened_at_each_target(home, tmp_path, refused_u
     [event] = target.delivered()
     assert event["kind"] == "test" and event["event_id"].startswith("test-")
     home.config.write_text("")
-    done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "test"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = run_cli("--home", str(home.root), "alerts", "test")
     assert done.returncode == 2 and "no alert target" in done.stderr, done.stdout + done.stderr
 
 
@@ -216,12 +214,9 @@ def test_checkpoint_events_follow_the_audit_log_as_it_grows(home, tmp_path):
     details = row["details"]
     assert (details["entries"], details["head"]) == (current.count, current.hash)
     # the very line `audit checkpoint` prints, which `audit verify --checkpoint -` takes back
-    printed = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "audit", "checkpoint"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+    printed = run_cli("--home", str(home.root), "audit", "checkpoint")
     assert printed.returncode == 0, printed.stderr
     assert details["checkpoint"] == printed.stdout.splitlines()[0]
     assert list(details["operators"]) == ["alice"] and details["checkpoint"] in row["summary"]
-    back = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "audit", "verify",
-                           "--checkpoint", "-"], input=details["checkpoint"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    back = run_cli("--home", str(home.root), "audit", "verify", "--checkpoint", "-", input=details["checkpoint"])
     assert back.returncode == 0, back.stdout + back.stderr

@@ -37,23 +37,25 @@ def _must_have_postgres() -> bool:
 
 
 @pytest.fixture(scope="session")
-def pg_url():
-    """A PostgreSQL server for the run: $USSD_TEST_PG_URL, or a throwaway local one.
+def pg_url(tmp_path_factory):
+    """A PostgreSQL server for the run: $USSD_TEST_PG_URL, or a throwaway local one that every
+    xdist worker shares (tests/pg_server.py ``SharedPostgres``); each test makes its own schema
+    or database on it.
 
     In CI (or with USSD_REQUIRE_PG=1) a missing server fails the tests loudly;
     elsewhere they are skipped with the reason.
     """
-    from tests.pg_server import PostgresUnavailable, ThrowawayPostgres
+    from tests.pg_server import PostgresUnavailable, SharedPostgres
+    from tests.support.shared import shared_folder
 
     given = os.environ.get("USSD_TEST_PG_URL")
     if given:
         yield given
         return
-    server = ThrowawayPostgres()
+    server = SharedPostgres(shared_folder(tmp_path_factory) / "postgres")
     try:
-        url = server.start()
+        url = server.acquire()
     except (PostgresUnavailable, OSError) as exc:
-        server.stop()
         if _must_have_postgres():
             pytest.fail(f"PostgreSQL tests cannot run: {exc}", pytrace=False)
         pytest.skip(f"PostgreSQL not available here: {exc}")
@@ -62,7 +64,19 @@ def pg_url():
         yield url
     finally:
         os.environ.pop("USSD_TEST_PG_URL", None)
-        server.stop()
+        server.release()
+
+
+def pytest_sessionfinish(session):
+    """The controller (or a run without workers) stops a shared server that no worker stopped."""
+    if hasattr(session.config, "workerinput") or os.environ.get("USSD_TEST_PG_URL"):
+        return
+    from tests.pg_server import SharedPostgres
+    from tests.support.shared import shared_folder
+
+    folder = shared_folder(session.config._tmp_path_factory) / "postgres"
+    if folder.exists():
+        SharedPostgres(folder).stop_left_over()
 
 
 @pytest.fixture(params=BACKENDS)

@@ -31,7 +31,8 @@ def utc(monkeypatch):
 @pytest.fixture
 def sample_home(tmp_path, tmp_path_factory, utc):
     """A copy of the sample store, built once per run (tests/support/sample_template.py)."""
-    from tests.support.sample_template import sample_copy, shared_folder
+    from tests.support.sample_template import sample_copy
+    from tests.support.shared import shared_folder
 
     return sample_copy(shared_folder(tmp_path_factory), tmp_path / "home")
 

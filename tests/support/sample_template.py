@@ -53,9 +53,3 @@ def sample_copy(shared: Path, where: Path) -> Home:
     """A home at ``where`` holding the sample store, as ``tools.sample_store.build`` leaves it."""
     shutil.copytree(template(shared), where, symlinks=True)
     return Home(where)
-
-
-def shared_folder(tmp_path_factory) -> Path:
-    """A folder every xdist worker of this run sees (the parent of the workers' own base folders)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if base.name.startswith("popen-gw") else base

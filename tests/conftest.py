@@ -8,7 +8,7 @@ from core import Receiver
 
 # Fixtures shared by many test files, found by name (no test imports a fixture), and the
 # Hypothesis profiles, loaded before any test module is imported.
-pytest_plugins = ["tests.console_support", "tests.hypothesis_settings", "tests.watch_fixtures", "tests.support.ports"]
+pytest_plugins = ["tests.support.console_support", "tests.support.hypothesis_settings", "tests.support.watch_fixtures", "tests.support.ports"]
 
 # Key files are wrapped with a slow KDF (a quarter of a second a guess); the suite adds and unlocks
 # operators hundreds of times, so it wraps with one round. Set here, before any test, so the CLI and
@@ -39,13 +39,13 @@ def _must_have_postgres() -> bool:
 @pytest.fixture(scope="session")
 def pg_url(tmp_path_factory):
     """A PostgreSQL server for the run: $USSD_TEST_PG_URL, or a throwaway local one that every
-    xdist worker shares (tests/pg_server.py ``SharedPostgres``); each test makes its own schema
+    xdist worker shares (tests/support/pg_server.py ``SharedPostgres``); each test makes its own schema
     or database on it.
 
     In CI (or with USSD_REQUIRE_PG=1) a missing server fails the tests loudly;
     elsewhere they are skipped with the reason.
     """
-    from tests.pg_server import PostgresUnavailable, SharedPostgres
+    from tests.support.pg_server import PostgresUnavailable, SharedPostgres
     from tests.support.shared import shared_folder
 
     given = os.environ.get("USSD_TEST_PG_URL")
@@ -71,7 +71,7 @@ def pytest_sessionfinish(session):
     """The controller (or a run without workers) stops a shared server that no worker stopped."""
     if hasattr(session.config, "workerinput") or os.environ.get("USSD_TEST_PG_URL"):
         return
-    from tests.pg_server import SharedPostgres
+    from tests.support.pg_server import SharedPostgres
     from tests.support.shared import shared_folder
 
     folder = shared_folder(session.config._tmp_path_factory) / "postgres"
@@ -85,7 +85,7 @@ def new_store(request, tmp_path):
     if request.param == "sqlite":
         counter = itertools.count()
         return lambda: str(tmp_path / f"store{next(counter)}.db")
-    from tests.pg_server import fresh_schema_url
+    from tests.support.pg_server import fresh_schema_url
 
     url = request.getfixturevalue("pg_url")
     return lambda: fresh_schema_url(url)

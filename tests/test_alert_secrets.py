@@ -13,11 +13,10 @@ import subprocess
 import sys
 import threading
 
-from tests.alert_targets import CommandTarget
-from tests.helpers import ROOT
-from tests.inbox_helpers import drop, wait_for
-from tests.test_alerts import conflict_file, configure, deliveries
-from tests.test_inbox_watch_cli import Watcher
+from tests.support.alert_targets import CommandTarget, conflict_file, configure, deliveries
+from tests.support.helpers import ROOT
+from tests.support.inbox_helpers import drop, wait_for
+from tests.support.watch import Watcher
 from tests.support.cli import Ran, run_cli
 
 PASSWORD = "Hook-Pa55word-x"

@@ -10,34 +10,13 @@ from core.alerts import AlertsConfig, Deliverer
 from core.config import InboxConfig
 from core.inbox import InboxService, deliver
 from core.store import outbox
-from tests.alert_targets import CommandTarget, SilentServer
-from tests.helpers import frame
-from tests.inbox_helpers import drop, text_of, wait_for
+from tests.support.alert_targets import CommandTarget, SilentServer, conflict_file, conflicts, configure, deliveries
+from tests.support.helpers import frame
+from tests.support.inbox_helpers import drop, text_of, wait_for
 from tests.support.cli import run_cli
-from tests.test_inbox_watch_cli import Watcher
+from tests.support.watch import Watcher
 
 PHONE_TRACES = ("+254", "0722", "712345678")
-
-
-def conflict_file(tag: str) -> str:
-    """One case sent twice under one frame id with different counts: the second is a conflict."""
-    return text_of([f"{tag}-1 {frame(1, 'Kakuma1', 'MED', 3, 86)}", f"{tag}-1 {frame(1, 'Kakuma1', 'MED', 9, 86)}"])
-
-
-def configure(home, **alerts) -> None:
-    lines = ["[inbox]", "sweep_interval = 0.2", "settle_time = 0.1", "[alerts]"]
-    lines += [f"{key} = {json.dumps(value)}" for key, value in alerts.items()]
-    home.config.write_text("\n".join(lines) + "\n")
-
-
-def deliveries(home, state=None) -> list[dict]:
-    with Receiver(str(home.db)) as r:
-        return outbox.listing(r.db, state=state, limit=1000)
-
-
-def conflicts(home) -> int:
-    with Receiver(str(home.db)) as r:
-        return r.totals()["conflicts_open"]
 
 
 def test_a_command_that_fails_twice_then_succeeds_gets_the_conflict_once_after_the_retries(home, tmp_path):
@@ -199,7 +178,7 @@ def test_alerts_test_says_what_happened_at_each_target(home, tmp_path, refused_u
 def test_checkpoint_events_follow_the_audit_log_as_it_grows(home, tmp_path):
     from core.alerts.checkpoint import maybe_checkpoint
     from core.signing.audit import head
-    from tests.signing import add_operators, sign
+    from tests.support.signing import add_operators, sign
 
     with Receiver(str(home.db)) as r:
         assert maybe_checkpoint(r.db) is False  # an empty log: nothing to copy yet

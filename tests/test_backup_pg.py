@@ -15,9 +15,9 @@ import pytest
 from console.cli import main
 from core.backup import archive, pg
 from core.home import Home
-from tests.signing import A1, A1_FIX, B2, C1, PASSPHRASES
-from tests.test_backup import _repack, assert_plain_failure, run
-from tests.waiting import wait_for
+from tests.support.signing import A1, A1_FIX, B2, C1, PASSPHRASES
+from tests.support.backups import assert_plain_failure, repack, run
+from tests.support.waiting import wait_for
 
 # No skip of its own: where the throwaway server runs (pg_url), Debian's postgresql package has
 # brought postgresql-client's pg_dump and pg_restore with it.
@@ -123,8 +123,8 @@ def test_backup_taken_while_watch_writes_to_postgresql_verifies(pg_home, tmp_pat
     """The dump and the manifest's counts come from one moment, however busy the receiver."""
     import signal
 
-    from tests.inbox_helpers import drop, frame_lines, text_of
-    from tests.test_inbox_watch_cli import Watcher
+    from tests.support.inbox_helpers import drop, frame_lines, text_of
+    from tests.support.watch import Watcher
 
     home, _url = pg_home
     watcher = Watcher(home, tmp_path, "--settle-time", "0", "--no-observer", "--sweep-interval", "0.2")
@@ -147,8 +147,8 @@ def test_backup_taken_while_watch_writes_to_postgresql_verifies(pg_home, tmp_pat
 def test_watch_makes_verified_backups_of_a_postgresql_store(pg_home, tmp_path):
     import signal
 
-    from tests.test_inbox_watch_cli import Watcher
-    from tests.waiting import wait_for
+    from tests.support.watch import Watcher
+    from tests.support.waiting import wait_for
 
     home, url = pg_home
     usb = tmp_path / "usb"
@@ -187,7 +187,7 @@ def test_a_damaged_dump_fails_verify(pg_home, tmp_path):
 
     for change, words in ((cut_dump, "dump"), (flipped_dump, "SHA-256")):
         bad = tmp_path / f"{change.__name__}.tar.gz"
-        _repack(file, bad, change)
+        repack(file, bad, change)
         proc = run("--home", str(home.root), "backup", "verify", str(bad))
         assert proc.returncode == 1, (change.__name__, proc.stderr)
         assert words in proc.stderr, (change.__name__, proc.stderr)

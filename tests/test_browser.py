@@ -14,8 +14,8 @@ import pytest
 
 from core import Receiver
 from core.home import Home
-from tests.helpers import ROOT
-from tests.inbox_helpers import wait_for
+from tests.support.helpers import ROOT
+from tests.support.inbox_helpers import wait_for
 from tools.browser_shot import capture, find_chromium, served
 from tools.sample_store import build
 

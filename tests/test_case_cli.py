@@ -12,8 +12,8 @@ import sqlite3
 import pytest
 
 from console.demo.gateway_sim import SAMPLES
-from tests.helpers import frame
-from tests.signing import PASS
+from tests.support.helpers import frame
+from tests.support.signing import PASS
 from tests.support.cli import Ran, run_cli
 
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from console.cli import main
-from tests.helpers import ROOT, frame
+from tests.support.helpers import ROOT, frame
 from tests.support.cli import Ran, run_cli
 
 from console.demo.gateway_sim import SAMPLES

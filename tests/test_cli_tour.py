@@ -23,9 +23,9 @@ from console.cli import build_parser
 from console.demo.gateway_sim import SAMPLES
 from console.render import FOLD_FLOOR
 from core.rules.explain import REASON_WORDS
-from tests.helpers import ROOT, frame
+from tests.support.helpers import ROOT, frame
 from tests.support.cli import run_cli
-from tests.waiting import DEADLINE, wait_for
+from tests.support.waiting import DEADLINE, wait_for
 
 LONG_ID = "field-team-" + "x" * 40 + "-longname"  # 60 characters with its "-1": wider than any column
 

@@ -20,10 +20,9 @@ from console.widgets.keyed_table import KeyedTable
 from console.widgets.palette import PlainPalette
 from core import Receiver
 from console.cli import main
-from tests.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
-from tests.test_console_app import cells, static_text
-from tests.signing import PASS
-from tests.test_console_signing import fill_and_sign, open_dialog, with_operator
+from tests.support.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
+from tests.support.signing import PASS
+from tests.support.console_pilot import IdleInbox, cells, fill_and_sign, open_dialog, static_text, with_operator
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZE = (80, 24)
@@ -270,7 +269,6 @@ def test_console_keys_from_config_reach_the_console(home, console_opened_with):
 @run_async
 async def test_textuals_own_ctrl_q_asks_first_too(sample_home):
     from console.dialogs.confirm_dialog import ConfirmDialog
-    from tests.test_console_first_hour import IdleInbox
 
     app = fixed_app(sample_home, service_factory=IdleInbox)
     async with app.run_test(size=SIZE) as pilot:

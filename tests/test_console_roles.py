@@ -9,9 +9,9 @@ from console.dialogs.resolve_dialog import ResolveDialog
 from core import Receiver
 from core.signing.operators import add_operator, load_signer
 from core.signing.roles import RESOLVER
-from tests.console_support import fixed_app, run_async, until
-from tests.signing import PASS, PASSPHRASES
-from tests.test_console_signing import open_dialog
+from tests.support.console_support import fixed_app, run_async, until
+from tests.support.signing import PASS, PASSPHRASES
+from tests.support.console_pilot import open_dialog
 
 
 def team(home):

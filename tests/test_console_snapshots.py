@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from console.dialogs.case_screen import CaseScreen
-from tests.console_support import fixed_app, press_and_settle, until
+from tests.support.console_support import fixed_app, press_and_settle, until
 from tools.sample_store import add_lifecycle
 
 SIZES = {"80x24": (80, 24), "120x36": (120, 36)}

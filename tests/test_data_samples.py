@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 from tests.support.cli import run_cli
 
 SAMPLES = ROOT / "data" / "samples"

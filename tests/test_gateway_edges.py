@@ -15,9 +15,9 @@ import pytest
 from core import Receiver
 from core.config import InboxConfig
 from core.inbox import claimed_dir, deliver, inbox_files, prepare_home
-from tests.helpers import frame
-from tests.inbox_helpers import drop, wait_for
-from tests.spreadsheets import ods_bytes, xlsx_bytes
+from tests.support.helpers import frame
+from tests.support.inbox_helpers import drop, wait_for
+from tests.support.spreadsheets import ods_bytes, xlsx_bytes
 from tests.support.cli import Ran, run_cli
 
 F = [frame(1, f"Site{n}", "MED", n + 1, 50 + n) for n in range(120)]

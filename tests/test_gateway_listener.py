@@ -14,12 +14,12 @@ from twilio.request_validator import RequestValidator
 
 from core import Receiver
 from core.gateways.accounts import counts
-from tests.gateway_support import (
+from tests.support.gateway_support import (
     FORM, PHONE, PHONE_DIGITS, Listening, add_gateway, at_sms, every_byte_under, form, frames, post, secret_file,
     smsgate,
 )
-from tests.inbox_helpers import Holds, wait_for
-from tests.signing import add_operators, sign
+from tests.support.inbox_helpers import Holds, wait_for
+from tests.support.signing import add_operators, sign
 
 
 def ledger(home) -> dict[str, str]:
@@ -250,7 +250,7 @@ def test_an_address_in_use_or_a_bad_listen_value_is_one_line_and_the_watch_ends(
     import subprocess
     import sys
 
-    from tests.helpers import ROOT
+    from tests.support.helpers import ROOT
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
@@ -295,7 +295,7 @@ def test_https_with_tls_cert_and_key_from_the_config(home, tmp_path, capsys):
     _self_signed(home.root)
     home.config.write_text('[gateways]\nlisten = "127.0.0.1:0"\ntls_cert = "cert.pem"\ntls_key = "key.pem"\n')
     (fid, text), = frames(1)
-    from tests.test_inbox_watch_cli import Watcher
+    from tests.support.watch import Watcher
 
     w = Watcher(home, tmp_path, "--no-observer")
     try:

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from tests.helpers import ROOT, frame
+from tests.support.helpers import ROOT, frame
 from tests.support.cli import Ran, run_cli
 
 READERS = [["status"], ["cases"], ["rejects"], ["files"], ["quarantine"], ["audit", "verify"],

@@ -17,10 +17,10 @@ from core import Receiver
 from core.ops.logfile import RotatingLog
 from core.ops.metrics import metrics_path
 from core.ops.sd_notify import Notifier
-from tests.helpers import ROOT
-from tests.inbox_helpers import drop, frame_lines, text_of, wait_for
+from tests.support.helpers import ROOT
+from tests.support.inbox_helpers import drop, frame_lines, text_of, wait_for
 from tests.support.cli import run_cli
-from tests.test_inbox_watch_cli import Watcher
+from tests.support.watch import Watcher
 
 HEALTH_KEYS = {"receiver", "observer", "last_sweep_at", "last_frame_at", "outbox_pending", "faults_open"}
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from core.home import Home
-from tests.waiting import until
+from tests.support.waiting import until
 
 HOME_LABEL = "/srv/ussd"  # shown in the header instead of the test's temporary path
 

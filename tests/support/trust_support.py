@@ -18,7 +18,7 @@ from core.store.backend import PostgresStore
 
 from .helpers import frame
 from .signing import A1, A1_FIX, B1_FIX, B2, C1, EVERY_ROLE, PASSPHRASES, passfile
-from .support.cli import Ran, run_cli
+from .cli import Ran, run_cli
 
 B7 = ("B-7", frame(7, "Dadaab", "WAT", 14, 90))  # the correction's values under another id
 C2 = ("C-2", frame(2, "Ifo", "SHE", 9, 80))  # stays open

@@ -12,9 +12,9 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
-from tests.helpers import frame
-from tests.signing import sign
-from tests.test_inbox_watch_cli import Watcher
+from tests.support.helpers import frame
+from tests.support.signing import sign
+from tests.support.watch import Watcher
 
 PHONE = "+254711222333"
 PHONE_DIGITS = "711222333"

@@ -11,6 +11,11 @@ import sys
 import threading
 from pathlib import Path
 
+from core import Receiver
+from core.store import outbox
+from tests.support.helpers import frame
+from tests.support.inbox_helpers import text_of
+
 # Run as `python alert_target.py STATE_DIR FAIL_FIRST`: every call is logged with its event id; the
 # first FAIL_FIRST calls, and every call while STATE_DIR/block exists, fail (exit 1); others append
 # the event to STATE_DIR/delivered.jsonl and exit 0.
@@ -106,3 +111,23 @@ class SilentServer:
         for conn in self.open:
             conn.close()
 
+
+def conflict_file(tag: str) -> str:
+    """One case sent twice under one frame id with different counts: the second is a conflict."""
+    return text_of([f"{tag}-1 {frame(1, 'Kakuma1', 'MED', 3, 86)}", f"{tag}-1 {frame(1, 'Kakuma1', 'MED', 9, 86)}"])
+
+
+def configure(home, **alerts) -> None:
+    lines = ["[inbox]", "sweep_interval = 0.2", "settle_time = 0.1", "[alerts]"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in alerts.items()]
+    home.config.write_text("\n".join(lines) + "\n")
+
+
+def deliveries(home, state=None) -> list[dict]:
+    with Receiver(str(home.db)) as r:
+        return outbox.listing(r.db, state=state, limit=1000)
+
+
+def conflicts(home) -> int:
+    with Receiver(str(home.db)) as r:
+        return r.totals()["conflicts_open"]

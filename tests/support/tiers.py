@@ -18,8 +18,11 @@ process`` shows the tier.
 from __future__ import annotations
 
 import inspect
+import io
 import re
 import sys
+import textwrap
+import tokenize
 import types
 
 import pytest
@@ -63,11 +66,27 @@ def _own(obj) -> bool:
     return module.split(".")[0] in _OWN
 
 
-def _source(obj) -> str:
+def _code(obj) -> tuple[str, set[str]]:
+    """The code of ``obj`` without its comments and docstrings (words there start nothing), and the
+    names it uses (not the words inside its strings)."""
     try:
-        return inspect.getsource(obj)
+        text = textwrap.dedent(inspect.getsource(obj))
     except (OSError, TypeError):
-        return ""
+        return "", set()
+    kept, names, line_start = [], set(), True
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and line_start):
+                continue
+            if tok.type == tokenize.NAME:
+                names.add(tok.string)
+            if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+                kept.append(tok.string)
+            line_start = tok.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.NL) and (
+                line_start or tok.type != tokenize.NL)
+    except (tokenize.TokenError, IndentationError):
+        return text, set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+    return " ".join(kept), names
 
 
 def _reached(obj, seen: set[int]) -> bool:
@@ -76,11 +95,10 @@ def _reached(obj, seen: set[int]) -> bool:
     if id(obj) in seen:
         return False
     seen.add(id(obj))
-    text = _source(obj)
+    text, names = _code(obj)
     if PROCESS_WORDS.search(text):
         return True
     module = sys.modules.get(getattr(obj, "__module__", ""), None)
-    names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
     for name in names:
         value = getattr(module, name, None) if module is not None else None
         if isinstance(value, types.ModuleType):

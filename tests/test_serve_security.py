@@ -14,7 +14,7 @@ import pytest
 from core.home import Home
 from tests.support.helpers import ROOT
 from tests.support.inbox_helpers import wait_for
-from tests.support.serve import DRAWN, descendants, get, own, serving, session, ws_session
+from tests.support.serve import DRAWN, descendants, fetch, get, own, serving, session, ws_session
 from tools.sample_store import build
 
 
@@ -53,7 +53,7 @@ def test_sessions_over_the_cap_are_refused_with_a_clear_page(sample_home, tmp_pa
             first = asyncio.create_task(ws_session(s.url, headers=own(s.url), hold=hold, drawn=drawn))
             await asyncio.wait_for(drawn.wait(), 90)
             second = await ws_session(s.url, headers=own(s.url))
-            page = await _get(f"{s.url}/")
+            page = await fetch(f"{s.url}/")
             hold.set()
             return await first, second, page
 

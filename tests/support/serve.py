@@ -62,7 +62,7 @@ def serving(home, tmp_path, *flags, env=None):
         server.stop()
 
 
-async def _get(url: str, headers=None, cookies=None, data=None):
+async def fetch(url: str, headers=None, cookies=None, data=None):
     async with aiohttp.ClientSession(cookies=cookies) as session:
         method = session.post if data is not None else session.get
         async with method(url, headers=headers or {}, data=data, allow_redirects=False) as reply:
@@ -70,7 +70,7 @@ async def _get(url: str, headers=None, cookies=None, data=None):
 
 
 def get(url: str, **kw):
-    return asyncio.run(_get(url, **kw))
+    return asyncio.run(fetch(url, **kw))
 
 
 async def ws_session(url: str, headers=None, cookies=None, hold: asyncio.Event | None = None, drawn=None):

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo run test bench fuzz crashtest screenshots clean
+.PHONY: demo run check test bench fuzz crashtest screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -27,6 +27,12 @@ run: $(STAMP)
 # unset, so every worker rewrote all ~200 again on every run: 6.5 of the 10.5 CPU seconds a worker
 # spent collecting. NO_PYC_WRITES clears it for pytest and what the tests start (empty is unset).
 NO_PYC_WRITES := PYTHONDONTWRITEBYTECODE=
+# The in-process tier, for the edit-test loop: every test that starts no process, tmux, Chromium
+# or PostgreSQL server (the `process` marker, set in tests/conftest.py). `make test` runs all.
+check: $(STAMP)
+	$(BIN)/python -m compileall -q -j 0 core console tests tools
+	$(NO_PYC_WRITES) $(BIN)/python -m pytest -n auto -m "not process"
+
 test: $(STAMP)
 	./scripts/ensure-postgres
 	./scripts/ensure-age

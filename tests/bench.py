@@ -28,7 +28,7 @@ from core import Receiver
 from core.rules.formats import plain_lines
 from core.rules.retention import DAY
 from core.store.backend import SQLITE_PRAGMAS
-from tests.helpers import bad_trailer, frame
+from tests.support.helpers import bad_trailer, frame
 
 MIX = "45% first arrivals, 35% re-sends, 5% re-ranks, 5% conflicts, 5% bad trailers, 5% bad format"
 
@@ -240,7 +240,7 @@ def postgres_rates(tmp: Path, frames: int) -> None:
     import subprocess
     import sys
 
-    from tests.pg_server import PostgresUnavailable, ThrowawayPostgres, fresh_schema_url
+    from tests.support.pg_server import PostgresUnavailable, ThrowawayPostgres, fresh_schema_url
 
     server = ThrowawayPostgres(fsync=True)
     try:

@@ -139,7 +139,7 @@ def measure_spreadsheet(rows: int = 100_000) -> dict:
     from core.config import InboxConfig
     from core.inbox import deliver, prepare_home
     from core.receiver import Receiver
-    from tests.spreadsheets import xlsx_bytes
+    from tests.support.spreadsheets import xlsx_bytes
 
     table = [["Message ID", "Sender Number", "Message Content", "Received"]]
     table += [[n, f"+2547{n:08d}", f"x{n}-1 {_frame(1, 'Sheet', n % 50 + 1)}", "2024-05-01 10:00"]

@@ -1,5 +1,6 @@
 import itertools
 import os
+import signal
 
 import pytest
 
@@ -7,7 +8,7 @@ from core import Receiver
 
 # Fixtures shared by many test files, found by name (no test imports a fixture), and the
 # Hypothesis profiles, loaded before any test module is imported.
-pytest_plugins = ["tests.console_support", "tests.hypothesis_settings", "tests.watch_fixtures"]
+pytest_plugins = ["tests.support.console_support", "tests.support.hypothesis_settings", "tests.support.watch_fixtures", "tests.support.ports"]
 
 # Key files are wrapped with a slow KDF (a quarter of a second a guess); the suite adds and unlocks
 # operators hundreds of times, so it wraps with one round. Set here, before any test, so the CLI and
@@ -20,11 +21,14 @@ BACKENDS = ["sqlite", "postgres"]
 def pytest_xdist_auto_num_workers(config) -> int:
     """``-n auto``: two workers more than the cores this process may use. Many tests wait on a
     process, a watcher's tick or a socket rather than on the CPU; measured on two cores, four
-    workers took a quarter less time than two with both cores busy, a sixth less on an idle machine."""
+    workers took a quarter less time than two with both cores busy, a sixth less on an idle machine.
+    The in-process tier alone (`make check`) runs one worker a core."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
+    if (config.option.markexpr or "").replace(" ", "") == "notprocess":
+        return cores  # `make check`: the in-process tier waits on nothing, one worker a core
     return cores + 2
 
 
@@ -33,23 +37,25 @@ def _must_have_postgres() -> bool:
 
 
 @pytest.fixture(scope="session")
-def pg_url():
-    """A PostgreSQL server for the run: $USSD_TEST_PG_URL, or a throwaway local one.
+def pg_url(tmp_path_factory):
+    """A PostgreSQL server for the run: $USSD_TEST_PG_URL, or a throwaway local one that every
+    xdist worker shares (tests/support/pg_server.py ``SharedPostgres``); each test makes its own schema
+    or database on it.
 
     In CI (or with USSD_REQUIRE_PG=1) a missing server fails the tests loudly;
     elsewhere they are skipped with the reason.
     """
-    from tests.pg_server import PostgresUnavailable, ThrowawayPostgres
+    from tests.support.pg_server import PostgresUnavailable, SharedPostgres
+    from tests.support.shared import shared_folder
 
     given = os.environ.get("USSD_TEST_PG_URL")
     if given:
         yield given
         return
-    server = ThrowawayPostgres()
+    server = SharedPostgres(shared_folder(tmp_path_factory) / "postgres")
     try:
-        url = server.start()
+        url = server.acquire()
     except (PostgresUnavailable, OSError) as exc:
-        server.stop()
         if _must_have_postgres():
             pytest.fail(f"PostgreSQL tests cannot run: {exc}", pytrace=False)
         pytest.skip(f"PostgreSQL not available here: {exc}")
@@ -58,7 +64,19 @@ def pg_url():
         yield url
     finally:
         os.environ.pop("USSD_TEST_PG_URL", None)
-        server.stop()
+        server.release()
+
+
+def pytest_sessionfinish(session):
+    """The controller (or a run without workers) stops a shared server that no worker stopped."""
+    if hasattr(session.config, "workerinput") or os.environ.get("USSD_TEST_PG_URL"):
+        return
+    from tests.support.pg_server import SharedPostgres
+    from tests.support.shared import shared_folder
+
+    folder = shared_folder(session.config._tmp_path_factory) / "postgres"
+    if folder.exists():
+        SharedPostgres(folder).stop_left_over()
 
 
 @pytest.fixture(params=BACKENDS)
@@ -67,7 +85,7 @@ def new_store(request, tmp_path):
     if request.param == "sqlite":
         counter = itertools.count()
         return lambda: str(tmp_path / f"store{next(counter)}.db")
-    from tests.pg_server import fresh_schema_url
+    from tests.support.pg_server import fresh_schema_url
 
     url = request.getfixturevalue("pg_url")
     return lambda: fresh_schema_url(url)
@@ -102,3 +120,21 @@ def inbox(home):
     r = Receiver(str(home.db))
     yield home, r
     r.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The ``process`` marker, set here and only here (tests/support/tiers.py says by what)."""
+    from tests.support.tiers import mark
+
+    mark(items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    """An xdist worker whose tests are done ignores SIGINT. When the run ends, execnet gives each
+    worker 5 s to finish and then sends it a SIGINT; what a worker still does then is pytest's own
+    garbage collection passes (five, for unraisable exceptions), which on a busy machine take longer.
+    The KeyboardInterrupt then lands in Hypothesis's gc callback and is reported as an unraisable
+    exception at the end of a green run. Ignored, execnet waits for the worker as it means to."""
+    if hasattr(config, "workerinput"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -36,8 +36,8 @@ from pathlib import Path
 
 from core.rules.cksum import trailer
 from tests.crash_compare import differences, frame_counts, integrity
-from tests.inbox_helpers import Holds
-from tests.waiting import wait_for
+from tests.support.inbox_helpers import Holds
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = "[inbox]\nbatch_lines = 100\nsweep_interval = 0.5\nsettle_time = 0.2\n"

@@ -13,11 +13,11 @@ import subprocess
 import sys
 import threading
 
-from tests.alert_targets import CommandTarget, refused_url
-from tests.helpers import ROOT
-from tests.inbox_helpers import drop, wait_for
-from tests.test_alerts import conflict_file, configure, deliveries
-from tests.test_inbox_watch_cli import Watcher
+from tests.support.alert_targets import CommandTarget, conflict_file, configure, deliveries
+from tests.support.helpers import ROOT
+from tests.support.inbox_helpers import drop, wait_for
+from tests.support.watch import Watcher
+from tests.support.cli import Ran, run_cli
 
 PASSWORD = "Hook-Pa55word-x"
 TOKEN = "Tok3n-secret-value"
@@ -29,9 +29,8 @@ def secret_url(base: str) -> str:
     return f"{scheme}://hookuser:{PASSWORD}@{rest}?token={TOKEN}&camp=kakuma"
 
 
-def cli(home, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+def cli(home, *args: str) -> Ran:
+    return run_cli("--home", str(home.root), *args)
 
 
 def store_dump(home) -> str:
@@ -46,9 +45,10 @@ def leaks(text: str) -> list[str]:
     return [s for s in SECRETS if s in text]
 
 
-def test_a_failing_secret_url_is_masked_in_log_stderr_status_alerts_the_store_and_the_fault_event(home, tmp_path):
+def test_a_failing_secret_url_is_masked_in_log_stderr_status_alerts_the_store_and_the_fault_event(home, tmp_path,
+                                                                                                 refused_url):
     target = CommandTarget(tmp_path / "target")
-    url = secret_url(refused_url())
+    url = secret_url(refused_url)
     configure(home, command=target.argv, url=url, retry_first=0.1, retry_cap=1.0, fault_after=5.0)
     watcher = Watcher(home, tmp_path)
     try:

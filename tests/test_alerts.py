@@ -4,41 +4,19 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 
 from core import Receiver
 from core.alerts import AlertsConfig, Deliverer
 from core.config import InboxConfig
 from core.inbox import InboxService, deliver
 from core.store import outbox
-from tests.alert_targets import CommandTarget, SilentServer, refused_url
-from tests.helpers import ROOT, frame
-from tests.inbox_helpers import drop, text_of, wait_for
-from tests.test_inbox_watch_cli import Watcher
+from tests.support.alert_targets import CommandTarget, SilentServer, conflict_file, conflicts, configure, deliveries
+from tests.support.helpers import frame
+from tests.support.inbox_helpers import drop, text_of, wait_for
+from tests.support.cli import run_cli
+from tests.support.watch import Watcher
 
 PHONE_TRACES = ("+254", "0722", "712345678")
-
-
-def conflict_file(tag: str) -> str:
-    """One case sent twice under one frame id with different counts: the second is a conflict."""
-    return text_of([f"{tag}-1 {frame(1, 'Kakuma1', 'MED', 3, 86)}", f"{tag}-1 {frame(1, 'Kakuma1', 'MED', 9, 86)}"])
-
-
-def configure(home, **alerts) -> None:
-    lines = ["[inbox]", "sweep_interval = 0.2", "settle_time = 0.1", "[alerts]"]
-    lines += [f"{key} = {json.dumps(value)}" for key, value in alerts.items()]
-    home.config.write_text("\n".join(lines) + "\n")
-
-
-def deliveries(home, state=None) -> list[dict]:
-    with Receiver(str(home.db)) as r:
-        return outbox.listing(r.db, state=state, limit=1000)
-
-
-def conflicts(home) -> int:
-    with Receiver(str(home.db)) as r:
-        return r.totals()["conflicts_open"]
 
 
 def test_a_command_that_fails_twice_then_succeeds_gets_the_conflict_once_after_the_retries(home, tmp_path):
@@ -62,8 +40,9 @@ def test_a_command_that_fails_twice_then_succeeds_gets_the_conflict_once_after_t
     [row] = deliveries(home, "delivered")
     assert (row["event_id"], row["target"], row["attempts"]) == (event["event_id"], "command", 3)
     assert deliveries(home, "pending") == deliveries(home, "failed") == []
-    out = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "--json"],
-                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    listed = run_cli("--home", str(home.root), "alerts", "--json")
+    assert listed.returncode == 0, listed.stderr
+    out = listed.stdout
     assert [json.loads(line)["state"] for line in out.splitlines()] == ["delivered"]
 
 
@@ -141,9 +120,10 @@ def test_two_deliverers_on_one_store_send_every_event_once(new_store, tmp_path):
     assert sorted(e["details"]["frame_id"] for e in target.delivered()) == sorted(f"t{n}-1" for n in range(12))
 
 
-def test_a_target_failing_for_long_is_a_fault_of_the_service_and_an_alert_to_the_others(home, tmp_path, caplog):
+def test_a_target_failing_for_long_is_a_fault_of_the_service_and_an_alert_to_the_others(home, tmp_path, caplog,
+                                                                                          refused_url):
     target = CommandTarget(tmp_path / "target")
-    url = refused_url()
+    url = refused_url
     alerts = AlertsConfig(command=tuple(target.argv), url=url, retry_first=0.1, retry_cap=1.0, fault_after=5.0)
     service = InboxService(home, config=InboxConfig(sweep_interval=0.2, settle_time=0.1), alerts=alerts).start()
     url_tries = lambda: sum(r["attempts"] for r in deliveries(home) if r["target"] == "url")  # noqa: E731
@@ -174,30 +154,31 @@ def test_a_rejected_file_is_one_event_written_with_the_reject(inbox):
     assert row["details"] == {"file": "huge.txt", "path": "cli", "reason": "over the size limit (200 > 100 bytes)"}
 
 
-def test_alerts_test_says_what_happened_at_each_target(home, tmp_path):
+def test_alerts_test_says_what_happened_at_each_target(home, tmp_path, refused_url):
     target = CommandTarget(tmp_path / "target")
-    url = refused_url()
-    configure(home, command=target.argv, url=url)
-    done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "test"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
+    url = refused_url
+    # The longest a target may take (60 s): the command is a Python start, which on a busy machine
+    # can take longer than the default 10 s, and then the line would say it was killed.
+    configure(home, command=target.argv, url=url, timeout=60)
+    done = run_cli("--home", str(home.root), "alerts", "test")
+    whole = f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert done.returncode == 1, whole
     # Read as words: piped, the output wraps at 80 columns, and where the command's line breaks
     # depends on the length of its paths (this Python's, the test's folder), not on what it says.
     said = " ".join(done.stdout.split())
-    assert "command (" in said and "): delivered" in said
-    assert f"url ({url}): FAILED: cannot reach" in said
+    assert "command (" in said and "): delivered" in said, whole
+    assert f"url ({url}): FAILED: cannot reach" in said, whole
     [event] = target.delivered()
     assert event["kind"] == "test" and event["event_id"].startswith("test-")
     home.config.write_text("")
-    done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "alerts", "test"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "no alert target" in done.stderr
+    done = run_cli("--home", str(home.root), "alerts", "test")
+    assert done.returncode == 2 and "no alert target" in done.stderr, done.stdout + done.stderr
 
 
 def test_checkpoint_events_follow_the_audit_log_as_it_grows(home, tmp_path):
     from core.alerts.checkpoint import maybe_checkpoint
     from core.signing.audit import head
-    from tests.signing import add_operators, sign
+    from tests.support.signing import add_operators, sign
 
     with Receiver(str(home.db)) as r:
         assert maybe_checkpoint(r.db) is False  # an empty log: nothing to copy yet
@@ -212,12 +193,9 @@ def test_checkpoint_events_follow_the_audit_log_as_it_grows(home, tmp_path):
     details = row["details"]
     assert (details["entries"], details["head"]) == (current.count, current.hash)
     # the very line `audit checkpoint` prints, which `audit verify --checkpoint -` takes back
-    printed = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "audit", "checkpoint"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+    printed = run_cli("--home", str(home.root), "audit", "checkpoint")
     assert printed.returncode == 0, printed.stderr
     assert details["checkpoint"] == printed.stdout.splitlines()[0]
     assert list(details["operators"]) == ["alice"] and details["checkpoint"] in row["summary"]
-    back = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "audit", "verify",
-                           "--checkpoint", "-"], input=details["checkpoint"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    back = run_cli("--home", str(home.root), "audit", "verify", "--checkpoint", "-", input=details["checkpoint"])
     assert back.returncode == 0, back.stdout + back.stderr

@@ -19,8 +19,8 @@ from core.home import Home
 from core.signing.keys import ActionError
 from core.signing.operators import load_signer, retire_operator
 
-from .signing import A1_FIX, B1_FIX, PASSPHRASES, add_operators, cli, ingest, quarantine_id
-from .signing import A1, B2, C1
+from .support.signing import A1_FIX, B1_FIX, PASSPHRASES, add_operators, cli, ingest, quarantine_id
+from .support.signing import A1, B2, C1
 
 TRIALS = 100
 COLUMNS = ["seq", "action", "target", "reason", "operator", "key", "at", "prev_hash", "payload",

@@ -14,8 +14,8 @@ from core.signing import audit
 from core.store.backend import PostgresStore
 from core.rules.retention import DAY
 
-from .signing import PASSPHRASES, passfile
-from .trust_support import (
+from .support.signing import PASSPHRASES, passfile
+from .support.trust_support import (
     A1_FIX,
     B1_FIX,
     C2,
@@ -224,7 +224,7 @@ def test_4_a_typo_in_a_head_or_a_checkpoint_is_a_usage_error_not_a_tamper_alarm(
 
 # -- attack 5 -------------------------------------------------------------------------
 def test_5_postgresql_refuses_truncate(home, pg_url, tmp_path):
-    from tests.pg_server import fresh_schema_url
+    from tests.support.pg_server import fresh_schema_url
 
     target = fresh_schema_url(pg_url)
     story(home, target, tmp_path)

@@ -18,21 +18,12 @@ import pytest
 from core.backup import archive
 from core.home import Home
 from core.signing.checkpoint import Checkpoint
-from tests.backup_support import backup_key, resign
-from tests.helpers import ROOT, frame
-from tests.inbox_helpers import drop, frame_lines, text_of, wait_for
-from tests.signing import A1, A1_FIX, B2, C1, add_operators, ingest, quarantine_id, sign
-from tests.test_inbox_watch_cli import Watcher
-
-
-def run(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *argv], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
-
-
-def assert_plain_failure(proc: subprocess.CompletedProcess) -> None:
-    assert "Traceback" not in proc.stderr + proc.stdout
-    assert proc.stderr.strip(), "a failure says why"
+from tests.support.helpers import ROOT, frame
+from tests.support.inbox_helpers import drop, frame_lines, text_of, wait_for
+from tests.support.signing import A1, A1_FIX, B2, C1, add_operators, ingest, quarantine_id, sign
+from tests.support.watch import Watcher
+from tests.support.backups import assert_plain_failure, repack, run
+from tests.support.backup_support import backup_key, resign
 
 
 @pytest.fixture
@@ -101,18 +92,6 @@ def test_flipped_byte_and_cut_short_copy_fail_with_exit_1(home, tmp_path):
     assert run("--home", str(home.root), "backup", "verify", str(file)).returncode == 0
 
 
-def _repack(src: Path, dest: Path, change) -> None:
-    """The same archive with ``change(members: dict[name, bytes])`` applied (a hand-made bad backup)."""
-    with tarfile.open(src, "r:gz") as tar:
-        members = {m.name: tar.extractfile(m).read() for m in tar}
-    change(members)
-    with tarfile.open(dest, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-
-
 def _manifest(members: dict) -> dict:
     return json.loads(members[archive.MANIFEST])
 
@@ -153,7 +132,7 @@ def test_member_hash_store_checks_and_checkpoint_are_each_verified(home, tmp_pat
     for change, words in ((config_changed, "SHA-256"), (store_corrupt, "store"),
                           (other_checkpoint, "checkpoint"), (key_missing, "missing")):
         bad = tmp_path / f"{change.__name__}.tar.gz"
-        _repack(file, bad, change)
+        repack(file, bad, change)
         proc = run("--home", str(home.root), "backup", "verify", str(bad))
         assert proc.returncode == 1, (change.__name__, proc.stderr)
         assert words in proc.stderr, (change.__name__, proc.stderr)

@@ -11,10 +11,10 @@ from textual.widgets import Static
 from console.widgets.header_bar import HeaderBar
 from console.widgets.keyed_table import KeyedTable
 from core.backup import schedule
-from tests.console_support import fixed_app, press_and_settle, run_async
-from tests.test_backup import run
-from tests.test_console_app import static_text
-from tests.waiting import until
+from tests.support.console_support import fixed_app, press_and_settle, run_async
+from tests.support.backups import run
+from tests.support.waiting import until
+from tests.support.console_pilot import static_text
 
 
 def header(app) -> str:

@@ -16,13 +16,13 @@ from textual.widgets import Static
 from core import Receiver
 from core.backup import archive, schedule
 from core.home import Home
-from tests.backup_support import backup_key, resign
-from tests.console_support import fixed_app, press_and_settle, run_async
-from tests.signing import A1, B2, add_operators, ingest, sign
-from tests.test_backup import _repack, run
-from tests.test_console_app import static_text
-from tests.test_inbox_watch_cli import Watcher
-from tests.waiting import wait_for
+from tests.support.backup_support import backup_key, resign
+from tests.support.console_support import fixed_app, press_and_settle, run_async
+from tests.support.signing import A1, B2, add_operators, ingest, sign
+from tests.support.backups import repack as _repack, run
+from tests.support.console_pilot import static_text
+from tests.support.watch import Watcher
+from tests.support.waiting import wait_for
 
 YEAR_2100 = 4102444800.0
 

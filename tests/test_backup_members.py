@@ -12,9 +12,9 @@ import pytest
 
 from core.backup import archive
 from core.home import Home
-from tests.backup_craft import MIB, GzTar, listing, manifest_of, measured, members_of, repack, signed
-from tests.backup_support import backup_key
-from tests.signing import A1, B2, C1, add_operators, ingest
+from tests.support.backup_craft import MIB, GzTar, listing, manifest_of, measured, members_of, repack, signed
+from tests.support.backup_support import backup_key
+from tests.support.signing import A1, B2, C1, add_operators, ingest
 
 GIB = 1 << 30
 MAX_FILE = 64 * MIB  # no file the check writes may grow past this (RLIMIT_FSIZE in the child)

@@ -14,13 +14,13 @@ import pytest
 
 from core.backup import archive, origin
 from core.home import Home
-from tests.alert_targets import CommandTarget
-from tests.backup_support import backup_key
-from tests.console_support import fixed_app, press_and_settle, run_async
-from tests.signing import A1, A1_FIX, B2, C1, add_operators, ingest, quarantine_id, sign
-from tests.test_backup import _repack, assert_plain_failure, run
-from tests.test_inbox_watch_cli import Watcher
-from tests.waiting import until, wait_for
+from tests.support.alert_targets import CommandTarget
+from tests.support.backup_support import backup_key
+from tests.support.console_support import fixed_app, press_and_settle, run_async
+from tests.support.signing import A1, A1_FIX, B2, C1, add_operators, ingest, quarantine_id, sign
+from tests.support.backups import assert_plain_failure, repack as _repack, run
+from tests.support.watch import Watcher
+from tests.support.waiting import until, wait_for
 
 COUNTERSIGN = '[signing]\ncountersign = ["operator"]\n'
 

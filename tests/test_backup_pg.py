@@ -15,9 +15,10 @@ import pytest
 from console.cli import main
 from core.backup import archive, pg
 from core.home import Home
-from tests.backup_support import backup_key, resign
-from tests.signing import A1, A1_FIX, B2, C1, PASSPHRASES
-from tests.test_backup import _repack, assert_plain_failure, run
+from tests.support.backup_support import backup_key, resign
+from tests.support.signing import A1, A1_FIX, B2, C1, PASSPHRASES
+from tests.support.backups import assert_plain_failure, repack, run
+from tests.support.waiting import wait_for
 
 # No skip of its own: where the throwaway server runs (pg_url), Debian's postgresql package has
 # brought postgresql-client's pg_dump and pg_restore with it.
@@ -31,6 +32,9 @@ def new_database(pg_url: str) -> str:
     with psycopg.connect(pg_url, autocommit=True) as con:
         con.execute(f'CREATE DATABASE "{name}"')
     return pg.with_database(pg_url, name, None)
+
+
+SCRATCH = "ussd_verify_"  # how a verify names its scratch database (core/backup/pg.py)
 
 
 def databases(pg_url: str) -> set[str]:
@@ -99,14 +103,17 @@ def test_backup_of_a_postgresql_store_holds_a_dump_and_verifies(pg_home, tmp_pat
         head = tar.extractfile(pg.DUMP).read(5)
     assert pg.DUMP in names and archive.STORE not in names and head == b"PGDMP"  # pg_dump's custom format
     assert manifest["store_kind"] == "postgresql" and manifest["counts"]["cases"] == 3
-    before = databases(pg_url)
+    before = {name for name in databases(pg_url) if name.startswith(SCRATCH)}
     # With the home's server at hand, the dump is restored into a scratch database and its chain checked.
     proc = run("--home", str(home.root), "--json", "backup", "verify", str(file))
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert any("scratch database" in c for c in out["checked"]) and out["not_checked"] == []
     assert any("pg_restore --list" in c for c in out["checked"])
-    assert databases(pg_url) == before  # the scratch database is gone again
+    # The scratch database is gone again. The server is the whole run's: another worker's verify may
+    # hold one of its own for a moment, so wait for every scratch database not there before to go.
+    wait_for(lambda: {name for name in databases(pg_url) if name.startswith(SCRATCH)} <= before,
+             what="no scratch database left")
     # With no server, it says what it could check and what not.
     proc = run("--home", str(tmp_path / "elsewhere"), "backup", "verify", str(file), "--backup-key", backup_key(home))
     assert proc.returncode == 0, proc.stderr
@@ -117,8 +124,8 @@ def test_backup_taken_while_watch_writes_to_postgresql_verifies(pg_home, tmp_pat
     """The dump and the manifest's counts come from one moment, however busy the receiver."""
     import signal
 
-    from tests.inbox_helpers import drop, frame_lines, text_of
-    from tests.test_inbox_watch_cli import Watcher
+    from tests.support.inbox_helpers import drop, frame_lines, text_of
+    from tests.support.watch import Watcher
 
     home, _url = pg_home
     watcher = Watcher(home, tmp_path, "--settle-time", "0", "--no-observer", "--sweep-interval", "0.2")
@@ -141,8 +148,8 @@ def test_backup_taken_while_watch_writes_to_postgresql_verifies(pg_home, tmp_pat
 def test_watch_makes_verified_backups_of_a_postgresql_store(pg_home, tmp_path):
     import signal
 
-    from tests.test_inbox_watch_cli import Watcher
-    from tests.waiting import wait_for
+    from tests.support.watch import Watcher
+    from tests.support.waiting import wait_for
 
     home, url = pg_home
     usb = tmp_path / "usb"
@@ -181,7 +188,7 @@ def test_a_damaged_dump_fails_verify(pg_home, tmp_path):
 
     for change, words in ((cut_dump, "dump"), (flipped_dump, "SHA-256")):
         bad = tmp_path / f"{change.__name__}.tar.gz"
-        _repack(file, bad, change)
+        repack(file, bad, change)
         proc = run("--home", str(home.root), "backup", "verify", str(bad))
         assert proc.returncode == 1, (change.__name__, proc.stderr)
         assert words in proc.stderr, (change.__name__, proc.stderr)

@@ -8,19 +8,17 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
 from console.demo.gateway_sim import SAMPLES
-from tests.helpers import ROOT, frame
-from tests.signing import PASS
+from tests.support.helpers import frame
+from tests.support.signing import PASS
+from tests.support.cli import Ran, run_cli
 
 
-def run(home, *argv: str, ok: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home), *argv], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+def run(home, *argv: str, ok: bool = True) -> Ran:
+    proc = run_cli("--home", str(home), *argv)
     if ok:
         assert proc.returncode == 0, proc.stderr
     return proc

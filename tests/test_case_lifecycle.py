@@ -16,8 +16,8 @@ from core.signing.keys import ActionError
 from core.signing.operators import add_operator, load_signer
 from core.signing.session import SigningSession
 from core.store import migrations
-from tests.helpers import frame, is_seen
-from tests.signing import PASS
+from tests.support.helpers import frame, is_seen
+from tests.support.signing import PASS
 
 A1 = ("A-1", frame(1, "Kakuma1", "MED", 3, 86))
 A1_FIX = ("A-1", frame(1, "Kakuma1", "MED", 7, 86))

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from console.cli import main
-from tests.helpers import ROOT, frame
+from tests.support.helpers import ROOT, frame
+from tests.support.cli import Ran, run_cli
 
 from console.demo.gateway_sim import SAMPLES
 
@@ -90,10 +91,9 @@ def test_console_script_is_installed():
     assert proc.returncode == 0 and "ingest" in proc.stdout
 
 
-def cli(home, *argv) -> subprocess.CompletedProcess:
-    """The real ``ussd-console`` process, as an operator runs it."""
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *argv],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+def cli(home, *argv) -> Ran:
+    """``ussd-console`` as an operator runs it, in this process (tests/support/cli.py)."""
+    return run_cli("--home", str(home.root), *argv, cwd=ROOT)
 
 
 def test_ingest_of_anything_but_a_regular_file_is_one_line_and_exit_2(home, tmp_path):

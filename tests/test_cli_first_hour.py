@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import ROOT, frame
-from tests.inbox_helpers import wait_for
+from tests.support.helpers import ROOT, frame
+from tests.support.inbox_helpers import wait_for
 
 
 def ussd(*argv, cwd, env=None, columns=80, input=None) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ from console.cli import build_parser, named_command
 from console.commands import COMMANDS, MODULES
 from console.commands.options import common_parser
 from core import Receiver
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 PROBE = """
 import json, sys

@@ -23,18 +23,16 @@ from console.cli import build_parser
 from console.demo.gateway_sim import SAMPLES
 from console.render import FOLD_FLOOR
 from core.rules.explain import REASON_WORDS
-from tests.helpers import ROOT, frame
-from tests.waiting import DEADLINE, wait_for
+from tests.support.helpers import ROOT, frame
+from tests.support.cli import run_cli
+from tests.support.waiting import DEADLINE, wait_for
 
-USSD = [sys.executable, "-m", "console.cli"]
 LONG_ID = "field-team-" + "x" * 40 + "-longname"  # 60 characters with its "-1": wider than any column
 
 
 def ussd(*argv, cwd, columns=80, env=None):
-    import subprocess
-
-    full = {**os.environ, "COLUMNS": str(columns), "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([*USSD, *argv], cwd=cwd, env=full, capture_output=True, text=True, timeout=120)
+    """The command run from ``cwd`` at ``columns``, in this process (tests/support/cli.py)."""
+    return run_cli(*argv, cwd=cwd, env={"COLUMNS": str(columns), **(env or {})})
 
 
 def ok(*argv, cwd, columns=80) -> str:

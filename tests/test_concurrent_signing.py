@@ -8,15 +8,15 @@ from core import Receiver
 from core.signing.audit import verify
 from core.home import Home
 from core.signing.operators import add_operator, load_signer
-from tests.helpers import ROOT
-from tests.signing import PASSPHRASES
+from tests.support.helpers import ROOT
+from tests.support.signing import PASSPHRASES
 
 SIGNER = """
 import sys
 from core import Receiver
 from core.signing.actions import set_retention
 from core.home import Home
-from tests.signing import PASSPHRASES
+from tests.support.signing import PASSPHRASES
 home, target, name, n = Home.resolve(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 with Receiver(target) as r:
     sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdin.readline()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.home import Home
-from tests.signing import A1, B2, add_operators, ingest
+from tests.support.signing import A1, B2, add_operators, ingest
 
 
 def run(*argv: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -20,10 +20,10 @@ from console.widgets.keyed_table import KeyedTable
 from console.widgets.palette import PlainPalette
 from core import Receiver
 from console.cli import main
-from tests.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
-from tests.test_console_app import cells, static_text
-from tests.signing import PASS
-from tests.test_console_signing import fill_and_sign, open_dialog, with_operator
+from tests.support.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
+from tests.support.signing import PASS
+from tests.support.console_pilot import IdleInbox, cells, fill_and_sign, open_dialog, static_text, with_operator
+from tests.support.console_pilot import palette_titles
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZE = (80, 24)
@@ -145,21 +145,6 @@ async def test_end_and_home_go_to_the_last_and_first_row(sample_home):
 
 
 # -- the palette finds actions by the operator's words --------------------------------------------------
-async def palette_titles(app, pilot, query: str) -> list[str]:
-    await pilot.press("ctrl+p")
-    await until(lambda: isinstance(app.screen, PlainPalette))
-    palette = app.screen
-    for ch in query:
-        await pilot.press(ch)
-    options = palette.query_one(CommandList)
-    await until(lambda: options.option_count > 0)
-    await pilot.pause()
-    titles = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-    await pilot.press("escape")
-    await until(lambda: not isinstance(app.screen, PlainPalette))
-    return titles
-
-
 @run_async
 async def test_the_palette_finds_resolve_conflict_history_and_backup(sample_home):
     app = fixed_app(sample_home)
@@ -273,7 +258,6 @@ def test_console_keys_from_config_reach_the_console(home, console_opened_with):
 @run_async
 async def test_textuals_own_ctrl_q_asks_first_too(sample_home):
     from console.dialogs.confirm_dialog import ConfirmDialog
-    from tests.test_console_first_hour import IdleInbox
 
     app = fixed_app(sample_home, service_factory=IdleInbox)
     async with app.run_test(size=SIZE) as pilot:

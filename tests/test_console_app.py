@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import csv
-import io
 
-from rich.console import Console
 
 from textual.widgets import Static
 
@@ -21,21 +19,9 @@ from console.panels.panel import PAGE
 from core import Receiver
 from core.signing import actions
 from core.signing.operators import add_operator
-from tests.console_support import fixed_app, press_and_settle, run_async, until
-from tests.helpers import frame
-
-
-def cells(app, table_id: str, column: str) -> list[str]:
-    """A column's cells as the table holds them (a column left out at a narrow width too)."""
-    t = app.query_one(f"#{table_id}", KeyedTable)
-    return [str(getattr(v, "plain", v)) for v in t.values(column)]
-
-
-def static_text(widget: Static) -> str:
-    """What a Static shows, as plain text (its content may be a Rich table)."""
-    out = Console(width=200, record=True, file=io.StringIO())
-    out.print(widget.content)
-    return out.export_text()
+from tests.support.console_support import fixed_app, press_and_settle, run_async, until
+from tests.support.helpers import frame
+from tests.support.console_pilot import cells, static_text
 
 
 def add_cases(home, count: int, start: int = 0, now: float | None = None, site: str = "Lodwar") -> None:

@@ -87,7 +87,7 @@ def test_ranking_csv_from_the_command_line(sample_home, capsys, tmp_path):
 
 def test_export_guards_cells_a_spreadsheet_would_run(tmp_path):
     from console.exports import write_export
-    from tests.helpers import frame
+    from tests.support.helpers import frame
 
     with Receiver(str(tmp_path / "r.db")) as r:
         r.ingest("-cmd", frame(1, "A", "MED", 1, 1))  # an opaque id may start with a dash

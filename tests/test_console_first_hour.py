@@ -5,7 +5,6 @@ from __future__ import annotations
 from textual.command import SearchIcon
 from textual.widgets import Input, Select, Static
 
-from console.app import ConsoleApp
 from console.dialogs.confirm_dialog import ConfirmDialog
 from console.dialogs.exception_dialog import ExceptionDialog
 from console.dialogs.reject_dialog import RejectDialog
@@ -14,28 +13,11 @@ from console.widgets.header_bar import HeaderBar
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.palette import PlainPalette
 from core import Receiver
-from core.signing.operators import add_operator, load_signer
-from core.signing.roles import ROLES
-from tests.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
-from tests.test_console_signing import PASS, open_dialog
+from tests.support.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
+from tests.support.console_pilot import IdleInbox, open_dialog, operators
+from tests.support.signing import PASS
 
 SIZE = (80, 24)
-
-
-class IdleInbox:
-    """Stands for the inbox service: the console is taking files in while it runs."""
-
-    def __init__(self, home, on_verdicts):
-        pass
-
-    def start(self):
-        pass
-
-    def stop(self, timeout=None):
-        return True
-
-    def health(self):
-        return {"observer": "running", "sweep": "running"}
 
 
 def on_screen(app, widget) -> bool:
@@ -90,12 +72,6 @@ async def test_d_hides_every_notification_and_conflict_notes_are_short(sample_ho
 
 
 # -- 5 and 6. signing dialogs at 80x24 ------------------------------------------------------------------
-def operators(home, *names):
-    """The first name signs its own entry; the others are approved by it."""
-    with Receiver(str(home.db)) as r:
-        for i, name in enumerate(names):
-            sponsor = load_signer(home, r, names[0], PASS) if i else None
-            add_operator(home, r, name, PASS, sponsor=sponsor, roles=None if sponsor is None else list(ROLES))
 
 
 @run_async

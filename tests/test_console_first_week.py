@@ -27,14 +27,14 @@ from console.ui_text import day_only, short_stamp, stamp
 from console.widgets.bars import Bars
 from console.widgets.keyed_table import KeyedTable, fit_columns
 from core import Receiver
-from tests.console_support import fixed_app, press_and_settle, run_async, until
-from tests.signing import PASS
-from tests.test_backup import run as run_cli
-from tests.test_console_actions import palette_titles
-from tests.test_console_app import static_text
-from tests.test_console_roles import team
-from tests.test_console_signing import open_dialog, with_operator
-from tests.test_console_tour import screen_lines
+from tests.support.console_support import fixed_app, press_and_settle, run_async, until
+from tests.support.signing import PASS
+from tests.support.backups import run as run_cli
+from tests.support.console_pilot import palette_titles
+from tests.support.console_pilot import static_text
+from tests.support.console_pilot import team
+from tests.support.console_pilot import open_dialog, with_operator
+from tests.support.console_pilot import screen_lines
 from tools.sample_store import FIXED_NOW
 
 SIZE = (80, 24)

@@ -8,8 +8,8 @@ import sqlite3
 from console.widgets.header_bar import HeaderBar
 from core import Receiver
 from core.inbox.faults import delivery_fault
-from tests.console_support import HOME_LABEL, fixed_app, notes_on_screen, press_and_settle, run_async, until
-from tests.helpers import frame
+from tests.support.console_support import HOME_LABEL, fixed_app, notes_on_screen, press_and_settle, run_async, until
+from tests.support.helpers import frame
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 HOSTILE = [

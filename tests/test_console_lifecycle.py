@@ -19,10 +19,10 @@ from core import Receiver
 from core.signing import audit
 from core.signing.actions import resolve
 from core.signing.operators import add_operator
-from tests.console_support import fixed_app, press_and_settle, run_async, until
+from tests.support.console_support import fixed_app, press_and_settle, run_async, until
 from tools.sample_store import add_lifecycle
-from tests.helpers import frame
-from tests.signing import PASS
+from tests.support.helpers import frame
+from tests.support.signing import PASS
 
 
 def with_alice(home) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 
-import pytest
 
 from console.app import ConsoleApp, inbox_service
 from console.widgets.bars import Bars
@@ -16,16 +15,8 @@ from console.demo.gateway_sim import SAMPLES, drop_session
 from console.widgets.header_bar import HeaderBar
 from console.widgets.keyed_table import KeyedTable
 from core.config import InboxConfig
-from tests.console_support import HOME_LABEL, run_async, until
-
-FAST = InboxConfig(sweep_interval=0.5, settle_time=0.2)
-
-
-def live_app(home, **kwargs) -> ConsoleApp:
-    kwargs.setdefault("service_factory", functools.partial(inbox_service, config=FAST))
-    kwargs.setdefault("evict_every", None)
-    kwargs.setdefault("home_label", HOME_LABEL)
-    return ConsoleApp(home, **kwargs)
+from tests.support.console_support import run_async, until
+from tests.support.console_pilot import live_app
 
 
 def recorded_notifications(app: ConsoleApp) -> list[tuple[str, str]]:
@@ -146,7 +137,7 @@ async def test_sweep_now_key_takes_a_file_the_observer_never_saw(home, utc):
 async def test_a_rejected_file_is_on_the_activity_screen_and_raises_a_notification(home, utc):
     """A file rejected whole is shown on the Activity screen and raised as a notification, not only
     written to the log and a .reason file."""
-    from tests.inbox_helpers import drop
+    from tests.support.inbox_helpers import drop
 
     app = live_app(home)
     notes = recorded_notifications(app)

@@ -9,16 +9,10 @@ from console.dialogs.resolve_dialog import ResolveDialog
 from core import Receiver
 from core.signing.operators import add_operator, load_signer
 from core.signing.roles import RESOLVER
-from tests.console_support import fixed_app, run_async, until
-from tests.signing import PASS, PASSPHRASES
-from tests.test_console_signing import open_dialog
-
-
-def team(home):
-    with Receiver(str(home.db)) as r:
-        add_operator(home, r, "alice", PASS)
-        alice = load_signer(home, r, "alice", PASS)
-        add_operator(home, r, "bob", PASSPHRASES["bob"], sponsor=alice, roles=[RESOLVER])
+from tests.support.console_support import fixed_app, run_async, until
+from tests.support.signing import PASS, PASSPHRASES
+from tests.support.console_pilot import open_dialog
+from tests.support.console_pilot import team
 
 
 def offered(dialog) -> list[str]:

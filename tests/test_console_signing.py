@@ -4,24 +4,16 @@ and a wrong passphrase that changes nothing."""
 from __future__ import annotations
 
 from textual.widgets import Input, Static
-from textual.widgets.select import InvalidSelectValueError
 
 from console.dialogs.exception_dialog import ExceptionDialog
 from console.dialogs.resolve_dialog import ResolveDialog
 from core import Receiver
 from core.signing.audit import verify
-from core.signing.operators import add_operator
 from core.rules.retention import DAY
-from tests.helpers import quarantine_item
-from tests.console_support import fixed_app, press_and_settle, run_async, until
-from tests.signing import PASS
-
-
-def with_operator(home):
-    with Receiver(str(home.db)) as r:
-        add_operator(home, r, "alice", PASS)
-        open_item = r.quarantine(status="open")[0]
-        return open_item
+from tests.support.helpers import quarantine_item
+from tests.support.console_support import fixed_app, run_async, until
+from tests.support.signing import PASS
+from tests.support.console_pilot import fill_and_sign, open_dialog, with_operator
 
 
 def state(home):
@@ -32,35 +24,6 @@ def state(home):
             "retention": r.retention_seconds(),
             "audit": verify(r).count,
         }
-
-
-async def open_dialog(app, pilot, screen: str, key: str, kind):
-    await press_and_settle(pilot, screen)
-    await pilot.press(key)
-    await until(lambda: isinstance(app.screen, kind))
-    return app.screen
-
-
-async def fill_and_sign(app, pilot, reason: str, passphrase: str, operator: str = "alice", **extra: str):
-    """Fill the open signing dialog as an operator would; with several who may sign, nobody is
-    chosen for them, so ``operator`` is picked from the list once it is loaded."""
-    dialog = app.screen
-    select = dialog.query_one("#operator")
-
-    def chosen() -> bool:
-        try:
-            select.value = operator
-        except InvalidSelectValueError:  # the list is not loaded yet
-            return False
-        return True
-    await until(chosen, what=f"{operator} in the operator list")
-    for field, value in extra.items():
-        dialog.query_one(f"#{field}", Input).value = value
-    dialog.query_one("#reason", Input).value = reason
-    await until(lambda: dialog.preview is not None)
-    dialog.query_one("#passphrase", Input).value = passphrase
-    await pilot.press("ctrl+s")
-    return dialog
 
 
 @run_async

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from console.dialogs.case_screen import CaseScreen
-from tests.console_support import fixed_app, press_and_settle, until
+from tests.support.console_support import fixed_app, press_and_settle, until
 from tools.sample_store import FIXED_NOW, add_lifecycle
 
 SIZES = {"80x24": (80, 24), "120x36": (120, 36)}
@@ -120,7 +120,7 @@ async def _resolve_dialog(pilot):
 
 
 def test_signing_dialog_shows_its_own_keys_in_the_footer(snap_compare, sample_home):
-    from tests.test_console_signing import with_operator
+    from tests.support.console_pilot import with_operator
 
     with_operator(sample_home)
     app = fixed_app(sample_home)
@@ -136,7 +136,7 @@ def test_signing_dialog_error_gone_once_the_reason_is_typed(snap_compare, sample
     """Sign with no reason: "a reason is required"; type one: the error goes, the preview comes."""
     from textual.widgets import Static
 
-    from tests.test_console_signing import with_operator
+    from tests.support.console_pilot import with_operator
 
     with_operator(sample_home)
     app = fixed_app(sample_home)

@@ -19,7 +19,7 @@ import termios
 import threading
 from pathlib import Path
 
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 

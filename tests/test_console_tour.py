@@ -7,29 +7,13 @@ leave the focused table in view.
 
 from __future__ import annotations
 
-import asyncio
 
 from core import Receiver
-from tests.console_support import fixed_app, press_and_settle, run_async, until
-from tests.helpers import frame
+from tests.support.console_support import fixed_app, press_and_settle, run_async, until
+from tests.support.helpers import frame
+from tests.support.console_pilot import screen_lines, screen_text, screen_words
 
 SIZE = (80, 24)
-
-
-def screen_lines(app) -> list[str]:
-    """The active screen as the terminal shows it, one string per row (no styles)."""
-    return ["".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips()]
-
-
-def screen_text(app) -> str:
-    return "\n".join(screen_lines(app))
-
-
-def screen_words(app) -> str:
-    """The screen's words as one line: borders and line ends gone, so a wrapped sentence reads whole."""
-    import re
-
-    return " ".join(re.sub(r"[█▀▄▔▁│╭╮╰╯─═║╔╗╚╝▌▐]", " ", screen_text(app)).split())
 
 
 # -- the export dialog: a mark says the choice; Enter exports, Escape cancels -----------------------------------
@@ -149,7 +133,7 @@ async def test_the_feed_maximized_at_80_columns_shows_the_whole_reason(sample_ho
     app = fixed_app(sample_home)
     async with app.run_test(size=SIZE) as pilot:
         await press_and_settle(pilot, "5", "m")
-        await asyncio.sleep(0.1)
+        await until(lambda: app.screen.maximized is not None, what="the feed maximized")
         await pilot.pause()
         shown = screen_text(app)
         assert "reason" in shown.splitlines()[0]
@@ -226,7 +210,7 @@ def test_notifications_never_cover_the_focused_table_or_the_help_text(sample_hom
 
 # -- signing dialogs at 80x24: the focus is a mark, the preview scrolls, the Sign button stays in view ---------------
 def with_operators(home, *names):
-    from tests.test_console_first_hour import operators
+    from tests.support.console_pilot import operators
 
     operators(home, *names)
 
@@ -359,7 +343,7 @@ def test_with_watch_running_the_header_and_the_quit_dialog_say_watch_takes_the_i
 
     from console.app import inbox_service
     from console.dialogs.confirm_dialog import ConfirmDialog
-    from tests.test_console_live import FAST
+    from tests.support.console_pilot import FAST
 
     w = watcher()  # a real `ussd-console watch` on this home
 
@@ -391,7 +375,7 @@ async def test_without_watch_quitting_says_files_wait(home, utc):
 
     from console.app import inbox_service
     from console.dialogs.confirm_dialog import ConfirmDialog
-    from tests.test_console_live import FAST
+    from tests.support.console_pilot import FAST
 
     app = fixed_app(home, service_factory=functools.partial(inbox_service, config=FAST))
     async with app.run_test(size=SIZE) as pilot:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")

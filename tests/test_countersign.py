@@ -19,8 +19,8 @@ from core.signing import actions, audit, countersign
 from core.signing.operators import add_operator, load_signer
 from core.signing.roles import ADMIN, DISPATCHER, RESOLVER
 
-from .signing import PASSPHRASES, passfile, snapshot
-from .trust_support import cli, run, unlock, write_entry
+from .support.signing import PASSPHRASES, passfile, snapshot
+from .support.trust_support import cli, run, unlock, write_entry
 
 PASSPHRASES.setdefault("rita", "rita passphrase")
 PASSPHRASES.setdefault("eve", "eve passphrase")

@@ -7,9 +7,9 @@ from core import Receiver
 from core.signing import countersign
 from core.signing.operators import add_operator, load_signer
 from core.signing.roles import ADMIN
-from tests.console_support import fixed_app, notes_on_screen, run_async, until
-from tests.signing import PASS, PASSPHRASES
-from tests.test_console_signing import fill_and_sign, open_dialog
+from tests.support.console_support import fixed_app, notes_on_screen, run_async, until
+from tests.support.signing import PASS, PASSPHRASES
+from tests.support.console_pilot import fill_and_sign, open_dialog
 
 
 @run_async

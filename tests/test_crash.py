@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from core import Receiver
-from tests.helpers import ROOT, bad_trailer, frame
+from tests.support.helpers import ROOT, bad_trailer, frame
 
 INGEST = """
 import json, sys

@@ -5,18 +5,16 @@ the update's two lines are held as conflicts, and a copy dropped into the inbox 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
+from tests.support.cli import run_cli
 
 SAMPLES = ROOT / "data" / "samples"
 
 
 def cli(home, *args):
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    return run_cli("--home", str(home), *args)
 
 
 def test_every_sample_the_guides_name_is_there_and_listed_in_the_data_readme():

@@ -33,11 +33,11 @@ from core import Receiver
 from core.config import InboxConfig
 from core.rules.formats import read_items
 from core.inbox import file_counts
-from tests.console_support import HOME_LABEL, run_async, until
-from tests.helpers import ROOT, bad_trailer
-from tests.inbox_helpers import drop, frame_lines, text_of, wait_for
-from tests.gateway_support import add_gateway, post
-from tests.signing import add_operators
+from tests.support.console_support import HOME_LABEL, run_async, until
+from tests.support.helpers import ROOT, bad_trailer
+from tests.support.inbox_helpers import drop, frame_lines, text_of, wait_for
+from tests.support.gateway_support import add_gateway, post
+from tests.support.signing import add_operators
 
 WATCH_CONFIG = "[inbox]\nsweep_interval = 0.05\nsettle_time = 0.1\n"
 CONSOLE_CONFIG = InboxConfig(sweep_interval=0.05, settle_time=0.1)

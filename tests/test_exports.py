@@ -16,8 +16,8 @@ from console.demo.gateway_sim import SAMPLES
 from console.export_views import VIEWS
 from core import Receiver
 from core.signing import audit
-from tests.helpers import frame
-from tests.signing import passfile
+from tests.support.helpers import frame
+from tests.support.signing import passfile
 
 PHONES = ("700000101", "700000102", "712345678")  # as the gateway export and a reason carry them
 

@@ -16,8 +16,8 @@ from core.rules.decide import CaseRef, payload_from_key, payload_key
 from core.rules.frame import parse
 from core.rules.frame import Unreadable
 from core.rules.retention import DAY
-from tests.helpers import bad_trailer, frame
-from tests.hypothesis_settings import examples
+from tests.support.helpers import bad_trailer, frame
+from tests.support.hypothesis_settings import examples
 
 T0 = 1_700_000_000
 SITES = ["Kakuma1", "Dadaab1", "S9"]

@@ -7,7 +7,7 @@ then adds to them.
 """
 
 from core import Receiver
-from tests.helpers import frame
+from tests.support.helpers import frame
 
 T0 = 1_700_000_000
 

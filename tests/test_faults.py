@@ -19,8 +19,8 @@ from console.cli import main
 from core.store import backend as store
 from core import Receiver
 from core.inbox import claimed_dir, deliver, recent_files
-from tests.helpers import ROOT
-from tests.inbox_helpers import archived, drop, frame_lines, started_services, text_of, wait_for
+from tests.support.helpers import ROOT
+from tests.support.inbox_helpers import archived, drop, frame_lines, started_services, text_of, wait_for
 
 
 @pytest.fixture

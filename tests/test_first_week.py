@@ -23,10 +23,10 @@ from core.home import Home
 from core.rules.words import RESOLUTIONS
 from core.signing.case_story import case_story
 from core.signing.operators import add_operator
-from tests.console_support import fixed_app, run_async, until
-from tests.helpers import ROOT
-from tests.signing import PASS, add_operators, cli, json_lines, sign
-from tests.test_console_signing import fill_and_sign, open_dialog
+from tests.support.console_support import fixed_app, run_async, until
+from tests.support.helpers import ROOT
+from tests.support.signing import PASS, add_operators, cli, json_lines, sign
+from tests.support.console_pilot import fill_and_sign, open_dialog
 
 SAMPLES = ROOT / "data" / "samples"
 

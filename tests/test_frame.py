@@ -4,7 +4,7 @@ import pytest
 
 from core.rules.frame import Frame, Rejected, canonical, case_key, parse
 from core.rules.text import escape_text
-from tests.helpers import frame
+from tests.support.helpers import frame
 
 GOOD = "H1|1|Kakuma1|MED|3|86|#89"
 

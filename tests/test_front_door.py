@@ -18,10 +18,10 @@ import pytest
 from core import Receiver
 from core.gateways.config import GatewaysConfig
 from core.gateways.door import files_needed
-from tests.helpers import ROOT
-from tests.gateway_support import Listening, add_gateway, frames, post
-from tests.inbox_helpers import drop, wait_for
-from tests.signing import add_operators
+from tests.support.helpers import ROOT
+from tests.support.gateway_support import Listening, add_gateway, frames, post
+from tests.support.inbox_helpers import drop, wait_for
+from tests.support.signing import add_operators
 
 HALF = b"POST /in/x/y HTTP/1.1\r\nHost: x\r\n"  # the headers never end
 JSON = {"Content-Type": "application/json"}
@@ -278,8 +278,8 @@ def test_with_tls_a_handshake_that_never_comes_is_closed_after_the_header_timeou
     import ssl
     import urllib.request
 
-    from tests.test_gateway_listener import _self_signed
-    from tests.test_inbox_watch_cli import Watcher
+    from tests.support.gateway_support import self_signed as _self_signed
+    from tests.support.watch import Watcher
 
     add_operators(home, tmp_path, "alice")
     path = add_gateway(home, tmp_path, capsys, "relay", "generic")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from core import Outcome, Receiver
 from core.rules.formats import plain_lines
 from core.rules.frame import Frame, Rejected, canonical, parse
-from tests.helpers import frame
+from tests.support.helpers import frame
 
 FRAME_CHARS = string.ascii_letters + string.digits + "|#-._: \t\r\n" + "\x00\x1b\u0661\uff11é"
 

@@ -26,8 +26,8 @@ from core.rules.scrub import scrub
 from core.rules.text import escape_text
 from core.home import Home
 from core.inbox import claimed_dir, deliver, prepare_home
-from tests.helpers import bad_trailer, frame
-from tests.hypothesis_settings import examples
+from tests.support.helpers import bad_trailer, frame
+from tests.support.hypothesis_settings import examples
 
 SPACE = " \t\r\n\x0b\x0c"
 CONTROL = "".join(chr(c) for c in range(1, 32)) + "\x7f\x9b"

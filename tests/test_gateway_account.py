@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
-from tests.inbox_helpers import frame_lines, text_of, wait_for
+from tests.support.helpers import ROOT
+from tests.support.inbox_helpers import frame_lines, text_of, wait_for
 
 UNIT = ROOT / "deploy" / "ussd-console-watch.service"
 TMPFILES = ROOT / "deploy" / "ussd-console.tmpfiles.conf"

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from core.home import Home
-from tests.signing import add_operators, cli, passfile, sign
+from tests.support.signing import add_operators, cli, passfile, sign
 
 
 @pytest.fixture

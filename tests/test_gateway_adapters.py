@@ -198,7 +198,7 @@ def test_a_spooled_message_cut_by_a_stop_is_resumed_whole_and_its_key_kept_only_
     from core.gateways.posts import Post
     from core.gateways.spool import spool
     from core.inbox import deliver
-    from tests.helpers import frame
+    from tests.support.helpers import frame
 
     home, r = inbox
     accounts.add_account(r.db, {"name": "office", "kind": "africastalking", "token_hash": "h", "secret_file": None,

@@ -8,8 +8,6 @@ import json
 import logging
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 
 import pytest
@@ -17,16 +15,16 @@ import pytest
 from core import Receiver
 from core.config import InboxConfig
 from core.inbox import claimed_dir, deliver, inbox_files, prepare_home
-from tests.helpers import ROOT, frame
-from tests.inbox_helpers import drop, wait_for
-from tests.spreadsheets import ods_bytes, xlsx_bytes
+from tests.support.helpers import frame
+from tests.support.inbox_helpers import drop, wait_for
+from tests.support.spreadsheets import ods_bytes, xlsx_bytes
+from tests.support.cli import Ran, run_cli
 
 F = [frame(1, f"Site{n}", "MED", n + 1, 50 + n) for n in range(120)]
 
 
-def cli(home, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+def cli(home, *args: str) -> Ran:
+    return run_cli("--home", str(home.root), *args, env={"COLUMNS": "200"})
 
 
 def rejects(home) -> list[tuple]:

@@ -14,12 +14,12 @@ from twilio.request_validator import RequestValidator
 
 from core import Receiver
 from core.gateways.accounts import counts
-from tests.gateway_support import (
+from tests.support.gateway_support import (
     FORM, PHONE, PHONE_DIGITS, Listening, add_gateway, at_sms, every_byte_under, form, frames, post, secret_file,
-    smsgate,
+    self_signed, smsgate,
 )
-from tests.inbox_helpers import Holds, wait_for
-from tests.signing import add_operators, sign
+from tests.support.inbox_helpers import Holds, wait_for
+from tests.support.signing import add_operators, sign
 
 
 def ledger(home) -> dict[str, str]:
@@ -252,7 +252,7 @@ def test_an_address_in_use_or_a_bad_listen_value_is_one_line_and_the_watch_ends(
     import subprocess
     import sys
 
-    from tests.helpers import ROOT
+    from tests.support.helpers import ROOT
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
@@ -268,25 +268,6 @@ def test_an_address_in_use_or_a_bad_listen_value_is_one_line_and_the_watch_ends(
         taken.close()
 
 
-def _self_signed(folder):
-    import datetime
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
-    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                       serialization.NoEncryption()))
-
-
 def test_https_with_tls_cert_and_key_from_the_config(home, tmp_path, capsys):
     import re
     import ssl
@@ -294,10 +275,10 @@ def test_https_with_tls_cert_and_key_from_the_config(home, tmp_path, capsys):
 
     add_operators(home, tmp_path, "alice")
     at = add_gateway(home, tmp_path, capsys, "at", "africastalking")
-    _self_signed(home.root)
+    self_signed(home.root)
     home.config.write_text('[gateways]\nlisten = "127.0.0.1:0"\ntls_cert = "cert.pem"\ntls_key = "key.pem"\n')
     (fid, text), = frames(1)
-    from tests.test_inbox_watch_cli import Watcher
+    from tests.support.watch import Watcher
 
     w = Watcher(home, tmp_path, "--no-observer")
     try:

@@ -12,9 +12,9 @@ import sqlite3
 
 from core import Receiver
 from core.gateways.accounts import counts
-from tests.gateway_support import Listening, add_gateway, frames, post
-from tests.inbox_helpers import wait_for
-from tests.signing import add_operators, cli
+from tests.support.gateway_support import Listening, add_gateway, frames, post
+from tests.support.inbox_helpers import wait_for
+from tests.support.signing import add_operators, cli
 
 JSON = {"Content-Type": "application/json"}
 

@@ -18,7 +18,7 @@ import pytest
 from console.cli import build_parser, main
 from console.commands import operators
 from console.demo.gateway_sim import SAMPLES
-from tests.signing import PASSPHRASES
+from tests.support.signing import PASSPHRASES
 
 # Commands that run until they are stopped, or take over the terminal: parsed only.
 LONG_RUNNING = {"watch", "serve", "console", "demo"}

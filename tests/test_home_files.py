@@ -3,71 +3,16 @@ others whatever the umask it was started with (docs/running-securely.md)."""
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from core.home import Home
 from core.ops.metrics import metrics_path
-from tests.helpers import ROOT
-from tests.inbox_helpers import frame_lines, text_of, wait_for
-
-
-def cli(home: Home, *args: str, umask: int | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "1000"},
-                          preexec_fn=None if umask is None else (lambda: os.umask(umask)))
-
-
-class Watch:
-    """A real ``watch`` under a given umask, its stderr kept in a file."""
-
-    def __init__(self, home: Home, tmp_path: Path, umask: int | None = None, wait: bool = True):
-        self.home = home
-        self.err_path = tmp_path / "watch-stderr.txt"
-        self._err = open(self.err_path, "w")
-
-        def child():
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            if umask is not None:
-                os.umask(umask)
-
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "console.cli", "watch", "--home", str(home.root), "--sweep-interval", "0.2",
-             "--settle-time", "0.1"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._err, preexec_fn=child)
-        if wait:
-            wait_for(lambda: self.proc.poll() is not None or "watching " in self.stderr(), what="watch to start")
-            assert self.proc.poll() is None, self.stderr()
-
-    def stderr(self) -> str:
-        if not self._err.closed:
-            self._err.flush()
-        return self.err_path.read_text()
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:  # never leave a receiver behind a failed test
-            self.proc.kill()
-            code = self.proc.wait(timeout=60)
-        self._err.close()
-        return code
-
-    def exit_code(self) -> int | None:
-        """Its exit code once it stops by itself, None (and it is stopped) if it keeps running."""
-        try:
-            return self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.stop()
-            return None
+from tests.support.inbox_helpers import frame_lines, text_of, wait_for
+from tests.support.home_watch import Watch, cli, status_json
 
 
 def deliver(home: Home, outside: Path, name: str, data: str) -> None:
@@ -75,12 +20,6 @@ def deliver(home: Home, outside: Path, name: str, data: str) -> None:
     src = outside / name
     src.write_text(data)
     os.rename(src, home.inbox / name)
-
-
-def status_json(home: Home) -> dict:
-    done = cli(home, "status", "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 # -- symlinks planted where the receiver writes ------------------------------------------------

@@ -20,8 +20,8 @@ import pytest
 from console.cli import main
 from core.config import InboxConfig
 from core.inbox import InboxService, claimed_dir, deliver
-from tests.helpers import ROOT, frame
-from tests.inbox_helpers import drop, wait_for
+from tests.support.helpers import ROOT, frame
+from tests.support.inbox_helpers import drop, wait_for
 
 # Any C0 control but newline and tab, DEL, and the C1 controls (0x9b is a one-byte CSI).
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
-PROBE = ("from tests.hypothesis_settings import examples; from hypothesis import settings as s; "
+PROBE = ("from tests.support.hypothesis_settings import examples; from hypothesis import settings as s; "
          "d = s.default; e = examples(100, fuzz=2000); "
          "print(d.derandomize, d.database is None, d.max_examples, e.max_examples, e.derandomize)")
 

@@ -15,8 +15,8 @@ from core.config import InboxConfig
 from core.inbox import claimed_dir, deliver, file_counts, kind_skip, prepare_home, recent_files
 from core.inbox.delivery import Delivery
 from core.rules.scrub import scrub
-from tests.helpers import frame
-from tests.inbox_helpers import drop, frame_lines, text_of
+from tests.support.helpers import frame
+from tests.support.inbox_helpers import drop, frame_lines, text_of
 
 CONFIG = InboxConfig(settle_time=0.3)
 

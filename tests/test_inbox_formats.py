@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from core.rules.columns import ColumnNames, is_phone_name, looks_like_phone
 from core.rules.formats import FormatError, complete_part, line_count, read_items
 from core.rules.scrub import scrub
-from tests.helpers import frame
-from tests.hypothesis_settings import examples
+from tests.support.helpers import frame
+from tests.support.hypothesis_settings import examples
 
 F1 = frame(1, "Kakuma1", "MED", 3, 86)
 F2 = frame(2, "Kakuma2", "SHE", 8, 71)

@@ -5,23 +5,20 @@ ask for more memory than the machine has."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, frame
-from tests.inbox_helpers import drop, wait_for
+from tests.support.helpers import frame
+from tests.support.inbox_helpers import drop, wait_for
+from tests.support.cli import Ran, run_cli
 
 F = [frame(1, f"Site{n}", "MED", 40, 50 + n) for n in range(4)]
 
 
-def cli(home, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "300"})
+def cli(home, *args: str) -> Ran:
+    return run_cli("--home", str(home.root), *args, env={"COLUMNS": "300"})
 
 
 def query(home, sql: str) -> list[tuple]:
@@ -119,7 +116,7 @@ def xlsx_with_sheet(sheet_xml: str) -> bytes:
     import io
     import zipfile
 
-    from tests.spreadsheets import xlsx_bytes
+    from tests.support.spreadsheets import xlsx_bytes
 
     source = zipfile.ZipFile(io.BytesIO(xlsx_bytes([["frame_id", "text"]])))
     out = io.BytesIO()
@@ -143,7 +140,7 @@ def ods_repeated(rows: int, cols: int) -> bytes:
     import io
     import zipfile
 
-    from tests.spreadsheets import _CONTENT, _MANIFEST
+    from tests.support.spreadsheets import _CONTENT, _MANIFEST
 
     body = ('<table:table-row><table:table-cell office:value-type="string"><text:p>text</text:p>'
             '</table:table-cell></table:table-row>'
@@ -208,7 +205,7 @@ def test_a_sheet_within_the_limits_is_read_in_the_child_with_its_dates(home, tmp
     import datetime as dt
 
     from core.inbox.spreadsheets import sheet_rows
-    from tests.spreadsheets import ods_bytes, xlsx_bytes
+    from tests.support.spreadsheets import ods_bytes, xlsx_bytes
 
     rows = [["frame_id", "text", "n"], ["s1-1", F[0], 7]]
     got = sheet_rows(xlsx_bytes(rows), 1 << 20)

@@ -10,7 +10,7 @@ import pytest
 
 from core.inbox import HOLD_ENV, claimed_dir, file_counts, recent_files
 from core.inbox.observer import WatchHandler
-from tests.inbox_helpers import Holds, archived, drop, frame_lines, started_services, text_of, wait_for
+from tests.support.inbox_helpers import Holds, archived, drop, frame_lines, started_services, text_of, wait_for
 
 
 @pytest.fixture

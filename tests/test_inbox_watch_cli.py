@@ -5,57 +5,20 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-import itertools
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from console.cli import main
 from core import Receiver
 from core.rules.formats import read_items
-from tests.helpers import ROOT, bad_trailer, frame
-from tests.inbox_helpers import Holds, drop, every_file_under, frame_lines, text_of, wait_for
+from tests.support.helpers import bad_trailer, frame
+from tests.support.inbox_helpers import Holds, drop, every_file_under, frame_lines, text_of, wait_for
+from tests.support.watch import Watcher
 
 PHONES = ["+254712345678", "+254733000111", "0722 444 555"]
 # Every way a phone number could have been written down by a careless copy.
 PHONE_TRACES = [b"254712345678", b"712345678", b"254733000111", b"733000111", b"0722 444 555", b"0722444555",
                 b"722444555"]
-
-
-_watchers = itertools.count()
-
-
-class Watcher:
-    """``ussd-console watch`` in a subprocess, its stderr in a file (a full pipe would stall it)."""
-
-    def __init__(self, home, tmp_path: Path, *flags: str, env: dict[str, str] | None = None):
-        self.home = home
-        self.err_path = tmp_path / f"watch-stderr-{next(_watchers)}.txt"
-        self._err = open(self.err_path, "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "console.cli", "watch", "--home", str(home.root), *flags],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._err, env={**os.environ, **(env or {})},
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # Ctrl-C as at a terminal
-        )
-        log = home.logs / "receiver.log"
-        started = log.read_text().count("watching ") if log.exists() else 0
-        wait_for(lambda: self.proc.poll() is not None
-                 or (log.exists() and log.read_text().count("watching ") > started), timeout=60, what="watch to start")
-        assert self.proc.poll() is None, self.stderr()
-
-    def stderr(self) -> str:
-        if not self._err.closed:
-            self._err.flush()
-        return self.err_path.read_text()
-
-    def signal(self, sig) -> int:
-        self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=60)
-        self._err.close()
-        return code
 
 
 def progress(home) -> tuple[str, int] | None:

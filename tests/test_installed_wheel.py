@@ -16,7 +16,7 @@ import sysconfig
 import venv
 from pathlib import Path
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 
 def tracked_copy(dest: Path) -> Path:

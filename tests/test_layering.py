@@ -24,7 +24,7 @@ from pathlib import Path
 
 import core
 import core.rules
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 UI = {"textual", "rich", "console"}
 IO = {"peewee", "psycopg", "sqlite3", "watchdog"}

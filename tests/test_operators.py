@@ -15,7 +15,7 @@ from core.signing.keys import ActionError, key_path
 from core.signing.operators import add_operator, list_operators, load_signer, retire_operator
 from core.signing.roles import ROLES
 
-from .signing import PASSPHRASES, add_operators, cli, json_lines, passfile, sign
+from .support.signing import PASSPHRASES, add_operators, cli, json_lines, passfile, sign
 
 ALL = list(ROLES)
 

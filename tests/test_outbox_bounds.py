@@ -13,10 +13,10 @@ import pytest
 
 from console.widgets.header_bar import HeaderBar
 from core.home import Home
-from tests.console_support import run_async, until, utc  # noqa: F401  (fixture)
-from tests.inbox_helpers import frame_lines, text_of, wait_for
-from tests.test_console_live import live_app
-from tests.test_home_files import Watch, cli, status_json
+from tests.support.console_support import run_async, until, utc  # noqa: F401  (fixture)
+from tests.support.inbox_helpers import frame_lines, text_of, wait_for
+from tests.support.home_watch import Watch, cli, status_json
+from tests.support.console_pilot import live_app
 
 DAY = 86400.0
 

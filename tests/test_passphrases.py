@@ -15,8 +15,8 @@ from core import Receiver
 from core.signing.keys import key_path
 from core.signing.operators import list_operators
 
-from .helpers import ROOT, frame
-from .signing import passfile
+from tests.support.helpers import ROOT, frame
+from tests.support.signing import passfile
 
 ADD = ("operator", "add", "alice", "--passphrase-file")
 

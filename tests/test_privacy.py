@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from core import Receiver
 from core.rules.privacy import MASK, RUN_BYTES, mask_phones, mask_phones_bytes
-from tests.helpers import frame
-from tests.inbox_helpers import drop, every_file_under, wait_for
-from tests.test_inbox_watch_cli import Watcher
+from tests.support.helpers import frame
+from tests.support.inbox_helpers import drop, every_file_under, wait_for
+from tests.support.watch import Watcher
 
 MASKED = [
     ("call 0712-34-5678 today", "call [phone] today"),  # not an ISO date: 34 is no month

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from core import Outcome, Receiver
 from core.rules.retention import DAY
-from tests.helpers import bad_trailer, frame
-from tests.hypothesis_settings import examples
+from tests.support.helpers import bad_trailer, frame
+from tests.support.hypothesis_settings import examples
 
 T0 = 1_700_000_000
 SITES = ["Kakuma1", "Kakuma2", "Dadaab1"]

@@ -4,7 +4,7 @@ import pytest
 
 from core import Outcome, Receiver, RetentionError
 from core.rules.retention import DAY
-from tests.helpers import bad_trailer, frame, is_seen
+from tests.support.helpers import bad_trailer, frame, is_seen
 
 T0 = 1_700_000_000
 MED = frame(1, "Kakuma1", "MED", 3, 86)

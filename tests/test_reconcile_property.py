@@ -20,8 +20,8 @@ from core import Receiver
 from core.signing import audit
 from core.home import Home
 
-from .hypothesis_settings import examples
-from .trust_support import story
+from .support.hypothesis_settings import examples
+from .support.trust_support import story
 
 # table -> (how verify names a row, {column: kind})
 SIGNED = {

@@ -10,8 +10,8 @@ from core import Receiver
 from core.signing import audit, operators
 from core.signing.roles import DISPATCHER, RESOLVER
 
-from .signing import A1, A1_FIX, B1_FIX, B2, C1, PASSPHRASES, passfile, snapshot
-from .trust_support import cli, log_rows, qid, run, signed, story, unlock, write_entry
+from .support.signing import A1, A1_FIX, B1_FIX, B2, C1, PASSPHRASES, passfile, snapshot
+from .support.trust_support import cli, log_rows, qid, run, signed, story, unlock, write_entry
 
 EVERY = ["admin", "dispatcher", "resolver"]
 

@@ -14,7 +14,7 @@ from core.rules.batch import BatchState, Facts, Offer, QuarantineRow, decide_bat
 from core.rules.decide import CaseRef, Outcome, decide, payload_from_key, payload_key, reject
 from core.rules.frame import Frame, Rejected, parse
 from core.rules.retention import DAY, RetentionError, check_retention
-from tests.helpers import bad_trailer, frame
+from tests.support.helpers import bad_trailer, frame
 
 A1 = frame(1, "Kakuma1", "MED", 3, 86)  # the first version of case A, pack rank 1
 A1_MORE = frame(1, "Kakuma1", "MED", 5, 86)  # a corrected headcount

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from core import Outcome, Receiver
-from tests.helpers import SCENARIOS, is_seen
+from tests.support.helpers import SCENARIOS, is_seen
 
 scenarios = json.loads(SCENARIOS.read_text())["scenarios"]
 

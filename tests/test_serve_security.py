@@ -5,112 +5,22 @@ and a PostgreSQL password on a session's command line."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from core.home import Home
-from tests.helpers import ROOT
-from tests.inbox_helpers import wait_for
-from tools.browser_shot import free_port
+from tests.support.helpers import ROOT
+from tests.support.inbox_helpers import wait_for
+from tests.support.serve import DRAWN, descendants, fetch, get, own, serving, session, ws_session
 from tools.sample_store import build
-
-DRAWN = b"USSD console"
-
-
-class Serve:
-    """``ussd-console serve`` in a subprocess on a free loopback port, its output in a file."""
-
-    def __init__(self, home: Path, tmp_path: Path, *flags: str, env: dict[str, str] | None = None):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.out_path = tmp_path / f"serve-{self.port}.txt"
-        self._out = open(self.out_path, "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "console.cli", "--home", str(home), "serve", "--port", str(self.port), *flags],
-            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})})
-        wait_for(lambda: self.proc.poll() is not None or "serving the console at" in self.output(),
-                 what="serve to listen")
-        assert self.proc.poll() is None, self.output()
-
-    def output(self) -> str:
-        self._out.flush()
-        return self.out_path.read_text()
-
-    def stop(self) -> str:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._out.close()
-        return self.out_path.read_text()
 
 
 @pytest.fixture
 def sample_home(tmp_path):
     return build(Home(tmp_path / "home")).root
-
-
-@contextlib.contextmanager
-def serving(home, tmp_path, *flags, env=None):
-    server = Serve(home, tmp_path, *flags, env=env)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-async def _get(url: str, headers=None, cookies=None, data=None):
-    async with aiohttp.ClientSession(cookies=cookies) as session:
-        method = session.post if data is not None else session.get
-        async with method(url, headers=headers or {}, data=data, allow_redirects=False) as reply:
-            return reply.status, await reply.text(), dict(reply.headers), reply.cookies
-
-
-def get(url: str, **kw):
-    return asyncio.run(_get(url, **kw))
-
-
-async def _session(url: str, headers=None, cookies=None, hold: asyncio.Event | None = None, drawn=None):
-    """Open the console's web socket; returns what it drew, or the refusal's HTTP status."""
-    async with aiohttp.ClientSession(cookies=cookies) as session:
-        try:
-            ws = await session.ws_connect(f"{url}/ws?width=100&height=30", headers=headers or {})
-        except aiohttp.WSServerHandshakeError as exc:
-            return exc.status
-        received = b""
-        try:
-            async with asyncio.timeout(90):
-                while DRAWN not in received:
-                    message = await ws.receive()
-                    if message.type == aiohttp.WSMsgType.BINARY:
-                        received += message.data
-                    elif message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
-                        break
-            if drawn is not None:
-                drawn.set()
-            if hold is not None:
-                await hold.wait()
-        finally:
-            await ws.close()
-        return received
-
-
-def session(url: str, **kw):
-    return asyncio.run(_session(url, **kw))
-
-
-def own(url: str) -> dict[str, str]:
-    return {"Origin": url}
 
 
 def test_the_own_page_works_and_another_sites_page_or_a_rebinding_name_gets_403(sample_home, tmp_path):
@@ -140,10 +50,10 @@ def test_sessions_over_the_cap_are_refused_with_a_clear_page(sample_home, tmp_pa
     with serving(sample_home, tmp_path, "--max-sessions", "1") as s:
         async def scenario():
             hold, drawn = asyncio.Event(), asyncio.Event()
-            first = asyncio.create_task(_session(s.url, headers=own(s.url), hold=hold, drawn=drawn))
+            first = asyncio.create_task(ws_session(s.url, headers=own(s.url), hold=hold, drawn=drawn))
             await asyncio.wait_for(drawn.wait(), 90)
-            second = await _session(s.url, headers=own(s.url))
-            page = await _get(f"{s.url}/")
+            second = await ws_session(s.url, headers=own(s.url))
+            page = await fetch(f"{s.url}/")
             hold.set()
             return await first, second, page
 
@@ -166,7 +76,7 @@ def test_max_sessions_from_the_config_and_bad_values_are_one_line(sample_home, t
         assert "at most 2 sessions at once" in s.output()
 
 
-def test_public_needs_the_login_token_before_any_session(sample_home, tmp_path):
+def test_public_needs_the_login_token_before_anyws_session(sample_home, tmp_path):
     token = "k3Q-very-long-login-token-0123456789"
     token_file = tmp_path / "token"
     token_file.write_text(token + "\n")
@@ -202,23 +112,8 @@ def test_public_without_a_token_file_prints_a_random_token_that_logs_in(sample_h
         assert DRAWN in session(s.url, cookies={"ussd_console_login": cookies["ussd_console_login"].value})
 
 
-def _descendants(pid: int) -> list[int]:
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def test_a_postgres_password_is_neither_in_the_banner_nor_in_a_sessions_argv(pg_url, tmp_path):
-    from tests.pg_server import fresh_schema_url
+    from tests.support.pg_server import fresh_schema_url
 
     password = "Pg-s3cret-Passw0rd"
     url = fresh_schema_url(pg_url).replace("postgresql://postgres@", f"postgresql://postgres:{password}@", 1)
@@ -227,9 +122,9 @@ def test_a_postgres_password_is_neither_in_the_banner_nor_in_a_sessions_argv(pg_
     with serving(home, tmp_path, "--db", url) as s:
         async def scenario():
             hold, drawn = asyncio.Event(), asyncio.Event()
-            task = asyncio.create_task(_session(s.url, headers=own(s.url), hold=hold, drawn=drawn))
+            task = asyncio.create_task(ws_session(s.url, headers=own(s.url), hold=hold, drawn=drawn))
             await asyncio.wait_for(drawn.wait(), 90)
-            pids = _descendants(s.proc.pid)
+            pids = descendants(s.proc.pid)
             argvs = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids]
             envs = [Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") for pid in pids]
             hold.set()

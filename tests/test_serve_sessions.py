@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from core.home import Home
-from tests.test_serve_security import DRAWN, Serve, _descendants, _session, own
-from tests.waiting import wait_for
+from tests.support.serve import DRAWN, Serve, descendants, own, ws_session
+from tests.support.waiting import wait_for
 from tools.sample_store import build
 
 
@@ -49,10 +49,10 @@ def sessions_open(server: Serve, count: int, stop_signal: int) -> tuple[list[int
     async def scenario():
         hold = asyncio.Event()
         drawn = [asyncio.Event() for _ in range(count)]
-        tasks = [asyncio.create_task(_session(server.url, headers=own(server.url), hold=hold, drawn=d))
+        tasks = [asyncio.create_task(ws_session(server.url, headers=own(server.url), hold=hold, drawn=d))
                  for d in drawn]
         await asyncio.wait_for(asyncio.gather(*(d.wait() for d in drawn)), 90)
-        pids = _descendants(server.proc.pid)
+        pids = descendants(server.proc.pid)
         commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids]
         server.proc.send_signal(stop_signal)  # with the browsers still connected, until serve is gone
         while server.proc.poll() is None:

@@ -14,8 +14,8 @@ from core import Receiver
 from core.signing.keys import ActionError
 from core.rules.retention import DAY
 
-from .helpers import frame
-from .signing import (
+from .support.helpers import frame
+from .support.signing import (
     A1, A1_FIX, B1_FIX, B2, C1, add_operators, cli, ingest, json_lines, quarantine_id, sign, snapshot,
 )
 

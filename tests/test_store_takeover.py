@@ -4,22 +4,19 @@ creates one; every case through the real command line."""
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
-from tests.helpers import ROOT, frame
+from tests.support.helpers import ROOT, frame
+from tests.support.cli import Ran, run_cli
 
 READERS = [["status"], ["cases"], ["rejects"], ["files"], ["quarantine"], ["audit", "verify"],
            ["export", "cases"]]
 
 
-def cli(home, *args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *args], cwd=cwd or ROOT,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+def cli(home, *args: str, cwd=None) -> Ran:
+    return run_cli("--home", str(home.root), *args, cwd=cwd or ROOT, env={"COLUMNS": "200"})
 
 
 def digest(path) -> str:
@@ -35,7 +32,7 @@ def other_program_db(path) -> None:
     con.close()
 
 
-def refused(done: subprocess.CompletedProcess, words: str) -> None:
+def refused(done, words: str) -> None:
     assert done.returncode == 2, (done.stdout, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in done.stderr, done.stderr

@@ -14,8 +14,8 @@ import time
 from collections import Counter
 
 from core import Receiver
-from tests.helpers import ROOT, bad_trailer, frame
-from tests.inbox_helpers import drop, wait_for
+from tests.support.helpers import ROOT, bad_trailer, frame
+from tests.support.inbox_helpers import drop, wait_for
 
 FILES = 120
 

@@ -17,17 +17,18 @@ from core import Receiver
 from core.ops.logfile import RotatingLog
 from core.ops.metrics import metrics_path
 from core.ops.sd_notify import Notifier
-from tests.helpers import ROOT
-from tests.inbox_helpers import drop, frame_lines, text_of, wait_for
-from tests.test_inbox_watch_cli import Watcher
+from tests.support.helpers import ROOT
+from tests.support.inbox_helpers import drop, frame_lines, text_of, wait_for
+from tests.support.cli import run_cli
+from tests.support.watch import Watcher
 
 HEALTH_KEYS = {"receiver", "observer", "last_sweep_at", "last_frame_at", "outbox_pending", "faults_open"}
 
 
 def status(home) -> dict:
-    out = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "status", "--json"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True).stdout
-    return json.loads(out)["health"]
+    done = run_cli("--home", str(home.root), "status", "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["health"]
 
 
 def messages(sock: socket.socket):
@@ -96,8 +97,7 @@ def test_status_health_follows_a_running_watch_and_its_death(home, tmp_path):
 def test_watch_writes_a_metrics_file_prometheus_can_parse(home, tmp_path):
     feed = tmp_path / "feed.txt"
     feed.write_text(text_of(frame_lines("m", 4)))
-    subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "ingest", str(feed)],
-                   cwd=ROOT, capture_output=True, check=True, timeout=60)
+    assert run_cli("--home", str(home.root), "ingest", str(feed)).returncode == 0
     watcher = Watcher(home, tmp_path)
     try:
         path = wait_for(lambda: metrics_path(home).exists() and metrics_path(home), what="the metrics file")

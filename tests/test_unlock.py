@@ -15,7 +15,7 @@ from core.signing import keys, unlock_guard
 from core.signing.keys import KDF_ROUNDS, KDF_ROUNDS_ENV, ActionError, key_path, kdf_rounds, unwrap
 from core.signing.operators import list_operators
 
-from .signing import PASSPHRASES, add_operators, cli, passfile, sign
+from .support.signing import PASSPHRASES, add_operators, cli, passfile, sign
 
 WRONG = "guessed wrongly 42"
 

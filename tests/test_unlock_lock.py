@@ -20,9 +20,9 @@ import pytest
 
 from core.signing import unlock_guard
 
-from .helpers import ROOT
-from .signing import add_operators, passfile
-from .waiting import wait_for
+from tests.support.helpers import ROOT
+from tests.support.signing import add_operators, passfile
+from tests.support.waiting import wait_for
 
 RETENTION = ("retention", "set", "40", "--operator", "alice", "--reason", "long field trips")
 

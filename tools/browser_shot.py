@@ -17,8 +17,8 @@ import asyncio
 import base64
 import contextlib
 import json
+import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,12 +38,6 @@ def find_chromium() -> str | None:
         if found:
             return found
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait(predicate, timeout: float, what: str):
@@ -66,23 +60,22 @@ def _end(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def _accepts(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-        return True
-    return False
+SERVING = re.compile(r"listening on (\S+):(\d+);")  # in the line serve prints once listening
 
 
 @contextlib.contextmanager
-def served(home: Path, port: int, log: Path, timeout: float = 60.0):
-    """``ussd-console serve`` on ``port`` until the block ends; yields its URL."""
+def served(home: Path, log: Path, timeout: float = 60.0):
+    """``ussd-console serve`` on a port it picks itself (``--port 0``) until the block ends; yields its URL,
+    read back from the line serve prints once it listens."""
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--home", str(home), "serve", "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--home", str(home), "serve", "--port", "0"],
                                 cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         try:
-            _wait(lambda: proc.poll() is not None or _accepts(port), timeout, "serve to listen")
+            found = _wait(lambda: proc.poll() is not None or SERVING.search(log.read_text()), timeout,
+                          "serve to listen")
             if proc.poll() is not None:
                 raise RuntimeError(f"serve exited with {proc.returncode}: {log.read_text()[-2000:]}")
-            yield f"http://127.0.0.1:{port}/"
+            yield f"http://127.0.0.1:{found.group(2)}/"
         finally:
             _end(proc)
 
@@ -218,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="ussd-browser-") as tmp:
         home = build(Home(Path(tmp) / "home"))
-        with served(home.root, free_port(), Path(tmp) / "serve.log") as url:
+        with served(home.root, Path(tmp) / "serve.log") as url:
             capture(url, Path(args.out), chromium)
     print(args.out)
     return 0

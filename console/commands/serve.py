@@ -46,7 +46,8 @@ def register(sub, common) -> None:
                                        "ussd-console serve --public --host 0.0.0.0 --public-url https://ussd.example.org "
                                        "--token-file token.txt"))
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=f"port (default {DEFAULT_PORT}; 0: any free one, said in the line serve prints once listening)")
     p.add_argument("--public", action="store_true",
                    help="allow an address other than loopback; a login token is then needed before any session")
     p.add_argument("--public-url", metavar="URL",
@@ -111,9 +112,26 @@ def login_token(args) -> tuple[str, bool]:
     return token, False
 
 
+def bind(host: str, port: int):
+    """The listening socket, bound here so that the port served (any free one, for 0) is known before the
+    guard is built: it answers only requests for that address."""
+    import socket
+
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _name, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
 def cmd_serve(args, ctx) -> int:
-    if not 1 <= args.port <= 65535:
-        raise CommandError(f"--port {args.port} is not a port (1 to 65535)")
+    if not 0 <= args.port <= 65535:
+        raise CommandError(f"--port {args.port} is not a port (1 to 65535, or 0 for any free one)")
     if not is_loopback(args.host) and not args.public:
         raise CommandError(f"--host {args.host} is not a loopback address; serving the console there needs "
                            "--public (and a login), or use an SSH tunnel to 127.0.0.1 (docs/serve-security.md)")
@@ -146,12 +164,14 @@ def cmd_serve(args, ctx) -> int:
     os.environ[SERVE_PID] = str(os.getpid())  # a session whose serve is gone quits (console.web.sessions)
     from console.web.guard import GuardedServer
 
+    sock = bind(args.host, args.port)
+    port = sock.getsockname()[1]  # the one bound: --port 0 asks for any free one
     if not is_loopback(args.host):
-        print(f"ussd-console: WARNING: serving the console on {args.host}:{args.port} to the network: anyone "
+        print(f"ussd-console: WARNING: serving the console on {args.host}:{port} to the network: anyone "
               "with the login token can read the ledger and act as the console", file=sys.stderr)
-    server = GuardedServer(console_command(ctx, args.inbox), host=args.host, port=args.port, title="USSD console",
+    server = GuardedServer(console_command(ctx, args.inbox), host=args.host, port=port, title="USSD console",
                            public_url=args.public_url, max_sessions=sessions, token=token,
-                           templates_path=TEMPLATES)
+                           templates_path=TEMPLATES, sock=sock)
     if made:
         print(f"ussd-console: login token (give it at {server.public_url}/login): {token}", file=sys.stderr)
     sys.stderr.flush()

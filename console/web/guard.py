@@ -98,7 +98,7 @@ class GuardedServer(Server):
     """textual-serve's ``Server`` with the checks of the module docstring in front of every route."""
 
     def __init__(self, command: str, *, host: str, port: int, public_url: str | None, max_sessions: int,
-                 token: str | None, title: str, templates_path):
+                 token: str | None, title: str, templates_path, sock=None):
         super().__init__(command, host=host, port=port, title=title,
                          public_url=public_url.rstrip("/") if public_url else None, templates_path=templates_path)
         self.allowed = Allowed(host, port, self.public_url if public_url else None)
@@ -107,6 +107,7 @@ class GuardedServer(Server):
         self.cookie = secrets.token_urlsafe(32)  # what a logged-in browser holds: never the token itself
         self.sessions = 0
         self.live: set[Session] = set()  # the session processes started and not yet ended
+        self.sock = sock  # bound by the caller (``serve``), so the port is known before the guard is built
 
     def initialize_logging(self) -> None:
         """The CLI's logging stays (warnings on stderr); textual-serve's own would add nothing."""
@@ -128,7 +129,8 @@ class GuardedServer(Server):
         """Nothing to say yet: the sockets are bound after the startup signals (see ``serve``)."""
 
     def announce(self, *_aiohttp_words) -> None:
-        print(f"ussd-console: serving the console at {self.public_url}/ (at most {self.max_sessions} "
+        print(f"ussd-console: serving the console at {self.public_url}/ (listening on {self.host}:{self.port}; "
+              f"at most {self.max_sessions} "
               f"session{'s' if self.max_sessions != 1 else ''} at once; Ctrl-C to stop)", file=sys.stderr, flush=True)
 
     def serve(self, debug: bool = False) -> None:
@@ -140,8 +142,8 @@ class GuardedServer(Server):
         asyncio.set_event_loop(loop)
         loop.add_signal_handler(signal.SIGINT, self.request_exit)
         loop.add_signal_handler(signal.SIGTERM, self.request_exit)
-        web.run_app(self._make_app(), host=self.host, port=self.port, handle_signals=False, loop=loop,
-                    print=self.announce)
+        where = {"sock": self.sock} if self.sock is not None else {"host": self.host, "port": self.port}
+        web.run_app(self._make_app(), **where, handle_signals=False, loop=loop, print=self.announce)
 
     @web.middleware
     async def guard(self, request: web.Request, handler):

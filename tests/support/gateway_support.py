@@ -12,9 +12,9 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
-from tests.helpers import frame
-from tests.signing import sign
-from tests.test_inbox_watch_cli import Watcher
+from tests.support.helpers import frame
+from tests.support.signing import sign
+from tests.support.watch import Watcher
 
 PHONE = "+254711222333"
 PHONE_DIGITS = "711222333"
@@ -93,3 +93,22 @@ def every_byte_under(root: Path) -> bytes:
         if path.is_file() and not path.is_symlink():
             out.append(path.read_bytes())
     return b"\n".join(out)
+
+
+def self_signed(folder):
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                       serialization.NoEncryption()))

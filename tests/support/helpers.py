@@ -6,7 +6,7 @@ from pathlib import Path
 
 from core.rules.cksum import trailer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The public scenarios, carried by the repository so any clone can run them.
 SCENARIOS = ROOT / "tests" / "vectors" / "scenarios.json"
 

@@ -11,7 +11,7 @@ import sys
 
 from core.backup import archive, origin
 from core.home import Home
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 
 def backup_key(home: Home) -> str:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from core.home import Home
-from tests.waiting import until
+from tests.support.waiting import until
 
 HOME_LABEL = "/srv/ussd"  # shown in the header instead of the test's temporary path
 
@@ -29,10 +29,12 @@ def utc(monkeypatch):
 
 
 @pytest.fixture
-def sample_home(tmp_path, utc):
-    from tools.sample_store import build
+def sample_home(tmp_path, tmp_path_factory, utc):
+    """A copy of the sample store, built once per run (tests/support/sample_template.py)."""
+    from tests.support.sample_template import sample_copy
+    from tests.support.shared import shared_folder
 
-    return build(Home(tmp_path / "home"))
+    return sample_copy(shared_folder(tmp_path_factory), tmp_path / "home")
 
 
 @pytest.fixture

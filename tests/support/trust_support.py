@@ -5,9 +5,6 @@ their own."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -21,20 +18,19 @@ from core.store.backend import PostgresStore
 
 from .helpers import frame
 from .signing import A1, A1_FIX, B1_FIX, B2, C1, EVERY_ROLE, PASSPHRASES, passfile
+from .cli import Ran, run_cli
 
 B7 = ("B-7", frame(7, "Dadaab", "WAT", 14, 90))  # the correction's values under another id
 C2 = ("C-2", frame(2, "Ifo", "SHE", 9, 80))  # stays open
-SCRIPT = Path(sys.executable).parent / "ussd-console"
 
 
 def cli(home, target, *argv: str) -> int:
     return main(["--home", str(home.root), "--db", target, *argv])
 
 
-def run(home, target, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    """The real command, in its own process."""
-    return subprocess.run([str(SCRIPT), "--home", str(home.root), "--db", target, *argv], input=stdin,
-                          capture_output=True, text=True, timeout=120)
+def run(home, target, *argv: str, stdin: str | None = None) -> Ran:
+    """The command with what it prints and its exit code, in this process (tests/support/cli.py)."""
+    return run_cli("--home", str(home.root), "--db", target, *argv, input=stdin)
 
 
 def signed(home, target, tmp_path, operator: str, *argv: str, reason: str = "checked with the site") -> int:

@@ -2,12 +2,16 @@
 
 It lives in a temporary folder, listens on a Unix socket only (no TCP port),
 and is stopped and deleted afterwards. ``USSD_TEST_PG_URL`` points the tests
-at an existing server instead.
+at an existing server instead. ``SharedPostgres`` is one such server for every
+xdist worker of a run, behind a file lock: each test has a schema (or a
+database) of its own on it, so one ``initdb`` serves the whole run.
 """
 
 from __future__ import annotations
 
+import fcntl
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -57,7 +61,8 @@ class ThrowawayPostgres:
                          "-E", "UTF8", "--no-sync")
         if done.returncode != 0:
             raise PostgresUnavailable(f"initdb failed: {done.stderr.strip()[:300]}")
-        options = f"-c listen_addresses='' -k {sock} -c fsync={'on' if self.fsync else 'off'} -c max_connections=50"
+        # Connections for every worker of a run at once (each test's receivers, watchers, dumps).
+        options = f"-c listen_addresses='' -k {sock} -c fsync={'on' if self.fsync else 'off'} -c max_connections=300"
         done = self._run(str(self.bindir / "pg_ctl"), "-D", str(data), "-o", options,
                          "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
         if done.returncode != 0:
@@ -71,6 +76,11 @@ class ThrowawayPostgres:
             time.sleep(0.2)
         raise PostgresUnavailable("the server did not become ready in 30 s")
 
+    def ready(self) -> bool:
+        sock = self.root / "sock" if self.root is not None else None
+        return bool(sock and sock.exists() and self._run(str(self.bindir / "pg_isready"), "-h", str(sock), "-U",
+                                                         "postgres").returncode == 0)
+
     def stop(self) -> None:
         if self.root is None:
             return
@@ -78,6 +88,63 @@ class ThrowawayPostgres:
             self._run(str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop")
         shutil.rmtree(self.root, ignore_errors=True)
         self.root = None
+
+
+class SharedPostgres:
+    """One throwaway server for all the workers of a run, counted in and out under a file lock in
+    ``folder`` (a folder the workers share): the first to ask starts it, the last to leave stops it."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.state = self.folder / "server.json"
+
+    def _locked(self):
+        lock = open(self.folder / "lock", "w")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return lock
+
+    def _server(self, state: dict) -> ThrowawayPostgres:
+        server = ThrowawayPostgres()
+        server.root, server.bindir, server.url = Path(state["root"]), Path(state["bindir"]), state["url"]
+        return server
+
+    def acquire(self) -> str:
+        with self._locked():
+            state = json.loads(self.state.read_text()) if self.state.exists() else None
+            if state is not None and not self._server(state).ready():
+                self._server(state).stop()  # left by a worker that died: start again
+                state = None
+            if state is None:
+                server = ThrowawayPostgres()
+                try:
+                    url = server.start()
+                except BaseException:
+                    server.stop()
+                    raise
+                state = {"url": url, "root": str(server.root), "bindir": str(server.bindir), "users": 0}
+            state["users"] += 1
+            self.state.write_text(json.dumps(state))
+            return state["url"]
+
+    def release(self) -> None:
+        with self._locked():
+            if not self.state.exists():
+                return
+            state = json.loads(self.state.read_text())
+            state["users"] -= 1
+            if state["users"] > 0:
+                self.state.write_text(json.dumps(state))
+                return
+            self._server(state).stop()
+            self.state.unlink()
+
+    def stop_left_over(self) -> None:
+        """At the end of the run (in the controller): stop a server no worker stopped."""
+        with self._locked():
+            if self.state.exists():
+                self._server(json.loads(self.state.read_text())).stop()
+                self.state.unlink()
 
 
 def reset_schema(url: str) -> None:

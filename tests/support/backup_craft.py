@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.backup import archive
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 MIB = 1 << 20
 
@@ -138,7 +138,7 @@ def manifest_of(members: dict[str, bytes]) -> dict:
 def signed(manifest: dict, home) -> bytes:
     """``manifest`` signed with ``home``'s own backup key, as the manifest member's bytes: a crafted
     backup must pass the signature so that the streaming check is what refuses it."""
-    from tests.backup_support import resign
+    from tests.support.backup_support import resign
 
     members = {archive.MANIFEST: json.dumps(manifest).encode()}
     resign(members, home)

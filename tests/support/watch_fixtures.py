@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_inbox_watch_cli import Watcher
+from tests.support.watch import Watcher
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 from core.config import InboxConfig
 from core.home import Home
 from core.inbox import HOLD_ENV, InboxService
-from tests.helpers import frame
-from tests.waiting import wait_for
+from tests.support.helpers import frame
+from tests.support.waiting import wait_for
 
 NEEDS = ("MED", "SHE", "WAT", "FOO", "PRO")
 

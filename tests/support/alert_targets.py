@@ -1,4 +1,7 @@
-"""Alert targets for the tests: a real command that fails on cue, and an HTTP server that never answers."""
+"""Alert targets for the tests: a real command that fails on cue, and an HTTP server that never answers.
+
+A refused address is the `refused_url` fixture (tests/support/ports.py): a port bound and never
+listened on, held for the test's life."""
 
 from __future__ import annotations
 
@@ -7,6 +10,11 @@ import socket
 import sys
 import threading
 from pathlib import Path
+
+from core import Receiver
+from core.store import outbox
+from tests.support.helpers import frame
+from tests.support.inbox_helpers import text_of
 
 # Run as `python alert_target.py STATE_DIR FAIL_FIRST`: every call is logged with its event id; the
 # first FAIL_FIRST calls, and every call while STATE_DIR/block exists, fail (exit 1); others append
@@ -104,9 +112,22 @@ class SilentServer:
             conn.close()
 
 
-def refused_url() -> str:
-    """An address on this machine where nothing listens: every connection is refused at once."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/hooks/ussd"
+def conflict_file(tag: str) -> str:
+    """One case sent twice under one frame id with different counts: the second is a conflict."""
+    return text_of([f"{tag}-1 {frame(1, 'Kakuma1', 'MED', 3, 86)}", f"{tag}-1 {frame(1, 'Kakuma1', 'MED', 9, 86)}"])
+
+
+def configure(home, **alerts) -> None:
+    lines = ["[inbox]", "sweep_interval = 0.2", "settle_time = 0.1", "[alerts]"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in alerts.items()]
+    home.config.write_text("\n".join(lines) + "\n")
+
+
+def deliveries(home, state=None) -> list[dict]:
+    with Receiver(str(home.db)) as r:
+        return outbox.listing(r.db, state=state, limit=1000)
+
+
+def conflicts(home) -> int:
+    with Receiver(str(home.db)) as r:
+        return r.totals()["conflicts_open"]

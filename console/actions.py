@@ -62,6 +62,7 @@ TAB_HOLDS: dict[str, tuple[str, ...]] = {
 # action of the table below (``Action.cli``), so the palette finds it by the command's name.
 CLI_ONLY: dict[str, str] = {
     "ingest": "takes a file by hand; the console takes the inbox itself (w sweeps it now)",
+    "frame": "builds a test frame with its trailer, for a file or a gateway script; needs no home",
     "status": "the header says it",
     "demo": "starts a console of its own",
     "operator": "adds and retires operators; an admin's job at the command line",

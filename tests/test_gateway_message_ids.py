@@ -120,7 +120,7 @@ def test_an_id_taken_before_contents_were_kept_is_offered_once_then_judged_by_co
         con.execute('CREATE TABLE gateway_messages ("gateway" TEXT NOT NULL, "key" TEXT NOT NULL, '
                     '"at" REAL NOT NULL, PRIMARY KEY ("gateway", "key"))')
         con.executemany("INSERT INTO gateway_messages VALUES (?, ?, ?)", rows)
-        con.execute("DELETE FROM schema_version WHERE version = 33")
+        con.execute("DELETE FROM schema_version WHERE version = 24")
     con.close()
     w = Listening(home, tmp_path)
     try:

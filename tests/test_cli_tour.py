@@ -6,7 +6,6 @@ passphrase prompt)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pty
@@ -24,6 +23,7 @@ from console.demo.gateway_sim import SAMPLES
 from console.render import FOLD_FLOOR
 from core.rules.explain import REASON_WORDS
 from tests.support.helpers import ROOT, frame
+from tests.support.cli import every_parser
 from tests.support.cli import run_cli
 from tests.support.waiting import DEADLINE, wait_for
 
@@ -228,15 +228,6 @@ def test_help_is_a_command_the_same_as_dash_dash_help(tmp_path):
     assert "help" in ok("--help", cwd=tmp_path)  # listed with the other commands
     wrong = ussd("help", "stauts", cwd=tmp_path)
     assert wrong.returncode == 2 and "did you mean 'status'?" in wrong.stderr
-
-
-def every_parser(parser=None, path=()):
-    parser = parser or build_parser()
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from every_parser(sub, (*path, name))
 
 
 def test_every_commands_help_ends_with_examples_that_are_real_command_lines():

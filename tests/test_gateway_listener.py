@@ -13,10 +13,9 @@ import threading
 from twilio.request_validator import RequestValidator
 
 from core import Receiver
-from core.gateways.accounts import counts
 from tests.support.gateway_support import (
     FORM, PHONE, PHONE_DIGITS, Listening, add_gateway, at_sms, every_byte_under, form, frames, post, secret_file,
-    self_signed, smsgate,
+    gateway_counts, per_source, self_signed, smsgate,
 )
 from tests.support.inbox_helpers import Holds, wait_for
 from tests.support.signing import add_operators, sign
@@ -25,16 +24,6 @@ from tests.support.signing import add_operators, sign
 def ledger(home) -> dict[str, str]:
     with Receiver(str(home.db)) as r:
         return {c["frame_id"]: c["source"] for c in r.cases(limit=1000)}
-
-
-def per_source(home) -> dict:
-    with Receiver(str(home.db)) as r:
-        return r.per_source()
-
-
-def gateway_counts(home) -> dict:
-    with Receiver(str(home.db)) as r:
-        return counts(r.db)
 
 
 def test_every_kind_in_its_real_format_applies_each_frame_once(home, tmp_path, capsys):

@@ -11,8 +11,7 @@ import signal
 import sqlite3
 
 from core import Receiver
-from core.gateways.accounts import counts
-from tests.support.gateway_support import Listening, add_gateway, frames, post
+from tests.support.gateway_support import Listening, add_gateway, frames, gateway_counts, per_source, post
 from tests.support.inbox_helpers import wait_for
 from tests.support.signing import add_operators, cli
 
@@ -32,16 +31,6 @@ def answered(w, path: str, body: bytes) -> list[str]:
 def ledger(home) -> set[str]:
     with Receiver(str(home.db)) as r:
         return {c["frame_id"] for c in r.cases(limit=1000)}
-
-
-def per_source(home) -> dict:
-    with Receiver(str(home.db)) as r:
-        return r.per_source()
-
-
-def gateway_counts(home) -> dict:
-    with Receiver(str(home.db)) as r:
-        return counts(r.db)
 
 
 def test_a_reused_id_with_other_frames_is_offered_and_counted_apart(home, tmp_path, capsys):

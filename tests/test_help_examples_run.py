@@ -6,7 +6,6 @@ answered by the operator's passphrase; only the commands that run until stopped 
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -19,6 +18,7 @@ from console.cli import build_parser, main
 from console.commands import operators
 from console.demo.gateway_sim import SAMPLES
 from tests.support.signing import PASSPHRASES
+from tests.support.cli import every_parser
 
 # Commands that run until they are stopped, or take over the terminal: parsed only.
 LONG_RUNNING = {"watch", "serve", "console", "demo"}
@@ -40,15 +40,6 @@ CANNOT_HERE = {
     "ussd-console --home /srv/ussd-new restore backup.tar.gz --checkpoint checkpoint.txt --db postgresql://":
         "the checkpoint carries no backup key",
 }
-
-
-def every_parser(parser=None, path=()):
-    parser = parser or build_parser()
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from every_parser(sub, (*path, name))
 
 
 def example_lines() -> list[str]:

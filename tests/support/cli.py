@@ -15,6 +15,8 @@ the umask, the SIGINT and SIGTERM handlers, the ``ussd`` loggers' handlers and l
 
 from __future__ import annotations
 
+import argparse
+
 import contextlib
 import io
 import logging
@@ -123,3 +125,15 @@ def _stdin(stream):
 def cli(home, *argv: str, **kw) -> Ran:
     """``ussd-console --home HOME ARGV...`` in this process."""
     return run_cli("--home", str(getattr(home, "root", home)), *argv, **kw)
+
+
+def every_parser(parser=None, path=()):
+    """(command path, parser) for the command line and every subcommand, depth first."""
+    from console.cli import build_parser
+
+    parser = parser or build_parser()
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from every_parser(sub, (*path, name))

@@ -12,6 +12,8 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
+from core import Receiver
+from core.gateways.accounts import counts
 from tests.support.helpers import frame
 from tests.support.signing import sign
 from tests.support.watch import Watcher
@@ -112,3 +114,13 @@ def self_signed(folder):
     (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                                        serialization.NoEncryption()))
+
+
+def per_source(home) -> dict:
+    with Receiver(str(home.db)) as r:
+        return r.per_source()
+
+
+def gateway_counts(home) -> dict:
+    with Receiver(str(home.db)) as r:
+        return counts(r.db)

@@ -62,6 +62,28 @@ async def test_the_dialog_opens_on_the_view_list_so_down_then_enter_exports_the_
 
 
 @run_async
+async def test_an_arrow_moves_on_from_the_choice_wherever_the_cursor_was_drawn(sample_home):
+    """Before the dialog's first refresh the cursor sits on the first line, not on the choice: a
+    Tab, Down typed that fast (a quick operator, a loaded machine) only moved the cursor, or chose
+    the line after the cursor. The arrow keys are the set's own and start from the choice."""
+    from console.dialogs.export_dialog import ChoiceSet
+    from console.export_views import VIEWS
+
+    names = list(VIEWS)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_export(app, pilot, "2")  # opens on the ranking, not the first view
+        views = app.screen.query_one("#export-view", ChoiceSet)
+        assert views.chosen == "ranking" and names.index("ranking") > 0
+        views._selected = 0  # where RadioSet's own mount leaves the cursor
+        await pilot.press("down")
+        assert views.chosen == names[names.index("ranking") + 1]
+        views._selected = 0
+        await pilot.press("up")
+        assert views.chosen == "ranking"
+
+
+@run_async
 async def test_every_view_is_named_whole_in_the_dialog_at_80x24(sample_home):
     from console.export_views import VIEWS
 

@@ -33,29 +33,35 @@ class Choice(RadioButton):
 
 
 class ChoiceSet(RadioSet):
-    """Arrows move the choice (not only a cursor); Enter is left to the dialog, which exports."""
+    """Arrows move the choice (not only a cursor); Enter is left to the dialog, which exports.
 
-    BINDINGS = [Binding("space", "toggle_button", "Choose", show=False)]  # and not Enter: that exports
+    The arrows are this set's own bindings, and each move starts from the choice itself, not from
+    wherever the cursor was left: keys typed the moment the dialog is drawn choose just as later ones
+    do (an earlier version waited for a refresh before arrows chose, and a fast Tab, Down only moved
+    the cursor).
+    """
 
-    _ready = False  # the set moves its cursor once while mounting; that must not choose
+    BINDINGS = [
+        Binding("down,right", "choose(1)", "Next", show=False),
+        Binding("up,left", "choose(-1)", "Previous", show=False),
+        Binding("space", "toggle_button", "Choose", show=False),  # and not Enter: that exports
+    ]
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self._start)  # after RadioSet's own mount, which moves the cursor
+        self.call_after_refresh(self._start)  # after RadioSet's own mount, which puts the cursor first
 
     def _start(self) -> None:
         if self.pressed_index >= 0:
-            self._selected = self.pressed_index  # the cursor starts on the choice, not on the first line
-        self._ready = True
+            self._selected = self.pressed_index  # the cursor is drawn on the choice, not on the first line
 
-    def action_next_button(self) -> None:
-        super().action_next_button()
-        if self._ready:
-            self.action_toggle_button()
-
-    def action_previous_button(self) -> None:
-        super().action_previous_button()
-        if self._ready:
-            self.action_toggle_button()
+    def action_choose(self, step: int) -> None:
+        if self.pressed_index >= 0:
+            self._selected = self.pressed_index
+        if step > 0:
+            super().action_next_button()
+        else:
+            super().action_previous_button()
+        self.action_toggle_button()
 
     @property
     def chosen(self) -> str:

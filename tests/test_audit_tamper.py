@@ -44,14 +44,17 @@ def pristine(tmp_path_factory):
     ingest(home, tmp_path, [A1, B2, C1, A1_FIX, B1_FIX])
     names = ["alice", "bob", "carol"]
     with Receiver(str(home.db)) as r:
-        signed_action.sign(home, r, actions.resolution("keep_first"), {"quarantine_id": quarantine_id(home, *A1_FIX)}, operator="bob",
-                        passphrase=PASSPHRASES["bob"], reason="first count confirmed")
-        signed_action.sign(home, r, actions.resolution("accept_correction"), {"quarantine_id": quarantine_id(home, *B1_FIX)}, operator="carol",
-                        passphrase=PASSPHRASES["carol"], reason="site radioed a correction")
+        signed_action.sign(home, r, actions.resolution("keep_first"), {"quarantine_id": quarantine_id(home, *A1_FIX)},
+                           operator="bob",
+                           passphrase=PASSPHRASES["bob"], reason="first count confirmed")
+        signed_action.sign(home, r, actions.resolution("accept_correction"), {"quarantine_id": quarantine_id(home, *B1_FIX)},
+                           operator="carol",
+                           passphrase=PASSPHRASES["carol"], reason="site radioed a correction")
         for i in range(12):
             name = names[i % 3]
-            signed_action.sign(home, r, actions.RETENTION, {"days": 20 + i}, operator=name, passphrase=PASSPHRASES[name],
-                                  reason=f"policy review {i}: ünïcode kept")
+            signed_action.sign(home, r, actions.RETENTION, {"days": 20 + i},
+                               operator=name, passphrase=PASSPHRASES[name],
+                               reason=f"policy review {i}: ünïcode kept")
         signers = {n: load_signer(home, r, n, PASSPHRASES[n]) for n in names}
         assert audit.verify(r) == audit.VerifyResult(True, 17, None, "17 entries verified")
     return home, signers

@@ -23,7 +23,7 @@ with Receiver(target) as r:
     sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdin.readline()
     for i in range(n):
         signed_action.sign(home, r, RETENTION, {"days": 31 + i + (0 if name == "alice" else 30)}, operator=name,
-                      passphrase=PASSPHRASES[name], reason=f"round {i}")
+                           passphrase=PASSPHRASES[name], reason=f"round {i}")
 """
 
 

@@ -329,7 +329,7 @@ async def test_retention_shows_the_policy_and_its_signed_exceptions(sample_home)
     with Receiver(str(sample_home.db)) as r:
         add_operator(sample_home, r, "amina", "correct horse", now=1714630000.0)
         signed_action.sign(sample_home, r, actions.RETENTION, {"days": 14}, operator="amina", passphrase="correct horse",
-                              reason="disk nearly full", now=1714640000.0)
+                           reason="disk nearly full", now=1714640000.0)
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
         await press_and_settle(pilot, "4")

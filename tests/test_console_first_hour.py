@@ -95,7 +95,8 @@ async def test_signing_never_preselects_the_operator_who_signed_last(sample_home
     from core.signing import actions, signed_action
 
     with Receiver(str(sample_home.db)) as r:
-        signed_action.sign(sample_home, r, actions.RETENTION, {"days": 45}, operator="bob", passphrase=PASS, reason="a longer policy")
+        signed_action.sign(sample_home, r, actions.RETENTION, {"days": 45},
+                           operator="bob", passphrase=PASS, reason="a longer policy")
     app = fixed_app(sample_home)
     async with app.run_test(size=SIZE) as pilot:
         dialog = await open_dialog(app, pilot, "3", "k", ResolveDialog)

@@ -225,8 +225,9 @@ def old_request(home, tmp_path):
         add_operator(home, r, "alice", PASSPHRASES["alice"], now=t0)
         alice = load_signer(home, r, "alice", PASSPHRASES["alice"])
         add_operator(home, r, "bob", PASSPHRASES["bob"], now=t0 + 1, sponsor=alice, roles=[ADMIN])
-        held = signed_action.sign(home, r, actions.RETENTION, {"days": 10}, operator="alice", reason="disk nearly full", now=t0 + 2,
-                                     signer=alice)
+        held = signed_action.sign(home, r, actions.RETENTION, {"days": 10},
+                                  operator="alice", reason="disk nearly full", now=t0 + 2,
+                                  signer=alice)
     return home, target, held["pending"]
 
 

@@ -249,8 +249,9 @@ def test_what_is_shown_is_what_is_signed(conflicted, tmp_path):
         preview = signed_action.preview(r, actions.ACCEPT, {"quarantine_id": qid}, "alice", "checked")
         assert any("headcount 3 -> 7" in line for line in preview.lines)
         assert "audit entry #3" in preview.text  # after the two operator.add entries
-        result = signed_action.sign(home, r, actions.resolution("accept_correction"), {"quarantine_id": qid}, operator="alice",
-                                 passphrase="alice passphrase", reason="checked", expected=preview)
+        result = signed_action.sign(home, r, actions.resolution("accept_correction"), {"quarantine_id": qid},
+                                    operator="alice",
+                                    passphrase="alice passphrase", reason="checked", expected=preview)
         entry = result["entry"]
         assert {k: v for k, v in entry.items() if k not in ("at", "signature", "hash")} == preview.fields
         assert json.loads(entry["payload"]) == preview.payload
@@ -263,20 +264,23 @@ def test_a_stale_preview_is_not_signed(conflicted, tmp_path):
     home = conflicted
     with Receiver(str(home.db)) as r:
         stale = signed_action.preview(r, actions.RETENTION, {"days": 10}, "alice", "disk nearly full")
-        signed_action.sign(home, r, actions.RETENTION, {"days": 20}, operator="bob", passphrase="bob passphrase", reason="first")
+        signed_action.sign(home, r, actions.RETENTION, {"days": 20},
+                           operator="bob", passphrase="bob passphrase", reason="first")
         with pytest.raises(ActionError, match="review it again"):
-            signed_action.sign(home, r, actions.RETENTION, {"days": 10}, operator="alice", passphrase="alice passphrase",
-                                  reason="disk nearly full", expected=stale)
+            signed_action.sign(home, r, actions.RETENTION, {"days": 10},
+                               operator="alice", passphrase="alice passphrase",
+                               reason="disk nearly full", expected=stale)
         assert r.retention()["retention_seconds"] == 20 * DAY
         assert audit.head(r).count == 3
         fresh = signed_action.preview(r, actions.RETENTION, {"days": 10}, "alice", "disk nearly full")
         changed = copy.deepcopy(fresh)
         changed.fields["reason"] = "something else"
         with pytest.raises(ActionError, match="review it again"):
-            signed_action.sign(home, r, actions.RETENTION, {"days": 10}, operator="alice", passphrase="alice passphrase",
-                                  reason="disk nearly full", expected=changed)
+            signed_action.sign(home, r, actions.RETENTION, {"days": 10},
+                               operator="alice", passphrase="alice passphrase",
+                               reason="disk nearly full", expected=changed)
         signed_action.sign(home, r, actions.RETENTION, {"days": 10}, operator="alice", passphrase="alice passphrase",
-                              reason="disk nearly full", expected=fresh)
+                           reason="disk nearly full", expected=fresh)
         assert audit.verify(r) == audit.VerifyResult(True, 4, None, "4 entries verified")
 
 

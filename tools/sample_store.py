@@ -56,5 +56,6 @@ def add_lifecycle(home: Home, now: float = FIXED_NOW) -> Home:
             ("dad01-1", "dispatched", "food truck left Dadaab", now - 10 * MINUTE),
             ("dad01-1", "served", "40 rations handed over", now - 4 * MINUTE),
         ):
-            sign(home, receiver, MARK, {"frame_id": fid, "status": status}, operator=OPERATOR, passphrase=PASSPHRASE, reason=reason, now=at)
+            sign(home, receiver, MARK, {"frame_id": fid, "status": status},
+                 operator=OPERATOR, passphrase=PASSPHRASE, reason=reason, now=at)
     return home

@@ -2,8 +2,9 @@
 
 One entry says an action's id (the name ``[console.keys]`` in ``config.toml``
 remaps), its default key(s), the words the footer and the help screen show, the
-screens it belongs to, whether it signs and which role it needs. Everything
-else is derived from this table, so adding a key is one entry here:
+screens it belongs to, and the signed action it signs, if any (its role comes
+from the table of signed actions, ``console.signed_actions``). Everything else is
+derived from this table, so adding a key is one entry here:
 
 - the ``BINDINGS`` of the app, the ``Panel`` base, each panel and the case screen
   (``bindings(scope)``), each ``Binding`` carrying the action's id so Textual's
@@ -28,6 +29,10 @@ from typing import Mapping
 from textual.binding import Binding
 
 from core.signing import roles
+from core.signing.actions import ACCEPT, KEEP, RETENTION
+from core.signing.marks import MARK, STATUS_WORDS
+
+from . import signed_actions
 
 # The tabs in order (ids and titles); console.panels.PANELS must match (a test checks it).
 TABS: tuple[tuple[str, str], ...] = (
@@ -108,13 +113,21 @@ class Action:
     scopes: tuple[str, ...]
     title: str = ""  # the palette's words (default: the description)
     words: tuple[str, ...] = ()  # more words the palette finds it by
-    signs: bool = False
-    role: str | None = None  # the role an operator needs to sign it (core.signing.roles)
+    signed: str = ""  # the id of the signed action it signs (console.signed_actions), if it signs
     needs: str = ""  # the state it needs, in words
     show: bool | tuple[str, ...] = False  # in the footer: everywhere it is bound, or on these scopes
     priority: bool = False
     fixed: bool = False  # the key belongs to a widget: listed, offered, not remappable
     cli: tuple[str, ...] = ()  # the ussd-console commands it does in the console: the palette finds it by them
+
+    @property
+    def signs(self) -> bool:
+        return bool(self.signed)
+
+    @property
+    def role(self) -> str | None:
+        """The role an operator needs to sign it, as the table of signed actions says."""
+        return signed_actions.BY_ID[self.signed].role if self.signed else None
 
     @property
     def palette_title(self) -> str:
@@ -126,18 +139,18 @@ class Action:
 
 
 def _marks() -> list[Action]:
-    words = {
-        "dispatched": ("Dispatched", "D", "a team is on its way", True),
-        "served": ("Served", "S", "aid delivered", True),
-        "closed": ("Closed", "C", "no action needed; say why", False),
-        "open": ("Re-open", "O", "back into the ranking", False),
+    keys = {  # label, key, and whether the footer shows it
+        "dispatched": ("Dispatched", "D", True),
+        "served": ("Served", "S", True),
+        "closed": ("Closed", "C", False),
+        "open": ("Re-open", "O", False),
     }
     return [
         Action(f"mark_{status}", key, f"mark('{status}')", label, ("cases", "ranking", "case"),
-               title=f"Mark the selected case {status} ({meaning})", words=("mark", "status", status),
-               signs=True, role=roles.DISPATCHER, needs="a selected case", show=("cases", "ranking") if footer else False,
+               title=f"Mark the selected case {status} ({STATUS_WORDS[status][1]})", words=("mark", "status", status),
+               signed=MARK.id, needs="a selected case", show=("cases", "ranking") if footer else False,
                cli=("case",))
-        for status, (label, key, meaning, footer) in words.items()
+        for status, (label, key, footer) in keys.items()
     ]
 
 
@@ -202,10 +215,11 @@ ACTIONS: tuple[Action, ...] = (
     # -- Quarantine -------------------------------------------------------------------------
     Action("keep_first", "k", "resolve('keep_first')", "Keep first", ("quarantine",),
            title="Resolve the conflict: keep the first version", words=("resolve", "conflict", "keep", "reject"),
-           signs=True, role=roles.RESOLVER, needs="an open conflict selected", show=True, cli=("resolve",)),
+           signed=KEEP.id, needs="an open conflict selected", show=True, cli=("resolve",)),
     Action("accept_correction", "a", "resolve('accept_correction')", "Accept correction", ("quarantine",),
            title="Resolve the conflict: accept the correction", words=("resolve", "conflict", "accept", "new version"),
-           signs=True, role=roles.RESOLVER, needs="an open conflict selected", show=True, cli=("resolve",)),
+           signed=ACCEPT.id, needs="an open conflict selected", show=True,
+           cli=("resolve",)),
     Action("toggle_resolved", "t", "toggle_resolved", "Resolved too", ("quarantine",),
            title="Conflicts: list resolved ones too", words=("resolved", "conflict", "history"), show=True),
     # -- Retention --------------------------------------------------------------------------
@@ -214,7 +228,7 @@ ACTIONS: tuple[Action, ...] = (
            words=("retention", "forget", "clean"), show=True, cli=("evict",)),
     Action("sign_exception", "x", "app.sign_exception", "Sign exception", ("retention",),
            title="Change the retention policy (below 30 days: an exception)",
-           words=("retention", "exception", "policy", "days"), signs=True, role=roles.ADMIN, show=True,
+           words=("retention", "exception", "policy", "days"), signed=RETENTION.id, show=True,
            cli=("retention",)),
     # -- Activity ---------------------------------------------------------------------------
     Action("reject_details", "enter", "", "The whole rejected line and what was wrong", ("activity",),

@@ -10,17 +10,25 @@ import sqlite3
 
 import pytest
 
-from core.signing import actions
+from core.signing import actions, signed_action
 from core.signing import audit
 from core import Receiver
 from core.signing.audit_models import APPEND_ONLY, audit_models
 from core.store.backend import append_only_sqlite
 from core.home import Home
 from core.signing.keys import ActionError
-from core.signing.operators import load_signer, retire_operator
+from core.signing import operator_changes
+from core.signing.operators import load_signer
 
 from .support.signing import A1_FIX, B1_FIX, PASSPHRASES, add_operators, cli, ingest, quarantine_id
 from .support.signing import A1, B2, C1
+
+
+def retire(receiver, name, signer, reason, now=None):
+    """Retire ``name``, signed by ``signer`` (a library caller: no home, so nothing is countersigned)."""
+    return signed_action.sign(None, receiver, operator_changes.RETIRE, {"name": name}, operator=signer.name,
+                              signer=signer, reason=reason, now=now)
+
 
 TRIALS = 100
 COLUMNS = ["seq", "action", "target", "reason", "operator", "key", "at", "prev_hash", "payload",
@@ -36,14 +44,17 @@ def pristine(tmp_path_factory):
     ingest(home, tmp_path, [A1, B2, C1, A1_FIX, B1_FIX])
     names = ["alice", "bob", "carol"]
     with Receiver(str(home.db)) as r:
-        actions.resolve(home, r, quarantine_id(home, *A1_FIX), "keep_first", operator="bob",
-                        passphrase=PASSPHRASES["bob"], reason="first count confirmed")
-        actions.resolve(home, r, quarantine_id(home, *B1_FIX), "accept_correction", operator="carol",
-                        passphrase=PASSPHRASES["carol"], reason="site radioed a correction")
+        signed_action.sign(home, r, actions.resolution("keep_first"), {"quarantine_id": quarantine_id(home, *A1_FIX)},
+                           operator="bob",
+                           passphrase=PASSPHRASES["bob"], reason="first count confirmed")
+        signed_action.sign(home, r, actions.resolution("accept_correction"), {"quarantine_id": quarantine_id(home, *B1_FIX)},
+                           operator="carol",
+                           passphrase=PASSPHRASES["carol"], reason="site radioed a correction")
         for i in range(12):
             name = names[i % 3]
-            actions.set_retention(home, r, 20 + i, operator=name, passphrase=PASSPHRASES[name],
-                                  reason=f"policy review {i}: ünïcode kept")
+            signed_action.sign(home, r, actions.RETENTION, {"days": 20 + i},
+                               operator=name, passphrase=PASSPHRASES[name],
+                               reason=f"policy review {i}: ünïcode kept")
         signers = {n: load_signer(home, r, n, PASSPHRASES[n]) for n in names}
         assert audit.verify(r) == audit.VerifyResult(True, 17, None, "17 entries verified")
     return home, signers
@@ -224,7 +235,7 @@ def test_an_entry_signed_after_its_key_was_retired_is_flagged(pristine, tmp_path
     copy = _copy(home, tmp_path / "copy")
     with Receiver(str(copy.db)) as r:
         at = audit.entries(r)[-1]["at"]
-        retire_operator(r, "bob", signers["alice"], "left the team", now=at + 10)
+        retire(r, "bob", signers["alice"], "left the team", now=at + 10)
         # the retired key holder forges an entry below the signing commands
         audit.append(r, signers["bob"], "retention.set", "retention", "late", {}, now=at + 20)
         result = audit.verify(r)

@@ -10,7 +10,7 @@ import pytest
 
 from core import Outcome, Receiver
 from core.home import Home
-from core.signing import actions, audit, marks
+from core.signing import actions, audit, marks, signed_action
 from core.signing.case_story import case_story
 from core.signing.keys import ActionError
 from core.signing.operators import add_operator, load_signer
@@ -41,7 +41,8 @@ def signed(receiver, home):
 
 
 def mark(home, r, fid, status, reason="checked", now=None):
-    return marks.mark_case(home, r, fid, status, operator="alice", passphrase=PASS, reason=reason, now=now)
+    return signed_action.sign(home, r, marks.MARK, {"frame_id": fid, "status": status},
+                              operator="alice", passphrase=PASS, reason=reason, now=now)
 
 
 def state(r):
@@ -92,7 +93,8 @@ def test_a_done_case_cannot_jump_to_dispatched(signed, home):
     with pytest.raises(ActionError, match="a closed case cannot be marked dispatched"):
         mark(home, signed, "A-1", "dispatched")
     with pytest.raises(ActionError, match="wrong passphrase"):
-        marks.mark_case(home, signed, "A-1", "open", operator="alice", passphrase="nope nope", reason="x")
+        signed_action.sign(home, signed, marks.MARK, {"frame_id": "A-1", "status": "open"},
+                           operator="alice", passphrase="nope nope", reason="x")
     assert state(signed) == before
 
 
@@ -137,8 +139,9 @@ def test_case_story_lists_every_version_after_an_accepted_correction(signed, hom
     r.ingest(*A1_FIX, now=T0 + 5)
     (q,) = r.quarantine()
     assert case_story(r, "A-1")["open_conflicts"][0]["id"] == q["id"]
-    actions.resolve(home, r, q["id"], "accept_correction", operator="alice", passphrase=PASS,
-                    reason="site radioed 7")
+    signed_action.sign(home, r, actions.resolution("accept_correction"), {"quarantine_id": q["id"]},
+                       operator="alice", passphrase=PASS,
+                       reason="site radioed 7")
     story = case_story(r, "A-1")
     assert [(v["version"], v["headcount"], v["how"]) for v in story["versions"]] == [
         (1, 3, "applied"), (2, 7, "accepted correction")]
@@ -213,8 +216,11 @@ def test_the_signing_session_keeps_a_key_until_idle_or_locked(signed, home):
 
 def test_a_mark_signed_with_an_unlocked_key_needs_no_passphrase(signed, home):
     signer = load_signer(home, signed, "alice", PASS)
-    marks.mark_case(home, signed, "A-1", "dispatched", operator="alice", signer=signer, reason="team sent")
-    marks.mark_case(home, signed, "B-2", "served", operator="alice", signer=signer, reason="handed over")
+    signed_action.sign(home, signed, marks.MARK, {"frame_id": "A-1", "status": "dispatched"},
+                       operator="alice", signer=signer, reason="team sent")
+    signed_action.sign(home, signed, marks.MARK, {"frame_id": "B-2", "status": "served"},
+                       operator="alice", signer=signer, reason="handed over")
     assert audit.head(signed).count == 3 and audit.verify(signed).ok  # alice's add, then the two marks
     with pytest.raises(ActionError, match="the unlocked key is alice's"):
-        marks.mark_case(home, signed, "A-1", "served", operator="bob", signer=signer, reason="x")
+        signed_action.sign(home, signed, marks.MARK, {"frame_id": "A-1", "status": "served"},
+                           operator="bob", signer=signer, reason="x")

@@ -64,7 +64,7 @@ def test_a_command_on_sqlite_loads_only_its_module_and_no_postgres_driver(home):
     seen = probe("--home", str(home.root), "operator", "list")
     assert seen["code"] == 0
     assert seen["loaded"] == ["console.commands.audit", "console.commands.common", "console.commands.operators",
-                              "console.commands.options"]
+                              "console.commands.options", "console.commands.signing"]
 
 
 def test_a_home_whose_config_names_postgres_keeps_the_driver(home):

@@ -14,15 +14,16 @@ from tests.support.signing import PASSPHRASES
 SIGNER = """
 import sys
 from core import Receiver
-from core.signing.actions import set_retention
+from core.signing import signed_action
+from core.signing.actions import RETENTION
 from core.home import Home
 from tests.support.signing import PASSPHRASES
 home, target, name, n = Home.resolve(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 with Receiver(target) as r:
     sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdin.readline()
     for i in range(n):
-        set_retention(home, r, 31 + i + (0 if name == "alice" else 30), operator=name,
-                      passphrase=PASSPHRASES[name], reason=f"round {i}")
+        signed_action.sign(home, r, RETENTION, {"days": 31 + i + (0 if name == "alice" else 30)}, operator=name,
+                           passphrase=PASSPHRASES[name], reason=f"round {i}")
 """
 
 

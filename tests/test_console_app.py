@@ -17,7 +17,7 @@ from console.dialogs.resolve_dialog import ResolveDialog
 from console.widgets.keyed_table import KeyedTable
 from console.panels.panel import PAGE
 from core import Receiver
-from core.signing import actions
+from core.signing import actions, signed_action
 from core.signing.operators import add_operator
 from tests.support.console_support import fixed_app, press_and_settle, run_async, until
 from tests.support.helpers import frame
@@ -328,8 +328,8 @@ async def test_every_screen_is_reachable_by_keyboard_alone(sample_home):
 async def test_retention_shows_the_policy_and_its_signed_exceptions(sample_home):
     with Receiver(str(sample_home.db)) as r:
         add_operator(sample_home, r, "amina", "correct horse", now=1714630000.0)
-        actions.set_retention(sample_home, r, 14, operator="amina", passphrase="correct horse",
-                              reason="disk nearly full", now=1714640000.0)
+        signed_action.sign(sample_home, r, actions.RETENTION, {"days": 14}, operator="amina", passphrase="correct horse",
+                           reason="disk nearly full", now=1714640000.0)
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24)) as pilot:
         await press_and_settle(pilot, "4")

@@ -92,10 +92,11 @@ async def test_signing_never_preselects_the_operator_who_signed_last(sample_home
     operators(sample_home, "alice", "bob")
     pf = tmp_path / "pf"
     pf.write_text(PASS + "\n")
-    from core.signing import actions
+    from core.signing import actions, signed_action
 
     with Receiver(str(sample_home.db)) as r:
-        actions.set_retention(sample_home, r, 45, operator="bob", passphrase=PASS, reason="a longer policy")
+        signed_action.sign(sample_home, r, actions.RETENTION, {"days": 45},
+                           operator="bob", passphrase=PASS, reason="a longer policy")
     app = fixed_app(sample_home)
     async with app.run_test(size=SIZE) as pilot:
         dialog = await open_dialog(app, pilot, "3", "k", ResolveDialog)

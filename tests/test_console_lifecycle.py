@@ -17,7 +17,8 @@ from console.widgets.header_bar import HeaderBar
 from console.widgets.keyed_table import KeyedTable
 from core import Receiver
 from core.signing import audit
-from core.signing.actions import resolve
+from core.signing import signed_action
+from core.signing.actions import resolution
 from core.signing.operators import add_operator
 from tests.support.console_support import fixed_app, press_and_settle, run_async, until
 from tools.sample_store import add_lifecycle
@@ -163,7 +164,8 @@ async def test_a_conflict_is_compared_with_the_case_as_the_ledger_holds_it_now(s
         r.ingest_many([("kak01-3", later, "late.txt", 1)], source="cli")
         add_operator(sample_home, r, "alice", PASS)
         fix = next(q for q in r.quarantine() if q["frame_id"] == "kak01-1")
-        resolve(sample_home, r, fix["id"], "accept_correction", operator="alice", passphrase=PASS, reason="radio")
+        signed_action.sign(sample_home, r, resolution("accept_correction"), {"quarantine_id": fix["id"]},
+                           operator="alice", passphrase=PASS, reason="radio")
         ledger_now = r.cases(filter="kak01-1")[0]["frame_text"]
     assert "|9|" in ledger_now
     app = fixed_app(sample_home)

@@ -15,7 +15,7 @@ import pytest
 
 from core import Receiver
 from core.rules.retention import DAY
-from core.signing import actions, audit, countersign
+from core.signing import actions, audit, countersign, signed_action
 from core.signing.operators import add_operator, load_signer
 from core.signing.roles import ADMIN, DISPATCHER, RESOLVER
 
@@ -225,8 +225,9 @@ def old_request(home, tmp_path):
         add_operator(home, r, "alice", PASSPHRASES["alice"], now=t0)
         alice = load_signer(home, r, "alice", PASSPHRASES["alice"])
         add_operator(home, r, "bob", PASSPHRASES["bob"], now=t0 + 1, sponsor=alice, roles=[ADMIN])
-        held = actions.set_retention(home, r, 10, operator="alice", reason="disk nearly full", now=t0 + 2,
-                                     signer=alice)
+        held = signed_action.sign(home, r, actions.RETENTION, {"days": 10},
+                                  operator="alice", reason="disk nearly full", now=t0 + 2,
+                                  signer=alice)
     return home, target, held["pending"]
 
 

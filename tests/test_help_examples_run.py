@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from console.cli import build_parser, main
-from console.commands import operators
+from console.commands import signing
 from console.demo.gateway_sim import SAMPLES
 from tests.support.signing import PASSPHRASES
 from tests.support.cli import every_parser
@@ -95,7 +95,7 @@ def workdir(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("USSD_CONSOLE_HOME", raising=False)
     monkeypatch.delenv("USSD_CONSOLE_DB", raising=False)
     monkeypatch.chdir(home)
-    monkeypatch.setattr(operators, "_ask", answer)
+    monkeypatch.setattr(signing, "ask", answer)
     # An alert target that takes the test alert and says nothing, for `alerts test`.
     (home / "config.toml").write_text('[alerts]\ncommand = "true"\n')
     # The backup the examples of `backup verify` and `restore` name, made here under that name.

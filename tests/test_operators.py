@@ -12,10 +12,18 @@ from cryptography.hazmat.primitives import serialization
 
 from core import Receiver
 from core.signing.keys import ActionError, key_path
-from core.signing.operators import add_operator, list_operators, load_signer, retire_operator
+from core.signing import operator_changes, signed_action
+from core.signing.operators import add_operator, list_operators, load_signer
 from core.signing.roles import ROLES
 
 from .support.signing import PASSPHRASES, add_operators, cli, json_lines, passfile, sign
+
+
+def retire(receiver, name, signer, reason, now=None):
+    """Retire ``name``, signed by ``signer`` (a library caller: no home, so nothing is countersigned)."""
+    return signed_action.sign(None, receiver, operator_changes.RETIRE, {"name": name}, operator=signer.name,
+                              signer=signer, reason=reason, now=now)
+
 
 ALL = list(ROLES)
 
@@ -80,7 +88,7 @@ def _signer(home, r, name):
 def test_names_are_never_reused_and_short_passphrases_refused(home, receiver_at):
     add_operator(home, receiver_at, "alice", PASSPHRASES["alice"])
     add_operator(home, receiver_at, "bob", PASSPHRASES["bob"], sponsor=_signer(home, receiver_at, "alice"), roles=ALL)
-    retire_operator(receiver_at, "alice", _signer(home, receiver_at, "bob"), "left the team")
+    retire(receiver_at, "alice", _signer(home, receiver_at, "bob"), "left the team")
     with pytest.raises(ActionError, match="never reused"):
         add_operator(home, receiver_at, "alice", "another passphrase", sponsor=_signer(home, receiver_at, "bob"))
     with pytest.raises(ActionError, match="at least 8"):
@@ -93,13 +101,13 @@ def test_retired_operator_cannot_sign_but_stays_listed(home, receiver_at):
     add_operator(home, receiver_at, "alice", PASSPHRASES["alice"], now=100.0)
     add_operator(home, receiver_at, "bob", PASSPHRASES["bob"], now=150.0, sponsor=_signer(home, receiver_at, "alice"), roles=ALL)
     bob = _signer(home, receiver_at, "bob")
-    retire_operator(receiver_at, "alice", bob, "left the team", now=200.0)
+    retire(receiver_at, "alice", bob, "left the team", now=200.0)
     with pytest.raises(ActionError, match="retired"):
         load_signer(home, receiver_at, "alice", PASSPHRASES["alice"])
     with pytest.raises(ActionError, match="already retired"):
-        retire_operator(receiver_at, "alice", bob, "again")
+        retire(receiver_at, "alice", bob, "again")
     with pytest.raises(ActionError, match="last active operator"):
-        retire_operator(receiver_at, "bob", bob, "nobody would be left to approve anyone")
+        retire(receiver_at, "bob", bob, "nobody would be left to approve anyone")
     info = list_operators(receiver_at)[0]
     assert info["retired_at"] == 200.0 and not info["active"]
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from core.signing import actions
+from core.signing import actions, signed_action
 from core.signing import audit
 from core import Receiver
 from core.signing.keys import ActionError
@@ -233,7 +233,7 @@ def test_an_action_that_fails_midway_leaves_no_entry(conflicted, tmp_path, monke
     def explode(*args, **kwargs):
         raise ActionError("simulated failure after signing")
 
-    monkeypatch.setattr(actions, "_apply_resolve", explode)
+    monkeypatch.setattr(actions, "apply_resolve", explode)  # the store's write, after the entry
     assert sign(home, tmp_path, "resolve", str(qid), "--accept-correction") == 2
     assert "simulated failure" in capsys.readouterr().err
     assert snapshot(home) == before
@@ -246,11 +246,12 @@ def test_what_is_shown_is_what_is_signed(conflicted, tmp_path):
     home = conflicted
     qid = quarantine_id(home, *A1_FIX)
     with Receiver(str(home.db)) as r:
-        preview = actions.describe_resolve(r, qid, "accept_correction", operator="alice", reason="checked")
+        preview = signed_action.preview(r, actions.ACCEPT, {"quarantine_id": qid}, "alice", "checked")
         assert any("headcount 3 -> 7" in line for line in preview.lines)
         assert "audit entry #3" in preview.text  # after the two operator.add entries
-        result = actions.resolve(home, r, qid, "accept_correction", operator="alice",
-                                 passphrase="alice passphrase", reason="checked", expected=preview)
+        result = signed_action.sign(home, r, actions.resolution("accept_correction"), {"quarantine_id": qid},
+                                    operator="alice",
+                                    passphrase="alice passphrase", reason="checked", expected=preview)
         entry = result["entry"]
         assert {k: v for k, v in entry.items() if k not in ("at", "signature", "hash")} == preview.fields
         assert json.loads(entry["payload"]) == preview.payload
@@ -262,21 +263,24 @@ def test_what_is_shown_is_what_is_signed(conflicted, tmp_path):
 def test_a_stale_preview_is_not_signed(conflicted, tmp_path):
     home = conflicted
     with Receiver(str(home.db)) as r:
-        stale = actions.describe_retention(r, 10, "alice", "disk nearly full")
-        actions.set_retention(home, r, 20, operator="bob", passphrase="bob passphrase", reason="first")
+        stale = signed_action.preview(r, actions.RETENTION, {"days": 10}, "alice", "disk nearly full")
+        signed_action.sign(home, r, actions.RETENTION, {"days": 20},
+                           operator="bob", passphrase="bob passphrase", reason="first")
         with pytest.raises(ActionError, match="review it again"):
-            actions.set_retention(home, r, 10, operator="alice", passphrase="alice passphrase",
-                                  reason="disk nearly full", expected=stale)
+            signed_action.sign(home, r, actions.RETENTION, {"days": 10},
+                               operator="alice", passphrase="alice passphrase",
+                               reason="disk nearly full", expected=stale)
         assert r.retention()["retention_seconds"] == 20 * DAY
         assert audit.head(r).count == 3
-        fresh = actions.describe_retention(r, 10, "alice", "disk nearly full")
+        fresh = signed_action.preview(r, actions.RETENTION, {"days": 10}, "alice", "disk nearly full")
         changed = copy.deepcopy(fresh)
         changed.fields["reason"] = "something else"
         with pytest.raises(ActionError, match="review it again"):
-            actions.set_retention(home, r, 10, operator="alice", passphrase="alice passphrase",
-                                  reason="disk nearly full", expected=changed)
-        actions.set_retention(home, r, 10, operator="alice", passphrase="alice passphrase",
-                              reason="disk nearly full", expected=fresh)
+            signed_action.sign(home, r, actions.RETENTION, {"days": 10},
+                               operator="alice", passphrase="alice passphrase",
+                               reason="disk nearly full", expected=changed)
+        signed_action.sign(home, r, actions.RETENTION, {"days": 10}, operator="alice", passphrase="alice passphrase",
+                           reason="disk nearly full", expected=fresh)
         assert audit.verify(r) == audit.VerifyResult(True, 4, None, "4 entries verified")
 
 

@@ -13,7 +13,8 @@ from console.demo.gateway_sim import SAMPLES, STORY
 from core import Receiver
 from core.home import Home
 from core.rules.formats import read_items
-from core.signing.marks import mark_case
+from core.signing.marks import MARK
+from core.signing.signed_action import sign
 from core.signing.operators import add_operator
 
 # 2024-05-02 09:30:00 UTC: the fixed "now" of the pictures.
@@ -55,5 +56,6 @@ def add_lifecycle(home: Home, now: float = FIXED_NOW) -> Home:
             ("dad01-1", "dispatched", "food truck left Dadaab", now - 10 * MINUTE),
             ("dad01-1", "served", "40 rations handed over", now - 4 * MINUTE),
         ):
-            mark_case(home, receiver, fid, status, operator=OPERATOR, passphrase=PASSPHRASE, reason=reason, now=at)
+            sign(home, receiver, MARK, {"frame_id": fid, "status": status},
+                 operator=OPERATOR, passphrase=PASSPHRASE, reason=reason, now=at)
     return home

@@ -21,9 +21,9 @@ EXIT_SOME_FAILED = 1
 
 
 def register(sub, common) -> None:
-    from .operators import _signing_parser
+    from .signing import signing_parser
 
-    p = sub.add_parser("alerts", parents=[common, _signing_parser()],
+    p = sub.add_parser("alerts", parents=[common, signing_parser()],
                        help="the alert outbox (settings: <home>/config.toml [alerts]); `alerts test` sends a test event",
                        **with_examples("ussd-console alerts", "ussd-console alerts --state failed", "ussd-console alerts test",
                                        "ussd-console alerts resume --operator alice --reason 'checked [alerts] after the restore'"))
@@ -58,15 +58,18 @@ def cmd_alerts(args, ctx) -> int:
 
 
 def _resume(args, ctx) -> int:
-    from core.alerts.resume import resume_alerts
+    from core.alerts.resume import RESUME, remove_marker
 
-    from .operators import _reason, _signer_name, _unlock
+    from .signing import run_signed
 
-    name, reason = _signer_name(args), _reason(args)
-    receiver = ctx.receiver
-    if pause.paused(ctx.home, receiver.db) is None:
+    if pause.paused(ctx.home, ctx.receiver.db) is None:
         raise CommandError("the alert targets of this home are not paused; nothing to sign")
-    result = resume_alerts(ctx.home, receiver, operator=name, reason=reason, signer=_unlock(ctx, args, name))
+    return run_signed(ctx, args, RESUME, {"home": ctx.home},
+                      done=lambda result: _resumed(ctx, remove_marker(ctx.home, result)))
+
+
+def _resumed(ctx, result: dict) -> int:
+    name = result["entry"]["operator"]
     entry = result["entry"]
     if ctx.json:
         print_json({"resumed": True, "audit_seq": entry["seq"], "operator": entry["operator"],

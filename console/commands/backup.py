@@ -22,6 +22,7 @@ from core.backup.config import load_backup_config
 from core.home import Home
 
 from ..render import make_console, print_json, safe
+from .signing import signing_parser
 from .common import with_examples
 
 EXIT_BAD = 1
@@ -43,7 +44,7 @@ def register(sub, common) -> None:
     q.add_argument("--identity", metavar="PATH", help="the age identity file, for an encrypted backup")
     _trust_arguments(q)
     q.set_defaults(handler=cmd_backup_verify)
-    q = act.add_parser("key", parents=[common, _signing_parser()],
+    q = act.add_parser("key", parents=[common, signing_parser()],
                        help="this home's backup key, which signs every backup's manifest; `record` signs it into "
                             "the audit log (an admin)",
                        **with_examples("ussd-console backup key",
@@ -67,12 +68,6 @@ def register(sub, common) -> None:
                    help="restore a backup whose manifest is not signed (made before backups were signed); "
                         "nothing proves its config.toml and keys: read them before `alerts resume`")
     q.set_defaults(handler=cmd_restore)
-
-
-def _signing_parser():
-    from .operators import _signing_parser as parser
-
-    return parser()
 
 
 def _trust_arguments(q) -> None:
@@ -248,15 +243,17 @@ def cmd_backup_key(args, ctx) -> int:
 
 
 def _record_key(args, ctx, info: dict) -> int:
-    from core.signing.backup_record import record_key
+    from core.signing.backup_record import RECORD_KEY
     from core.store.home_identity import home_id
 
-    from .operators import _reason, _signer_name, _unlock
+    from .signing import run_signed
 
-    name, reason = _signer_name(args), _reason(args)
-    receiver = ctx.receiver
-    result = record_key(ctx.home, receiver, info["public_key"], home_id(receiver.db), operator=name,
-                        reason=reason, signer=_unlock(ctx, args, name))
+    return run_signed(ctx, args, RECORD_KEY, {"public_key": info["public_key"], "home_id": home_id(ctx.receiver.db)},
+                      done=lambda result: _key_recorded(ctx, info, result))
+
+
+def _key_recorded(ctx, info: dict, result: dict) -> int:
+    name = result["entry"]["operator"]
     entry = result["entry"]
     if ctx.json:
         print_json({"fingerprint": info["fingerprint"], "audit_seq": entry["seq"], "operator": entry["operator"]})

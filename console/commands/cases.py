@@ -12,11 +12,11 @@ from core.signing import marks
 from core.signing.case_story import case_story
 
 from .common import table_or_none, with_examples
-from .operators import _print_signed, _reason, _show_preview, _signer_name, _signing_parser, _unlock
+from .signing import run_signed, signing_parser
 
 
 def register(sub, common) -> None:
-    signing = _signing_parser()
+    signing = signing_parser()
     p = sub.add_parser("case", parents=[common], help="one case: its history, and marking it dispatched, served...",
                        **with_examples("ussd-console case show kak01-1",
                                        'ussd-console case mark kak02-2 dispatched --operator alice --reason "clinic team sent"'))
@@ -36,14 +36,7 @@ def register(sub, common) -> None:
 
 
 def cmd_case_mark(args, ctx) -> int:
-    receiver = ctx.receiver
-    name, reason = _signer_name(args), _reason(args)
-    preview = marks.describe_mark(receiver, args.frame_id, args.status, name, reason)
-    _show_preview(ctx, preview)
-    result = marks.mark_case(ctx.home, receiver, args.frame_id, args.status, operator=name,
-                             signer=_unlock(ctx, args, name), reason=reason, expected=preview)
-    _print_signed(ctx, result, f"case {result['frame_id']}: {result['from']} -> {result['status']}")
-    return 0
+    return run_signed(ctx, args, marks.MARK, {"frame_id": args.frame_id, "status": args.status})
 
 
 def _values(v: dict) -> str:

@@ -16,7 +16,7 @@ from console.render import make_console, print_json, table, when
 from core.gateways import accounts, signed
 from core.gateways.adapters import KINDS
 
-from .operators import _reason, _signer_name, _signing_parser, _unlock, print_pending
+from .signing import print_pending, run_signed, signing_parser
 
 
 def examples(*lines: str) -> str:
@@ -28,7 +28,7 @@ def minute(ts: float | None) -> str:
 
 
 def register(sub, common) -> None:
-    signing = _signing_parser()
+    signing = signing_parser()
     p = sub.add_parser("gateway", parents=[common],
                        help="SMS/USSD gateways that post frames straight to `watch --listen` (add, list, retire)",
                        epilog=examples("ussd-console gateway list", "ussd-console help gateway add"),
@@ -63,13 +63,14 @@ def register(sub, common) -> None:
 
 
 def cmd_gateway_add(args, ctx) -> int:
-    name, reason = _signer_name(args), _reason(args)
     gateway = accounts.check_name(args.name)
-    receiver = ctx.receiver
-    result = signed.add_gateway(ctx.home, receiver, gateway, args.kind, operator=name,
-                                  passphrase=None, signer=_unlock(ctx, args, name), reason=reason,
-                                  secret_file=args.secret_file,
-                                  public_url=args.public_url, reply=args.reply)
+    plan_args, token = signed.prepare_add(gateway, args.kind, secret_file=args.secret_file,
+                                          public_url=args.public_url, reply=args.reply)
+    return run_signed(ctx, args, signed.ADD, plan_args,
+                      done=lambda result: _added(ctx, signed.added(result, plan_args, token)))
+
+
+def _added(ctx, result: dict) -> int:
     if "pending" in result:
         return print_pending(ctx, result, "once approved, paste this into the gateway's callback URL; it is shown only now:",
                              f"  {result.get('url') or result['path']}")
@@ -78,7 +79,8 @@ def cmd_gateway_add(args, ctx) -> int:
         print_json({**result, "audit_seq": entry["seq"], "operator": entry["operator"]})
         return 0
     out = make_console()
-    out.print(Text(f"gateway {gateway} ({args.kind}) added (signed audit entry #{entry['seq']} by {name})"))
+    out.print(Text(f"gateway {result['name']} ({result['kind']}) added (signed audit entry #{entry['seq']} "
+                   f"by {entry['operator']})"))
     out.print(Text("paste this into the gateway's callback URL; it is shown only now:", style="bold"))
     out.print(Text(f"  {result.get('url') or result['path']}"), soft_wrap=True)
     if "url" not in result:
@@ -154,14 +156,15 @@ def cmd_gateway_list(args, ctx) -> int:
 
 
 def cmd_gateway_retire(args, ctx) -> int:
-    name, reason = _signer_name(args), _reason(args)
-    result = signed.retire_gateway(ctx.home, ctx.receiver, args.name, operator=name,
-                                     passphrase=None, signer=_unlock(ctx, args, name), reason=reason)
+    return run_signed(ctx, args, signed.RETIRE, {"name": args.name}, done=lambda result: _retired(ctx, result))
+
+
+def _retired(ctx, result: dict) -> int:
     if "pending" in result:
         return print_pending(ctx, result)
     if ctx.json:
         print_json({"name": result["name"], "retired_at": result["retired_at"], "audit_seq": result["entry"]["seq"]})
     else:
         make_console().print(Text(f"gateway {result['name']} retired (signed audit entry #{result['entry']['seq']} "
-                                  f"by {name}); its path answers 404 from now on"))
+                                  f"by {result['entry']['operator']}); its path answers 404 from now on"))
     return 0

@@ -1,48 +1,34 @@
 """Operators and signed actions: operator add/list/retire/adopt, resolve, retention set/show.
 
-A signing command first prints exactly what will be signed, then asks for the
-passphrase (never echoed; ``--passphrase-file`` for scripts), then signs and
-applies in one transaction.
+A signing command signs through ``signing.run_signed``: exactly what will be signed
+first, then the passphrase, then the action and its entry in one transaction.
 """
 
 from __future__ import annotations
 
 import argparse
-import getpass
-import os
-import stat
 import sys
-import warnings
 
 from rich.text import Text
 
 from console.errors import CommandError
-from console.render import make_console, print_json, safe, table
+from console.render import make_console, print_json, table
 from core.rules.retention import describe
-from core.rules.words import resolution_words
 from core.signing import actions, audit, countersign
-from core.signing.keys import ActionError, check_name, key_path, short_fingerprint
-from core.signing.operators import (
-    ADD_REASON,
-    add_operator,
-    adopt_operators,
-    adoption_list,
-    grant_role,
-    list_operators,
-    load_signer,
-    retire_operator,
-    revoke_role,
-    site_names,
-)
+from core.signing.keys import check_name, key_path, short_fingerprint
+from core.signing import operator_changes
+from core.signing.operators import ADD_REASON, add_operator, list_operators, site_names
 from core.signing.roles import ROLES
 from core.signing.passphrases import ADVICE, PASSPHRASE_MIN, weakness
 
 from .audit import print_retention_fault
+from . import signing as sign_cli
 from .common import add_paging, examples, minute, retention_words, with_examples
+from .signing import print_pending, print_signed, run_signed, signer_name, signing_parser, unlock
 
 
 def register(sub, common) -> None:
-    signing = _signing_parser()
+    signing = signing_parser()
 
     p = sub.add_parser("operator", parents=[common], help="operators and their signing keys",
                        **with_examples("ussd-console operator list", "ussd-console operator add alice",
@@ -116,119 +102,28 @@ def register(sub, common) -> None:
     q.set_defaults(handler=cmd_retention_set, writes=True)
 
 
-def _signing_parser():
-    import argparse
-
-    signing = argparse.ArgumentParser(add_help=False)
-    signing.add_argument("--operator", metavar="NAME", help="who signs")
-    signing.add_argument("--reason", metavar="TEXT", help="why (required, free text, one line)")
-    signing.add_argument("--passphrase-file", metavar="PATH",
-                         help="read the passphrase from the first line of PATH instead of asking")
-    return signing
-
-
 # -- passphrases ------------------------------------------------------------------
-def _read_passphrase_file(path: str) -> str:
-    """The first line of a passphrase file only others cannot read or write (like the key file)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise CommandError(f"cannot read the passphrase file {path}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
-            raise CommandError(f"the passphrase file {path} is open to others (mode {info.st_mode & 0o777:04o}); "
-                               f"run: chmod 600 {path}")
-        with os.fdopen(fd, "r", encoding="utf-8") as fh:
-            fd = -1
-            line = fh.readline()
-    except OSError as exc:
-        raise CommandError(f"cannot read the passphrase file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CommandError(f"the passphrase file {path} is not UTF-8 text") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    line = line.rstrip("\r\n")
-    if not line:
-        raise CommandError(f"the passphrase file {path} has an empty first line")
-    return line
-
-
-def _ask(prompt: str) -> str:
-    """Ask without echo, or refuse: a passphrase is never read where it would show."""
-    if not sys.stdin.isatty():
-        raise CommandError("no terminal to ask for the passphrase on; use --passphrase-file PATH")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", getpass.GetPassWarning)
-        try:
-            return getpass.getpass(prompt)
-        except getpass.GetPassWarning:
-            raise CommandError("cannot turn echo off to ask for the passphrase; use --passphrase-file PATH") from None
-        except EOFError:
-            raise CommandError("no passphrase given") from None
-
-
 ASK_TIMES = 3  # a new passphrase that is too short or mistyped is asked again, this many times in all
 
 
 def _passphrase(args, name: str, twice: bool = False, sites: tuple[str, ...] | list[str] = ()) -> str:
     if args.passphrase_file:
-        return _read_passphrase_file(args.passphrase_file)
+        return sign_cli.read_passphrase_file(args.passphrase_file)
     if not twice:
-        return _ask(f"passphrase for {name}: ")
+        return sign_cli.ask(f"passphrase for {name}: ")
     for attempt in range(1, ASK_TIMES + 1):
-        first = _ask(f"new passphrase for {name} (at least {PASSPHRASE_MIN} characters): ")
+        first = sign_cli.ask(f"new passphrase for {name} (at least {PASSPHRASE_MIN} characters): ")
         why = weakness(first, name, sites)
         if len(first) < PASSPHRASE_MIN:
             print(f"too short: {len(first)} characters, at least {PASSPHRASE_MIN} needed; a short sentence is best",
                   file=sys.stderr)
         elif why is not None:
             print(f"{why}; {ADVICE}", file=sys.stderr)
-        elif _ask(f"passphrase for {name} (again): ") != first:
+        elif sign_cli.ask(f"passphrase for {name} (again): ") != first:
             print("the two passphrases differ", file=sys.stderr)
         else:
             return first
     raise CommandError(f"no passphrase after {ASK_TIMES} tries; nothing was created")
-
-
-UNLOCK_TRIES = 3  # a passphrase mistyped at the prompt is asked again, this many times in all
-
-
-def _unlock(ctx, args, name: str, passphrase_file: str | None = None, prompt: str | None = None):
-    """The operator's key, unlocked: with ``--passphrase-file`` once, at the terminal up to three tries.
-
-    Each wrong try is a failed unlock like any other (``load_signer``: logged in the home's
-    log, counted towards the growing wait); only a wrong passphrase is asked again, never
-    a missing operator or key file.
-    """
-    path = passphrase_file if passphrase_file is not None else args.passphrase_file
-    if path:
-        return load_signer(ctx.home, ctx.receiver, name, _read_passphrase_file(path))
-    for attempt in range(1, UNLOCK_TRIES + 1):
-        secret = _ask(prompt or f"passphrase for {name}: ")
-        try:
-            return load_signer(ctx.home, ctx.receiver, name, secret)
-        except ActionError as exc:
-            if not str(exc).startswith("wrong passphrase"):
-                raise
-            if attempt == UNLOCK_TRIES:
-                raise CommandError(f"{exc}; {UNLOCK_TRIES} tries, nothing was signed") from None
-            left = UNLOCK_TRIES - attempt
-            print(f"{exc}; try again ({left} {'try' if left == 1 else 'tries'} left)", file=sys.stderr, flush=True)
-    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
-
-
-def _signer_name(args) -> str:
-    if not args.operator:
-        raise CommandError("name the signing operator with --operator NAME")
-    return check_name(args.operator)
-
-
-def _reason(args) -> str:
-    if args.reason is None:
-        raise CommandError("give the reason with --reason TEXT (required for every signed action)")
-    return audit.check_reason(args.reason)
 
 
 # -- operator ----------------------------------------------------------------------
@@ -245,7 +140,7 @@ def cmd_operator_add(args, ctx) -> int:
                                "only the first operator of a home holds every role without asking")
         approver = check_name(args.operator)
         countersign.check(ctx.home, receiver, approver, "operator.add")  # before any passphrase is asked
-        sponsor = _unlock(ctx, args, approver, passphrase_file=args.operator_passphrase_file or "",
+        sponsor = unlock(ctx, args, approver, passphrase_file=args.operator_passphrase_file or "",
                           prompt=f"passphrase for {approver} (approving): ")
     passphrase = _passphrase(args, name, twice=True, sites=site_names(receiver))
     info = add_operator(ctx.home, receiver, name, passphrase, sponsor=sponsor, reason=reason, roles=args.roles)
@@ -281,128 +176,38 @@ def cmd_operator_list(args, ctx) -> int:
 
 
 def cmd_operator_retire(args, ctx) -> int:
-    receiver = ctx.receiver
-    name, reason = _signer_name(args), _reason(args)
-    countersign.check(ctx.home, receiver, name, "operator.retire")
-    signer = _unlock(ctx, args, name)
-    info = retire_operator(receiver, check_name(args.name), signer, reason, home=ctx.home)
-    if "pending" in info:
-        return print_pending(ctx, info)
-    if ctx.json:
-        print_json(info)
-    else:
-        make_console().print(Text(f"operator {info['name']} retired (signed audit entry #{info['entry']['seq']} "
-                                  f"by {name}); signatures it made stay verifiable"))
-    return 0
+    name = check_name(args.name)
+    return run_signed(ctx, args, operator_changes.RETIRE, {"name": name},
+                      done=lambda result: _changed(ctx, operator_changes.RETIRE, result, name))
 
 
 def cmd_operator_role(args, ctx) -> int:
-    receiver = ctx.receiver
-    name, reason = _signer_name(args), _reason(args)
-    target = check_name(args.name)
-    if name == target:  # refused before the passphrase is asked; the library refuses it again
-        raise CommandError(f"nobody grants or revokes their own roles: another admin signs a change to {name}'s")
-    change = grant_role if args.role_change == "grant" else revoke_role
-    countersign.check(ctx.home, receiver, name, f"operator.{args.role_change}")
-    signer = _unlock(ctx, args, name)
-    info = change(receiver, target, args.role, signer, reason, home=ctx.home)
-    if "pending" in info:
-        return print_pending(ctx, info)
-    if ctx.json:
-        print_json(info)
-    else:
-        done = "granted to" if args.role_change == "grant" else "revoked from"
-        make_console().print(Text(f"role {args.role} {done} {target}; roles now: {', '.join(info['roles']) or 'none'} "
-                                  f"(signed audit entry #{info['entry']['seq']} by {name})"))
-    return 0
+    by, target = signer_name(args), check_name(args.name)
+    if by == target:  # refused before the passphrase is asked; the plan refuses it again
+        raise CommandError(f"nobody grants or revokes their own roles: another admin signs a change to {by}'s")
+    change = operator_changes.GRANT if args.role_change == "grant" else operator_changes.REVOKE
+    return run_signed(ctx, args, change, {"name": target, "role": args.role},
+                      done=lambda result: _changed(ctx, change, result, target))
+
+
+def _changed(ctx, action, result: dict, name: str) -> int:
+    result = operator_changes.info_last(result, ctx.receiver, name)
+    if "pending" in result:
+        return print_pending(ctx, result)
+    return print_signed(ctx, result, action.summary(result))
 
 
 def cmd_operator_adopt(args, ctx) -> int:
-    receiver = ctx.receiver
-    name, reason = _signer_name(args), _reason(args)
-    listed = adoption_list(receiver)
-    if not ctx.json:
-        out = make_console()
-        out.print(Text("About to sign: these operators and keys were registered before operator changes "
-                       "were signed; compare each fingerprint with the operator's own record:", style="bold"),
-                  soft_wrap=True)
-        for op in listed:
-            state = "retired" if op["retired_at"] is not None else "active"
-            out.print(Text(f"  {op['name']}  key {short_fingerprint(op['fingerprint'])}  {state}"))
-    signer = _unlock(ctx, args, name)
-    result = adopt_operators(receiver, signer, reason, expected=listed)
-    if ctx.json:
-        print_json(result)
-    else:
-        make_console().print(Text(f"{len(listed)} operators adopted into the signed log "
-                                  f"(audit entry #{result['entry']['seq']} by {name})"))
-    return 0
+    return run_signed(ctx, args, operator_changes.ADOPT, {})
 
 
 # -- signed actions ----------------------------------------------------------------
-def print_pending(ctx, result: dict, *more: str) -> int:
-    """A signed request held for a second admin ([signing] countersign): its id, and how to decide it."""
-    if ctx.json:
-        print_json(result)
-        return 0
-    rid, entry = result["pending"], result["entry"]
-    out = make_console()
-    out.print(Text(f"waiting for a second admin: request {rid} ({result['action']} {result['target']}); "
-                   f"nothing is applied until another admin runs `ussd-console approve {rid}`"), soft_wrap=True)
-    out.print(Text(f"it expires at {minute(result['expires_at'])}; `ussd-console pending` lists what waits"),
-              soft_wrap=True)
-    for line in more:
-        out.print(Text(line), soft_wrap=True)
-    out.print(Text(f"signed audit entry #{entry['seq']} by {entry['operator']}; head {entry['hash']}"), soft_wrap=True)
-    return 0
-
-
-def _show_preview(ctx, preview) -> None:
-    if ctx.json:
-        return
-    out = make_console()
-    out.print(Text("About to sign:", style="bold"))
-    for line in preview.lines:
-        out.print(Text("  ") + safe(line, 600), soft_wrap=True)
-
-
-def _print_signed(ctx, result: dict, summary: str) -> None:
-    entry = result["entry"]
-    if ctx.json:
-        print_json(result)
-        return
-    out = make_console()
-    out.print(Text(summary), soft_wrap=True)
-    out.print(Text(f"signed audit entry #{entry['seq']} by {entry['operator']}; head {entry['hash']}"), soft_wrap=True)
-
-
 def cmd_resolve(args, ctx) -> int:
-    receiver = ctx.receiver
-    name, reason = _signer_name(args), _reason(args)
-    preview = actions.describe_resolve(receiver, args.id, args.decision, name, reason)
-    _show_preview(ctx, preview)
-    result = actions.resolve(ctx.home, receiver, args.id, args.decision, operator=name,
-                             signer=_unlock(ctx, args, name), reason=reason, expected=preview)
-    summary = f"conflict #{result['quarantine_id']}: {resolution_words(result['status'])}"
-    if result["also_resolved"]:
-        summary += "; also settled " + ", ".join(f"#{i}" for i in result["also_resolved"])
-    _print_signed(ctx, result, summary)
-    return 0
+    return run_signed(ctx, args, actions.resolution(args.decision), {"quarantine_id": args.id})
 
 
 def cmd_retention_set(args, ctx) -> int:
-    receiver = ctx.receiver
-    name, reason = _signer_name(args), _reason(args)
-    preview = actions.describe_retention(receiver, args.days, name, reason)
-    _show_preview(ctx, preview)
-    result = actions.set_retention(ctx.home, receiver, args.days, operator=name,
-                                   signer=_unlock(ctx, args, name), reason=reason, expected=preview)
-    if "pending" in result:
-        return print_pending(ctx, result)
-    policy = result["retention"]
-    kind = "signed exception" if policy["is_exception"] else "policy"
-    _print_signed(ctx, result, f"retention is now {describe(policy['retention_seconds'])} ({kind})")
-    return 0
+    return run_signed(ctx, args, actions.RETENTION, {"days": args.days})
 
 
 def cmd_retention_show(args, ctx) -> int:

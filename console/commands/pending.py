@@ -11,15 +11,15 @@ from __future__ import annotations
 from rich.text import Text
 
 from console.render import make_console, print_json, safe, table
-from core.signing import countersign
+from core.signing import countersign, decisions
 
 from .common import minute
 from .common import with_examples
-from .operators import _reason, _signer_name, _signing_parser, _unlock
+from .signing import signer_name, signing_parser, signing_reason, unlock
 
 
 def register(sub, common) -> None:
-    signing = _signing_parser()
+    signing = signing_parser()
     p = sub.add_parser("pending", parents=[common],
                        help="signed requests waiting for a second admin ([signing] countersign)",
                        **with_examples("ussd-console pending", "ussd-console pending --json"))
@@ -56,14 +56,14 @@ def cmd_pending(args, ctx) -> int:
 
 def cmd_decide(args, ctx) -> int:
     receiver = ctx.receiver
-    name, reason = _signer_name(args), _reason(args)
+    name, reason = signer_name(args), signing_reason(args)
     request = countersign.decide_check(receiver, args.id, name, args.verb)  # refused before the passphrase
     if not ctx.json:
         out = make_console()
         out.print(Text(f"About to sign: {args.verb} request {request.seq} by {request.operator}:", style="bold"))
         out.print(Text("  ") + safe(countersign.what(request), 300), soft_wrap=True)
         out.print(Text("  their reason: ") + safe(request.reason, 500), soft_wrap=True)
-    signer = _unlock(ctx, args, name)
+    signer = unlock(ctx, args, name)
     if args.verb == "approve":
         result = countersign.approve(receiver, args.id, signer, reason)
     else:
@@ -73,8 +73,8 @@ def cmd_decide(args, ctx) -> int:
         return 0
     entry = result["entry"]
     out = make_console()
-    done = "approved and applied" if args.verb == "approve" else "rejected; nothing was applied"
-    out.print(Text(f"request {request.seq} (") + safe(result["what"], 300) + Text(f") {done}"), soft_wrap=True)
+    decision = decisions.APPROVE if args.verb == "approve" else decisions.REJECT
+    out.print(safe(decision.summary(result), 600), soft_wrap=True)
     if result.get("key_file_moved_to"):
         out.print(Text(f"the key file of the operator it would have added is kept at {result['key_file_moved_to']}"),
                   soft_wrap=True)

@@ -9,19 +9,20 @@ from textual.containers import Horizontal
 from textual.widgets import Input, Label, Static
 
 from core.rules.retention import describe
-from core.signing import actions, roles
+from core.signing import actions
 
 from .sign_form import SignForm
 
 
 class ExceptionDialog(SignForm):
-    TITLE_TEXT = "Retention: sign a change (below 30 days it is an exception; below 3 days refused)"
-    SIGN_LABEL = "Sign the change"
-    ROLE = roles.ADMIN
+    """Its one form field: the new retention in whole days."""
+
     FIRST_FIELD = "#days"
 
     def __init__(self, policy: dict, home, **kwargs):
-        super().__init__(home, **kwargs)
+        super().__init__(home, actions.RETENTION,
+                         title="Retention: sign a change (below 30 days it is an exception; below 3 days refused)",
+                         sign_label="Sign the change", **kwargs)
         self.policy = policy
 
     def extra_fields(self) -> ComposeResult:
@@ -35,22 +36,11 @@ class ExceptionDialog(SignForm):
         value = self.query_one("#days", Input).value.strip()
         return {"days": int(value) if value.isdigit() else None}
 
+    def plan_args(self, values: dict) -> dict:
+        if values.get("days") is None:
+            raise ValueError("give the new retention in whole days")
+        return {"days": values["days"]}
+
     @on(Input.Changed, "#days")
     def _days_changed(self) -> None:
         self.refresh_preview()
-
-    def describe(self, receiver, operator, reason, values):
-        days = values.get("days")
-        if days is None:
-            raise ValueError("give the new retention in whole days")
-        return actions.describe_retention(receiver, days, operator, reason)
-
-    def sign(self, receiver, operator, signer, reason, preview, values) -> str:
-        days = values["days"]
-        done = actions.set_retention(self.home, receiver, days, operator=operator, signer=signer,
-                                     reason=reason, expected=preview)
-        if "pending" in done:  # [signing] countersign: held until another admin approves it
-            return f"waiting for a second admin: request {done['pending']} (`ussd-console approve {done['pending']}`)"
-        policy = done["retention"]
-        kind = "signed exception" if policy["is_exception"] else "policy"
-        return f"retention now {describe(policy['retention_seconds'])} ({kind}; audit entry #{done['entry']['seq']})"

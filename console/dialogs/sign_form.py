@@ -1,8 +1,10 @@
-"""The signing dialog's common body: operator, reason, passphrase, and exactly what will be signed.
+"""The one signing dialog: operator, reason, passphrase, and exactly what will be signed.
 
-A subclass says what the action is (``describe`` and ``sign``, both run on the
-console's store thread). The preview is rebuilt from the store as the fields
-change, and the signature is made against that very preview (``expected=``), so
+It signs any ``SignedAction`` (``core.signing.signed_action``): the role it needs,
+its preview and its words all come from the action, so a dialog of its own holds
+only the action's form fields (``extra_fields``, ``form_values``, ``plan_args``).
+The preview is rebuilt from the store as the fields change, on the console's store
+thread, and the signature is made against that very preview (``expected=``), so
 the operator signs what they read or nothing at all.
 
 With the console's signing session (``app.signing``), the passphrase unlocks
@@ -26,7 +28,7 @@ from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from core.rules.retention import RetentionError
 from core.rules.text import escape_text
-from core.signing import unlock_guard
+from core.signing import signed_action, unlock_guard
 from core.signing.keys import ActionError
 from core.signing.operators import list_operators, load_signer
 from core.signing.roles import WHAT
@@ -51,21 +53,23 @@ class SignForm(ModalScreen[bool]):
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "sign", "Sign"),
     ]
-    TITLE_TEXT = "Sign"
-    SIGN_LABEL = "Sign"
     FIRST_FIELD = "#reason"  # focused at once: typing goes into it, never into the operator list
-    ROLE: str | None = None  # the role this action needs: only operators holding it are offered
 
-    def __init__(self, home, **kwargs):
+    def __init__(self, home, action: signed_action.SignedAction, args: dict | None = None, *,
+                 title: str = "Sign", sign_label: str | None = None, **kwargs):
         super().__init__(**kwargs)
         self.home = home
+        self.signed = action
+        self.args = dict(args or {})  # the action's plan arguments the dialog was opened with
+        self.title_text = title
+        self.sign_label = sign_label or "Sign"
         self.preview = None
         self._preview_for: tuple | None = None  # the fields the preview on screen was made from
         self._previewing: tuple | None = None  # the fields a preview is being made from
         self._asked: tuple | None = None  # the fields of a sign asked for before their preview was shown
         self._error_field: str | None = None  # the field the error on screen names: a change there clears it
 
-    # -- what a subclass provides ----------------------------------------------------
+    # -- an action's own form fields ---------------------------------------------------
     def extra_fields(self) -> ComposeResult:
         yield from ()
 
@@ -73,19 +77,27 @@ class SignForm(ModalScreen[bool]):
         """The dialog's own fields, read on the UI thread (widgets are not for other threads)."""
         return {}
 
+    def plan_args(self, values: dict) -> dict:
+        """The action's plan arguments from the form's values; a ValueError says what is missing."""
+        return {**self.args, **values}
+
+    # -- the action, on the store thread -------------------------------------------------
     def describe(self, receiver, operator: str, reason: str, values: dict):
-        raise ActionError("no action")  # overridden by every dialog
+        return signed_action.preview(receiver, self.signed, self.plan_args(values), operator, reason)
 
     def sign(self, receiver, operator: str, signer, reason: str, preview, values: dict) -> str:
         """Sign with ``signer`` (an unlocked key) and apply; return what happened, in one line."""
-        raise ActionError("no action")  # overridden by every dialog
+        done = signed_action.sign(self.home, receiver, self.signed, self.plan_args(values), operator=operator,
+                                  signer=signer, reason=reason, expected=preview)
+        words = signed_action.signed_words(done, self.signed)
+        return words if "pending" in done else f"{words}; audit entry #{done['entry']['seq']}"
 
     # -- layout ---------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         # Compact fields, one line each with the label beside them: the whole form fits 80x24.
         with Vertical(id="sign-box"):
-            needs = f" (needs the {self.ROLE} role)" if self.ROLE else ""
-            yield Label(Text(self.TITLE_TEXT + needs), id="sign-title")
+            needs = f" (needs the {self.signed.role} role)"
+            yield Label(Text(self.title_text + needs), id="sign-title")
             # Right under the title, so an error is in sight at 80x24 without scrolling.
             yield Static(Text(""), id="sign-result")
             yield from self.extra_fields()
@@ -101,7 +113,7 @@ class SignForm(ModalScreen[bool]):
                 yield Label("Passphrase")
                 yield Input(password=True, placeholder="the operator's passphrase", id="passphrase", compact=True)
             with Horizontal(id="sign-buttons"):
-                yield Button(self.SIGN_LABEL + " (ctrl+s)", id="sign", variant="primary", compact=True)
+                yield Button(self.sign_label + " (ctrl+s)", id="sign", variant="primary", compact=True)
                 yield Button("Cancel (esc)", id="cancel", compact=True)
         yield Footer()  # the dialog's own keys, not the screen's under it
 
@@ -115,7 +127,8 @@ class SignForm(ModalScreen[bool]):
     @work(exclusive=True, group="operators")
     async def load_operators(self) -> None:
         rows = await self.app.view.run(lambda r: list_operators(r, include_retired=False))
-        others = [o for o in rows if self.ROLE is not None and self.ROLE not in o["roles"]]
+        role = self.signed.role  # only operators who hold it are offered
+        others = [o for o in rows if role not in o["roles"]]
         rows = [o for o in rows if o not in others]  # offered: only who may sign this action
         select = self.query_one("#operator", Select)
         select.set_options([(escape_text(o["name"], 40), o["name"]) for o in rows])
@@ -128,11 +141,11 @@ class SignForm(ModalScreen[bool]):
         elif len(names) == 1:
             select.value = names[0]
         if unlocked is not None and any(o["name"] == unlocked for o in others):
-            self.show_result(f"{unlocked}'s unlocked key cannot sign this: it needs the {self.ROLE} role "
-                             f"({WHAT[self.ROLE]}); choose an operator who holds it.")
+            self.show_result(f"{unlocked}'s unlocked key cannot sign this: it needs the {role} role "
+                             f"({WHAT[role]}); choose an operator who holds it.")
         elif not rows and others:
-            self.show_result(f"No active operator holds the {self.ROLE} role ({WHAT[self.ROLE]}): an admin grants "
-                             f"it with `ussd-console operator grant NAME {self.ROLE}`.")
+            self.show_result(f"No active operator holds the {role} role ({WHAT[role]}): an admin grants "
+                             f"it with `ussd-console operator grant NAME {role}`.")
         elif not rows:
             self.show_result("No operators yet: add one with `ussd-console operator add NAME`.")
         self.refresh_preview()

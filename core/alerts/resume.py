@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import shlex
 
-from core.signing.actions import sign_action
+from core.signing import roles
 from core.signing.keys import ActionError
+from core.signing.signed_action import SignedAction
 from core.urls import mask_url
 
 from . import pause
@@ -27,21 +28,31 @@ def _targets(home) -> dict:
             "url": mask_url(config.url) if config.url else None}
 
 
-def resume_alerts(home, receiver, *, operator: str, reason: str, passphrase: str | None = None, signer=None,
-                  now: float | None = None) -> dict:
-    """Sign the resume of this home's paused alert targets; refused when they are not paused."""
+def _plan(receiver, by, home) -> tuple[str, dict]:
+    """Refused when the targets are not paused."""
+    marker = pause.paused(home, receiver.db)
+    if marker is None:
+        raise ActionError("the alert targets of this home are not paused; nothing to sign")
+    return "alerts", {"pause": marker.get("id"), "since": marker.get("since"),
+                      "restored_from": marker.get("restored_from"), "targets": _targets(home)}
 
-    def plan():
-        marker = pause.paused(home, receiver.db)
-        if marker is None:
-            raise ActionError("the alert targets of this home are not paused; nothing to sign")
-        return pause.RESUME, "alerts", {"pause": marker.get("id"), "since": marker.get("since"),
-                                        "restored_from": marker.get("restored_from"), "targets": _targets(home)}
 
-    def apply(payload, entry, at):
-        return {"targets": payload["targets"], "restored_from": payload["restored_from"]}
+def _lines(receiver, payload: dict) -> list[str]:
+    targets = payload["targets"]
+    return [f"resume the alerts paused since the restore from {payload['restored_from'] or 'a backup'}",
+            f"targets: command {targets['command'] or '-'}; url {targets['url'] or '-'}"]
 
-    result = sign_action(home, receiver, plan, apply, operator, passphrase, reason, now, None, signer)
+
+RESUME = SignedAction(
+    pause.RESUME, roles.ADMIN, "Resume a restored home's paused alerts", "alerts resume",
+    summary=lambda done: "alerts resumed", plan=_plan, lines=_lines,
+    apply=lambda receiver, payload, entry, at: {"targets": payload["targets"],
+                                                "restored_from": payload["restored_from"]},
+)
+
+
+def remove_marker(home, result: dict) -> dict:
+    """Once the resume is signed, the pause marker goes; one left behind no longer pauses."""
     try:
         pause.marker_path(home).unlink(missing_ok=True)
     except OSError as exc:

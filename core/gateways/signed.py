@@ -1,8 +1,9 @@
 """Adding and retiring a gateway account: signed operator actions, since they decide who may write the ledger.
 
-The account row and its audit entry commit together (``core.signing.actions.sign_action``);
-``core.gateways.accounts`` holds the tables and the check ``audit verify`` runs, and
-imports no signing, so signing can reconcile gateways without a cycle.
+Each is a ``SignedAction``: the account row and its audit entry commit together
+(``core.signing.signed_action.sign``); ``core.gateways.accounts`` holds the tables
+and the check ``audit verify`` runs, and imports no signing, so signing can
+reconcile gateways without a cycle.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import os
 import secrets
 
-from core.signing.actions import sign_action
+from core.signing import roles
+from core.signing.signed_action import SignedAction
 
 from .accounts import (GATEWAY_ADD, GATEWAY_RETIRE, REPLIES, TOKEN_BYTES, GatewayError, add_account, check_kind,
                        check_name, check_public_url, gateway_models, path_of, read_secret, retire_account,
@@ -18,19 +20,10 @@ from .accounts import (GATEWAY_ADD, GATEWAY_RETIRE, REPLIES, TOKEN_BYTES, Gatewa
 from .adapters import NEEDS_URL, SIGNED
 
 
-def _plan_add(receiver, name, kind, secret_file, public_url, reply, token_digest):
-    g = gateway_models(receiver.db)
-    if g.Gateway.select().where(g.Gateway.name == name).exists():
-        raise GatewayError(f"gateway {name} already exists; names are never reused, so counts stay attributable")
-    payload = {"name": name, "kind": kind, "token_hash": token_digest, "secret_file": secret_file,
-               "public_url": public_url, "reply": reply}
-    return GATEWAY_ADD, f"gateway:{name}", payload
-
-
-def add_gateway(home, receiver, name, kind, *, operator: str, passphrase: str | None, reason: str,
-                secret_file: str | None = None, public_url: str | None = None, reply: str = "END",
-                signer=None, now: float | None = None) -> dict:
-    """Add a gateway account, signed; returns its info and the path with its token (shown once)."""
+def prepare_add(name, kind, secret_file: str | None = None, public_url: str | None = None,
+                reply: str = "END") -> tuple[dict, str]:
+    """Check what an add names and make its token: the add's arguments (with the token's hash
+    only) and the token itself, which is shown once and never kept."""
     name, kind = check_name(name), check_kind(kind)
     if kind in SIGNED and not secret_file:
         raise GatewayError(f"a {kind} gateway signs its posts: give the secret with --secret-file PATH")
@@ -43,39 +36,68 @@ def add_gateway(home, receiver, name, kind, *, operator: str, passphrase: str | 
         secret_file = os.path.abspath(secret_file)
         read_secret(secret_file)  # refuse a missing or open secret file now, not at the first post
     token = secrets.token_urlsafe(TOKEN_BYTES)
-    digest = token_hash(token)
-
-    def plan():
-        return _plan_add(receiver, name, kind, secret_file, public_url, reply, digest)
-
-    def apply(payload, entry, at):
-        add_account(receiver.db, payload, at=at, by=entry["operator"], seq=entry["seq"])
-        return {"name": name, "kind": kind, "path": path_of(name, token), "source": source_label(name)}
-
-    result = sign_action(home, receiver, plan, apply, operator, passphrase, reason, now, None, signer)
-    if "pending" in result:  # held for a second admin: the token is shown now, or never
-        result.update(name=name, kind=kind, path=path_of(name, token), source=source_label(name))
-    if public_url:
-        result["url"] = public_url + result["path"]
-    return result
+    return {"name": name, "kind": kind, "secret_file": secret_file, "public_url": public_url, "reply": reply,
+            "token_digest": token_hash(token)}, token
 
 
-def retire_gateway(home, receiver, name, *, operator: str, passphrase: str | None, reason: str,
-                   signer=None, now: float | None = None) -> dict:
-    """Retire a gateway, signed: its path answers 404 from then on; its counts stay."""
+def _plan_add(receiver, by, name, kind, secret_file, public_url, reply, token_digest) -> tuple[str, dict]:
+    g = gateway_models(receiver.db)
+    if g.Gateway.select().where(g.Gateway.name == name).exists():
+        raise GatewayError(f"gateway {name} already exists; names are never reused, so counts stay attributable")
+    payload = {"name": name, "kind": kind, "token_hash": token_digest, "secret_file": secret_file,
+               "public_url": public_url, "reply": reply}
+    return f"gateway:{name}", payload
+
+
+def _apply_add(receiver, payload: dict, entry: dict, at: float) -> dict:
+    add_account(receiver.db, payload, at=at, by=entry["operator"], seq=entry["seq"])
+    return {"name": payload["name"], "kind": payload["kind"]}
+
+
+def _add_lines(receiver, payload: dict) -> list[str]:
+    lines = [f"add gateway {payload['name']} ({payload['kind']}): its posts are offered to the ledger"]
+    if payload["secret_file"]:
+        lines.append(f"its posts are checked with the secret in {payload['secret_file']}")
+    if payload["public_url"]:
+        lines.append(f"it posts to {payload['public_url']}")
+    return lines
+
+
+def added(result: dict, args: dict, token: str) -> dict:
+    """A signed (or held) add's result with the gateway's path, which carries the token (shown once)."""
+    name, kind, url = args["name"], args["kind"], args["public_url"]
+    shown = {"name": name, "kind": kind, "path": path_of(name, token), "source": source_label(name)}
+    out = {**result, **shown} if "pending" in result else {"entry": result["entry"], **shown}
+    if url:
+        out["url"] = url + out["path"]
+    return out
+
+
+def _plan_retire(receiver, by, name) -> tuple[str, dict]:
     name = check_name(name)
     g = gateway_models(receiver.db)
+    row = g.Gateway.get_or_none(g.Gateway.name == name)
+    if row is None:
+        raise GatewayError(f"no gateway {name}")
+    if row.retired_at is not None:
+        raise GatewayError(f"gateway {name} is already retired")
+    return f"gateway:{name}", {"name": name, "token_hash": row.token_hash}
 
-    def plan():
-        row = g.Gateway.get_or_none(g.Gateway.name == name)
-        if row is None:
-            raise GatewayError(f"no gateway {name}")
-        if row.retired_at is not None:
-            raise GatewayError(f"gateway {name} is already retired")
-        return GATEWAY_RETIRE, f"gateway:{name}", {"name": name, "token_hash": row.token_hash}
 
-    def apply(payload, entry, at):
-        retire_account(receiver.db, name, at=at, seq=entry["seq"])
-        return {"name": name, "retired_at": at}
+def _apply_retire(receiver, payload: dict, entry: dict, at: float) -> dict:
+    retire_account(receiver.db, payload["name"], at=at, seq=entry["seq"])
+    return {"name": payload["name"], "retired_at": at}
 
-    return sign_action(home, receiver, plan, apply, operator, passphrase, reason, now, None, signer)
+
+ADD = SignedAction(
+    GATEWAY_ADD, roles.ADMIN, "Add a gateway", "gateway add",
+    summary=lambda done: f"gateway {done['name']} ({done['kind']}) added",
+    plan=_plan_add, apply=_apply_add, lines=_add_lines,
+)
+# Its path answers 404 from then on; its counts stay.
+RETIRE = SignedAction(
+    GATEWAY_RETIRE, roles.ADMIN, "Retire a gateway", "gateway retire",
+    summary=lambda done: f"gateway {done['name']} retired",
+    plan=_plan_retire, apply=_apply_retire,
+    lines=lambda receiver, payload: [f"retire gateway {payload['name']}: its path answers 404 from then on"],
+)

@@ -1,30 +1,24 @@
-"""Operator-signed actions: resolving a conflict and changing the retention policy.
+"""Operator-signed actions: resolving a conflict (both ways) and changing the retention policy.
 
-Each action is one transaction: the change to the ledger, the quarantine queue
-or the policy commits together with its signed audit entry, or neither does.
-``describe_*`` builds the very fields the action will sign (all but the time,
-which is the moment of signing), so a dialog or a prompt can show them first;
-passing that preview back as ``expected`` makes the action refuse to sign
-anything else if the store moved on in between.
+Each is a ``SignedAction`` (``signed_action``): the change to the ledger, the
+quarantine queue or the policy commits together with its signed audit entry,
+or neither does.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from typing import NamedTuple
 
 from core.rules.decide import payload_key
 from core.rules.explain import reason_words
 from core.rules.frame import Frame, is_rerankable, parse
 from core.rules.retention import DAY, RetentionError, check_retention, describe
-from core.signing import audit
-from core.store.database import write_transaction
+from core.rules.words import resolution_words
 from core.store.signed_writes import apply_resolve
 
-from . import countersign, roles
-from .keys import ActionError, check_name, short_fingerprint
-from .operators import active_operator, load_signer
+from . import roles
+from .keys import ActionError
+from .signed_action import SignedAction
 
 KEEP_FIRST = "keep_first"
 ACCEPT_CORRECTION = "accept_correction"
@@ -35,23 +29,6 @@ STATUS = {KEEP_FIRST: "kept_first", ACCEPT_CORRECTION: "accepted_correction"}
 SETTLED = "settled"
 RETENTION_ACTION = "retention.set"
 RETENTION_TARGET = "retention"
-
-
-class Preview(NamedTuple):
-    """What an action will sign: ``fields`` are the signed fields but the time."""
-
-    action: str
-    target: str
-    operator: str
-    fingerprint: str
-    reason: str
-    payload: dict
-    fields: dict
-    lines: list[str]
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
 
 
 def _payload_key(values: dict) -> str:
@@ -85,7 +62,7 @@ def _quarantine_id(value: object) -> int:
     return qid
 
 
-def _plan_resolve(receiver, quarantine_id, decision) -> tuple[str, str, dict]:
+def _plan_resolve(receiver, quarantine_id, decision) -> tuple[str, dict]:
     m = receiver.m
     qid = _quarantine_id(quarantine_id)
     decision = _decision(decision)
@@ -131,10 +108,10 @@ def _plan_resolve(receiver, quarantine_id, decision) -> tuple[str, str, dict]:
         "settles": [{"frame_text": t, "payload": _payload_key(versions[t])} for t in settles],
         "also_resolves": also,
     }
-    return f"resolve.{decision}", f"quarantine:{qid}", payload
+    return f"quarantine:{qid}", payload
 
 
-def _plan_retention(receiver, days) -> tuple[str, str, dict]:
+def _plan_retention(receiver, by, days) -> tuple[str, dict]:
     try:
         days = float(days)
     except (TypeError, ValueError):
@@ -150,114 +127,34 @@ def _plan_retention(receiver, days) -> tuple[str, str, dict]:
     if seconds == current:
         raise ActionError(f"retention is already {describe(current)}; nothing to sign")
     payload = {"from_seconds": current, "to_seconds": seconds, "exception": exception}
-    return RETENTION_ACTION, RETENTION_TARGET, payload
+    return RETENTION_TARGET, payload
 
 
 def _values(v: dict) -> str:
     return f"site {v['site']}, need {v['need']}, headcount {v['headcount']}, pri {v['pri']}"
 
 
-def _lines(action: str, target: str, payload: dict, fields: dict, fingerprint: str,
-           what: list[str] | None = None) -> list[str]:
-    if what is not None:
-        pass  # the action described itself
-    elif action == RETENTION_ACTION:
-        frm, to = payload["from_seconds"], payload["to_seconds"]
-        what = [f"change retention from {describe(frm)} to {describe(to)}"]
-        if payload["exception"]:
-            what.append("this is a signed exception: below 30 days, frame ids are forgotten sooner, so an old"
-                        " re-send is caught only by its case")
-    else:
-        led, new = payload["ledger"], payload["newcomer"]
-        what = [
-            f"resolve conflict #{payload['quarantine_id']} ({reason_words(payload['conflict'])}): "
-            + ("keep first" if payload["decision"] == KEEP_FIRST else "accept correction"),
-            f"ledger now   {led['frame_id']} {led['frame_text']} ({_values(led)})",
-            f"new version  {new['frame_id']} {new['frame_text']} ({_values(new)})",
-        ]
-        if payload["decision"] == KEEP_FIRST:
-            what.append("effect: the new version is dismissed; the ledger stays as it is")
-        else:
-            changes = ", ".join(f"{k} {led[k]} -> {new[k]}" for k in ("site", "need", "headcount", "pri", "seq")
-                                if led[k] != new[k])
-            what.append(f"effect: the ledger takes the new version's values ({changes or 'no field differs'}); "
-                        "the old values go to the case history")
-        if payload["settles"]:
-            what.append("later arrivals of " + ", ".join(s["frame_text"] for s in payload["settles"])
-                        + " count as duplicates (an operator already decided them)")
-        if payload["also_resolves"]:
-            what.append("also settles conflict " + ", ".join(f"#{i}" for i in payload["also_resolves"]))
-    return [
-        *what,
-        f"target: {target}; action: {action}",
-        f"operator: {fields['operator']} (key {short_fingerprint(fingerprint)})",
-        f"reason: {fields['reason']}",
-        f"audit entry #{fields['seq']} after head {fields['prev_hash'][:16]}; time: the moment you sign",
+def _resolve_lines(receiver, payload: dict) -> list[str]:
+    led, new = payload["ledger"], payload["newcomer"]
+    what = [
+        f"resolve conflict #{payload['quarantine_id']} ({reason_words(payload['conflict'])}): "
+        + ("keep first" if payload["decision"] == KEEP_FIRST else "accept correction"),
+        f"ledger now   {led['frame_id']} {led['frame_text']} ({_values(led)})",
+        f"new version  {new['frame_id']} {new['frame_text']} ({_values(new)})",
     ]
-
-
-def _preview(receiver, action, target, payload, operator, reason, what: list[str] | None = None) -> Preview:
-    """``what`` says what the action does, for actions this module does not describe itself."""
-    row = active_operator(receiver, operator)
-    roles.require(receiver, row.name, action)
-    fields = audit.prepare(receiver, action, target, reason, row.name, row.fingerprint, payload)
-    fields.pop("at")
-    return Preview(action, target, row.name, row.fingerprint, fields["reason"], payload, fields,
-                   _lines(action, target, payload, fields, row.fingerprint, what))
-
-
-def describe_resolve(receiver, quarantine_id, decision, operator: str, reason: str) -> Preview:
-    return _preview(receiver, *_plan_resolve(receiver, quarantine_id, decision), operator, reason)
-
-
-def describe_retention(receiver, days, operator: str, reason: str) -> Preview:
-    return _preview(receiver, *_plan_retention(receiver, days), operator, reason)
-
-
-def sign_action(home, receiver, plan_fn, apply_fn, operator, passphrase, reason, now, expected, signer=None):
-    """The common path: check, unlock, then plan, sign and apply in one transaction.
-
-    ``signer`` is a key the operator already unlocked (the console's signing
-    session); without it the passphrase unlocks the key for this action only.
-    An action ``[signing] countersign`` covers is signed as a request and
-    nothing applies: the result is then ``{"pending": ID, ...}`` (``countersign.hold``).
-    """
-    check_name(operator)
-    reason = audit.check_reason(reason)
-    action = plan_fn()[0]  # refuse a bad target before asking the key to unlock
-    if signer is not None and signer.name != operator:
-        raise ActionError(f"the unlocked key is {signer.name}'s, not {operator}'s")
-    active_operator(receiver, operator)
-    roles.require(receiver, operator, action)  # and a missing role
-    hours = countersign.check(home, receiver, operator, action)  # and a request nobody could approve
-    if signer is None:
-        signer = load_signer(home, receiver, operator, passphrase)
-    at = time.time() if now is None else float(now)
-    with write_transaction(receiver.db):
-        active_operator(receiver, operator)  # not retired since the key was unlocked
-        action, target, payload = plan_fn()
-        roles.require(receiver, operator, action)  # held at this point of the chain
-        if expected is not None:
-            fields = audit.prepare(receiver, action, target, reason, signer.name, signer.fingerprint, payload)
-            fields.pop("at")
-            if fields != expected.fields:
-                raise ActionError("the store changed since this action was shown; review it again before signing")
-        if hours is not None:
-            return countersign.hold(receiver, signer, action, target, reason, payload, hours, now=at)
-        entry = audit.append(receiver, signer, action, target, reason, payload, now=at)
-        result = apply_fn(payload, entry, entry["at"])  # the signed time, which never goes back
-    return {"entry": entry, **result}
-
-
-def resolve(home, receiver, quarantine_id, decision, *, operator: str, passphrase: str | None = None,
-            reason: str, now: float | None = None, expected: Preview | None = None, signer=None) -> dict:
-    """Resolve one open conflict, signed; see the module docstring."""
-
-    def apply(payload, entry, at):
-        return _apply_resolve(receiver, payload, entry, at)
-
-    return sign_action(home, receiver, lambda: _plan_resolve(receiver, quarantine_id, decision), apply,
-                 operator, passphrase, reason, now, expected, signer)
+    if payload["decision"] == KEEP_FIRST:
+        what.append("effect: the new version is dismissed; the ledger stays as it is")
+    else:
+        changes = ", ".join(f"{k} {led[k]} -> {new[k]}" for k in ("site", "need", "headcount", "pri", "seq")
+                            if led[k] != new[k])
+        what.append(f"effect: the ledger takes the new version's values ({changes or 'no field differs'}); "
+                    "the old values go to the case history")
+    if payload["settles"]:
+        what.append("later arrivals of " + ", ".join(s["frame_text"] for s in payload["settles"])
+                    + " count as duplicates (an operator already decided them)")
+    if payload["also_resolves"]:
+        what.append("also settles conflict " + ", ".join(f"#{i}" for i in payload["also_resolves"]))
+    return what
 
 
 def _apply_resolve(receiver, payload: dict, entry: dict, at: float) -> dict:
@@ -269,17 +166,57 @@ def _apply_resolve(receiver, payload: dict, entry: dict, at: float) -> dict:
             "also_resolved": payload["also_resolves"]}
 
 
-def set_retention(home, receiver, days, *, operator: str, passphrase: str | None = None, reason: str,
-                  now: float | None = None, expected: Preview | None = None, signer=None) -> dict:
-    """Change the retention policy, signed: refused below 72 h, an exception below 30 days."""
+def _resolved(done: dict) -> str:
+    words = f"conflict #{done['quarantine_id']}: {resolution_words(done['status'])}"
+    if done["also_resolved"]:
+        words += "; also settled " + ", ".join(f"#{i}" for i in done["also_resolved"])
+    return words
 
-    def apply(payload, entry, at):
-        policy = receiver.set_retention(payload["to_seconds"], set_by=entry["operator"], reason=entry["reason"],
-                                        signed=True, audit_id=entry["seq"], now=at)
-        return {"retention": policy}
 
-    return sign_action(home, receiver, lambda: _plan_retention(receiver, days), apply,
-                 operator, passphrase, reason, now, expected, signer)
+def _resolution(decision: str, title: str, flag: str) -> SignedAction:
+    return SignedAction(
+        f"resolve.{decision}", roles.RESOLVER, title, f"resolve ID {flag}", summary=_resolved,
+        plan=lambda receiver, by, quarantine_id: _plan_resolve(receiver, quarantine_id, decision),
+        apply=_apply_resolve, lines=_resolve_lines,
+    )
+
+
+KEEP = _resolution(KEEP_FIRST, "Resolve a conflict: keep the first version", "--keep-first")
+ACCEPT = _resolution(ACCEPT_CORRECTION, "Resolve a conflict: accept the correction", "--accept-correction")
+RESOLUTIONS = {KEEP_FIRST: KEEP, ACCEPT_CORRECTION: ACCEPT}
+
+
+def resolution(decision: object) -> SignedAction:
+    """The signed action of a decision named keep_first or accept_correction (or with dashes)."""
+    return RESOLUTIONS[_decision(decision)]
+
+
+def _retention_lines(receiver, payload: dict) -> list[str]:
+    frm, to = payload["from_seconds"], payload["to_seconds"]
+    what = [f"change retention from {describe(frm)} to {describe(to)}"]
+    if payload["exception"]:
+        what.append("this is a signed exception: below 30 days, frame ids are forgotten sooner, so an old"
+                    " re-send is caught only by its case")
+    return what
+
+
+def _apply_retention(receiver, payload: dict, entry: dict, at: float) -> dict:
+    policy = receiver.set_retention(payload["to_seconds"], set_by=entry["operator"], reason=entry["reason"],
+                                    signed=True, audit_id=entry["seq"], now=at)
+    return {"retention": policy}
+
+
+def _retention_now(done: dict) -> str:
+    policy = done["retention"]
+    kind = "signed exception" if policy["is_exception"] else "policy"
+    return f"retention is now {describe(policy['retention_seconds'])} ({kind})"
+
+
+# Refused below 72 h, an exception below 30 days.
+RETENTION = SignedAction(
+    RETENTION_ACTION, roles.ADMIN, "Change retention (and sign an exception below 30 days)", "retention set DAYS",
+    summary=_retention_now, plan=_plan_retention, apply=_apply_retention, lines=_retention_lines,
+)
 
 
 def policy_history(receiver, limit: int = 50) -> list[dict]:

@@ -3,23 +3,24 @@
 
 from __future__ import annotations
 
-from .actions import sign_action
+from . import roles
 from .backup_key import ACTION, TARGET, recorded
 from .keys import ActionError, fingerprint, short_fingerprint
+from .signed_action import SignedAction
 
 
-def record_key(home, receiver, public_key: str, home_id: str | None, *, operator: str, reason: str,
-               passphrase: str | None = None, signer=None, now: float | None = None) -> dict:
-    """Sign the home's backup key into the log (an admin's action); refused when it is already the key in force."""
+def _plan(receiver, by, public_key: str, home_id: str | None) -> tuple[str, dict]:
+    """Refused when the key is already the one in force."""
     fp = fingerprint(bytes.fromhex(public_key))
+    known = recorded(receiver.db)
+    if known and known[-1] == fp:
+        raise ActionError(f"this home's backup key {short_fingerprint(fp)} is already recorded; nothing to sign")
+    return TARGET, {"public_key": public_key, "fingerprint": fp, "home_id": home_id}
 
-    def plan():
-        known = recorded(receiver.db)
-        if known and known[-1] == fp:
-            raise ActionError(f"this home's backup key {short_fingerprint(fp)} is already recorded; nothing to sign")
-        return ACTION, TARGET, {"public_key": public_key, "fingerprint": fp, "home_id": home_id}
 
-    def apply(payload, entry, at):
-        return {"fingerprint": fp}
-
-    return sign_action(home, receiver, plan, apply, operator, passphrase, reason, now, None, signer)
+RECORD_KEY = SignedAction(
+    ACTION, roles.ADMIN, "Record the home's backup key in the log", "backup key record",
+    summary=lambda done: f"backup key {done['fingerprint'][:16]} recorded",
+    plan=_plan, apply=lambda receiver, payload, entry, at: {"fingerprint": payload["fingerprint"]},
+    lines=lambda receiver, payload: [f"record backup key {payload['fingerprint']} as this home's"],
+)

@@ -14,9 +14,18 @@ from core.rules.frame import FRAME_ID_RE, case_key
 from core.rules.lifecycle import RANKED, SERVED, LifecycleError, check_move, check_status
 from core.store.signed_writes import StaleRow, apply_mark
 
-from .actions import Preview, _preview, sign_action
+from . import roles
 from .keys import ActionError
 from .mark_check import MARK_ACTION
+from .signed_action import SignedAction
+
+# Each status a mark sets, as a title says it, and what it means: the console's dialog and palette.
+STATUS_WORDS = {
+    "dispatched": ("dispatched", "a team is on its way"),
+    "served": ("served", "aid delivered"),
+    "closed": ("closed", "no action needed; say why"),
+    "open": ("open again", "back into the ranking"),
+}
 
 
 def _case_ref(case) -> str:
@@ -46,7 +55,7 @@ def find_case(receiver, frame_id: object):
     raise ActionError(f"no case with frame id {fid}")
 
 
-def _plan_mark(receiver, frame_id, status) -> tuple[str, str, dict]:
+def _plan(receiver, by, frame_id, status) -> tuple[str, dict]:
     try:
         status = check_status(status)
         case = find_case(receiver, frame_id)
@@ -66,7 +75,7 @@ def _plan_mark(receiver, frame_id, status) -> tuple[str, str, dict]:
         "to": status,
         "open_conflicts": disputed,
     }
-    return MARK_ACTION, f"case:{case.frame_id}", payload
+    return f"case:{case.frame_id}", payload
 
 
 def _what(receiver, payload: dict) -> list[str]:
@@ -86,23 +95,7 @@ def _what(receiver, payload: dict) -> list[str]:
     return lines
 
 
-def describe_mark(receiver, frame_id, status, operator: str, reason: str) -> Preview:
-    action, target, payload = _plan_mark(receiver, frame_id, status)
-    return _preview(receiver, action, target, payload, operator, reason, _what(receiver, payload))
-
-
-def mark_case(home, receiver, frame_id, status, *, operator: str, passphrase: str | None = None, reason: str,
-              now: float | None = None, expected: Preview | None = None, signer=None) -> dict:
-    """Move a case to ``status``, signed; a move the lifecycle refuses changes nothing."""
-
-    def apply(payload, entry, at):
-        return _apply_mark(receiver, payload, entry, at)
-
-    return sign_action(home, receiver, lambda: _plan_mark(receiver, frame_id, status), apply,
-                 operator, passphrase, reason, now, expected, signer)
-
-
-def _apply_mark(receiver, payload: dict, entry: dict, at: float) -> dict:
+def _apply(receiver, payload: dict, entry: dict, at: float) -> dict:
     """Ask the store to move the case; signing itself writes no table."""
     try:
         apply_mark(receiver, payload, operator=entry["operator"], reason=entry["reason"], audit_seq=entry["seq"],
@@ -111,3 +104,10 @@ def _apply_mark(receiver, payload: dict, entry: dict, at: float) -> dict:
         raise ActionError("the case changed since this action was shown; review it again before signing") from None
     return {"frame_id": payload["frame_id"], "from": payload["from"], "status": payload["to"],
             "served": payload["to"] == SERVED}
+
+
+MARK = SignedAction(
+    MARK_ACTION, roles.DISPATCHER, "Mark a case", "case mark FRAME_ID STATUS",
+    summary=lambda done: f"case {done['frame_id']}: {done['from']} -> {done['status']}",
+    plan=_plan, apply=_apply, lines=_what,
+)

@@ -1,8 +1,9 @@
-"""Operators: adding, retiring and adopting them, and unlocking one's key to sign.
+"""Operators: adding them, listing them, and unlocking one's key to sign.
 
-Each change is a signed entry of the audit chain; the key pair and its file
-are ``keys``' work. The public half is registered in the store, so old
-signatures stay verifiable after a key is retired.
+Each change is a signed entry of the audit chain (retiring, roles and adoption
+are ``operator_changes``' signed actions); the key pair and its file are
+``keys``' work. The public half is registered in the store, so old signatures
+stay verifiable after a key is retired.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from .keys import (
     write_key_file,
 )
 from .passphrases import check_new_passphrase
-from .registry import OPERATOR_ADD, OPERATOR_ADOPT, OPERATOR_RETIRE
+from .registry import OPERATOR_ADD, OPERATOR_ADOPT
 
 ADD_REASON = "new operator"
 
@@ -58,7 +59,7 @@ def add_payload(seq: int, prev_hash: str, name: str, key: Ed25519PrivateKey, spo
     return payload
 
 
-def _signed_operator_entries(receiver) -> bool:
+def signed_operator_entries(receiver) -> bool:
     """Whether the log already records operator changes (a store from before them has none)."""
     E = audit_models(receiver.db).AuditEntry
     return E.select().where(E.action.in_((OPERATOR_ADD, OPERATOR_ADOPT))).exists()
@@ -108,7 +109,7 @@ def add_operator(home, receiver, name: str, passphrase: str, now: float | None =
                     f"operator {name} already exists; names are never reused, so old signatures stay attributable"
                 )
             first = not O.select().exists()
-            if not first and not _signed_operator_entries(receiver):
+            if not first and not signed_operator_entries(receiver):
                 raise ActionError("this store's operators were added before operator changes were signed; "
                                   "run `ussd-console operator adopt --operator NAME` first")
             if first:
@@ -168,123 +169,11 @@ def list_operators(receiver, include_retired: bool = True) -> list[dict]:
     return [{**_as_info(row), "roles": sorted(held.get(row.name, (frozenset(), False))[0])} for row in q]
 
 
-def retire_operator(receiver, name: str, signer: Signer, reason: str, now: float | None = None, *,
-                    home=None) -> dict:
-    """Stop a key from signing, signed by an admin; its public half stays for verifying.
-    With ``home``'s ``[signing] countersign`` on for operators, a request is held instead."""
-    from . import audit
-
-    check_name(name)
-    reason = audit.check_reason(reason)
-    hours = countersign.hours_for(home, OPERATOR_RETIRE)
-    O = audit_models(receiver.db).Operator
-    with write_transaction(receiver.db):
-        row = O.get_or_none(O.name == name)
-        if row is None:
-            raise ActionError(f"no operator named {name}")
-        if row.retired_at is not None:
-            raise ActionError(f"operator {name} is already retired")
-        active_operator(receiver, signer.name)
-        if not _signed_operator_entries(receiver):
-            raise ActionError("this store's operators were added before operator changes were signed; "
-                              "run `ussd-console operator adopt --operator NAME` first")
-        roles_.require(receiver, signer.name, OPERATOR_RETIRE)
-        if not O.select().where(O.retired_at.is_null() & (O.id != row.id)).exists():
-            raise ActionError(f"{name} is the last active operator; add another one before retiring this one")
-        _keep_an_admin(receiver, name, "retire")
-        payload = {"name": name, "fingerprint": row.fingerprint}
-        if hours is not None:
-            return {**countersign.hold(receiver, signer, OPERATOR_RETIRE, f"operator:{name}", reason, payload,
-                                       hours, now=now), "name": name}
-        entry = audit.append(receiver, signer, OPERATOR_RETIRE, f"operator:{name}", reason, payload, now=now)
-        O.update(retired_at=entry["at"]).where(O.id == row.id).execute()
-    return {**operator_info(receiver, name), "entry": entry}
-
-
-def _keep_an_admin(receiver, name: str, what: str) -> None:
-    held = roles_.holders(receiver)
-    if roles_.ADMIN in held.get(name, (frozenset(), False))[0] and not roles_.other_admin(held, name):
-        raise ActionError(f"{name} is the last admin; grant another operator the admin role before you {what} "
-                          f"{'them' if what == 'retire' else 'it'}")
-
-
-def change_role(receiver, action: str, name: str, role: str, signer: Signer, reason: str,
-                now: float | None = None, *, home=None) -> dict:
-    """Grant or revoke one role (``operator.grant`` / ``operator.revoke``), signed by another admin
-    (held for a second admin when ``home``'s ``[signing] countersign`` covers operators)."""
-    from . import audit
-
-    check_name(name)
-    reason = audit.check_reason(reason)
-    hours = countersign.hours_for(home, action)
-    try:
-        role = roles_.check_role(role)
-    except roles_.RoleError as exc:
-        raise ActionError(str(exc)) from None
-    with write_transaction(receiver.db):
-        row = active_operator(receiver, name)
-        active_operator(receiver, signer.name)
-        if not _signed_operator_entries(receiver):
-            raise ActionError("this store's operators were added before operator changes were signed; "
-                              "run `ussd-console operator adopt --operator NAME` first")
-        roles_.require(receiver, signer.name, action)
-        if signer.name == name:
-            raise ActionError(f"nobody grants or revokes their own roles: another admin signs a change to {name}'s")
-        held = roles_.roles_of(receiver, name)
-        if action == roles_.OPERATOR_GRANT and role in held:
-            raise ActionError(f"{name} already holds the {role} role; nothing to sign")
-        if action == roles_.OPERATOR_REVOKE:
-            if role not in held:
-                raise ActionError(f"{name} does not hold the {role} role; nothing to sign")
-            if role == roles_.ADMIN:
-                _keep_an_admin(receiver, name, "revoke")
-        payload = {"name": name, "fingerprint": row.fingerprint, "role": role}
-        if hours is not None:
-            return {**countersign.hold(receiver, signer, action, f"operator:{name}", reason, payload, hours,
-                                       now=now), "name": name, "roles": held}
-        entry = audit.append(receiver, signer, action, f"operator:{name}", reason, payload, now=now)
-    return {**operator_info(receiver, name), "entry": entry}
-
-
-def grant_role(receiver, name: str, role: str, signer: Signer, reason: str, now: float | None = None, *,
-               home=None) -> dict:
-    return change_role(receiver, roles_.OPERATOR_GRANT, name, role, signer, reason, now, home=home)
-
-
-def revoke_role(receiver, name: str, role: str, signer: Signer, reason: str, now: float | None = None, *,
-                home=None) -> dict:
-    return change_role(receiver, roles_.OPERATOR_REVOKE, name, role, signer, reason, now, home=home)
-
-
 def adoption_list(receiver) -> list[dict]:
     """The operator rows an adoption would sign, as they stand in the table."""
     O = audit_models(receiver.db).Operator
     return [{"name": r.name, "public_key": r.public_key, "fingerprint": r.fingerprint, "added_at": r.added_at,
              "retired_at": r.retired_at} for r in O.select().order_by(O.id)]
-
-
-def adopt_operators(receiver, signer: Signer, reason: str, now: float | None = None,
-                    expected: list[dict] | None = None) -> dict:
-    """Bring the operators of a store from before signed operator changes into the log, once.
-
-    One active operator signs the list of every registered operator and key as
-    the table holds them; verify then checks the older entries against that
-    signed list instead of the unsigned table. ``expected`` is the list shown
-    to the operator: anything else is not signed.
-    """
-    from . import audit
-
-    reason = audit.check_reason(reason)
-    with write_transaction(receiver.db):
-        if _signed_operator_entries(receiver):
-            raise ActionError("the operators are already in the signed log; there is nothing to adopt")
-        active_operator(receiver, signer.name)
-        roles_.require(receiver, signer.name, OPERATOR_ADOPT)
-        listed = adoption_list(receiver)
-        if expected is not None and listed != expected:
-            raise ActionError("the operators changed since they were shown; review them again before signing")
-        entry = audit.append(receiver, signer, OPERATOR_ADOPT, "operators", reason, {"operators": listed}, now=now)
-    return {"entry": entry, "operators": listed}
 
 
 def active_operator(receiver, name: str):

@@ -24,9 +24,13 @@ EVERY = frozenset(ROLES)
 OPERATOR_GRANT = "operator.grant"
 OPERATOR_REVOKE = "operator.revoke"
 
-# Mirrors the action names of actions, marks, registry and gateways (kept here so
-# verify needs no import of the modules that sign them).
-_BY_ACTION = {
+# The role each signed action needs, for verify, which replays the log without loading the
+# modules that sign (they import this one). A copy of the table of signed actions
+# (``console.signed_actions``); tests/test_signed_table.py fails when the two disagree.
+NEEDS = {
+    "resolve.keep_first": RESOLVER,
+    "resolve.accept_correction": RESOLVER,
+    "case.mark": DISPATCHER,
     "retention.set": ADMIN,
     "gateway.add": ADMIN,
     "gateway.retire": ADMIN,
@@ -35,7 +39,6 @@ _BY_ACTION = {
     "operator.adopt": ADMIN,
     OPERATOR_GRANT: ADMIN,
     OPERATOR_REVOKE: ADMIN,
-    "case.mark": DISPATCHER,
     "countersign.approve": ADMIN,  # a request holds its action and needs that action's role
     "countersign.reject": ADMIN,
     "backup.key": ADMIN,  # the key that proves a backup is this home's
@@ -56,9 +59,9 @@ class RoleError(ValueError):
 
 def needed(action: str) -> str | None:
     """The role an action needs, or None for an action no role governs."""
-    if action in _BY_ACTION:
-        return _BY_ACTION[action]
-    if isinstance(action, str) and action.startswith("resolve."):
+    if action in NEEDS:
+        return NEEDS[action]
+    if isinstance(action, str) and action.startswith("resolve."):  # a resolution the table does not know
         return RESOLVER
     return None
 

@@ -28,7 +28,7 @@ class RetentionWrites:
 
     def set_retention(self, seconds: int, set_by: str = "operator", reason: str = "",
                       signed: bool = False, audit_id: int | None = None, now: float | None = None) -> dict:
-        """Record a signed policy change (``core.signing.actions.set_retention`` signs it first).
+        """Record a signed policy change (``core.signing.actions.RETENTION`` signs it first).
 
         Refused below 72 h, below 30 days unless signed, and without its audit
         entry: a row without one would never be applied.

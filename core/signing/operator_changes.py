@@ -1,0 +1,144 @@
+"""Retiring an operator, granting and revoking a role, adopting the operators of an old home:
+signed actions (``SignedAction``), each an entry of the audit chain.
+
+Adding an operator is ``operators.add_operator``: it makes the new key pair and the
+new key signs its proof inside the entry, so it keeps its own transaction.
+"""
+
+from __future__ import annotations
+
+import json
+
+from . import roles
+from .audit_models import audit_models
+from .keys import ActionError, check_name, short_fingerprint
+from .operators import active_operator, adoption_list, operator_info, signed_operator_entries
+from .registry import OPERATOR_ADD, OPERATOR_ADOPT, OPERATOR_RETIRE
+from .signed_action import SignedAction
+
+OLD_HOME = ("this store's operators were added before operator changes were signed; "
+            "run `ussd-console operator adopt --operator NAME` first")
+
+
+def _keep_an_admin(receiver, name: str, what: str) -> None:
+    held = roles.holders(receiver)
+    if roles.ADMIN in held.get(name, (frozenset(), False))[0] and not roles.other_admin(held, name):
+        raise ActionError(f"{name} is the last admin; grant another operator the admin role before you {what} "
+                          f"{'them' if what == 'retire' else 'it'}")
+
+
+def _plan_retire(receiver, by, name) -> tuple[str, dict]:
+    """Stop a key from signing; its public half stays for verifying. The role is asked before
+    what depends on the other operators (the last one, the last admin), as for every change."""
+    check_name(name)
+    O = audit_models(receiver.db).Operator
+    row = O.get_or_none(O.name == name)
+    if row is None:
+        raise ActionError(f"no operator named {name}")
+    if row.retired_at is not None:
+        raise ActionError(f"operator {name} is already retired")
+    active_operator(receiver, by)
+    if not signed_operator_entries(receiver):
+        raise ActionError(OLD_HOME)
+    roles.require(receiver, by, OPERATOR_RETIRE)
+    if not O.select().where(O.retired_at.is_null() & (O.id != row.id)).exists():
+        raise ActionError(f"{name} is the last active operator; add another one before retiring this one")
+    _keep_an_admin(receiver, name, "retire")
+    return f"operator:{name}", {"name": name, "fingerprint": row.fingerprint}
+
+
+def _apply_retire(receiver, payload: dict, entry: dict, at: float) -> dict:
+    O = audit_models(receiver.db).Operator
+    O.update(retired_at=at).where(O.name == payload["name"]).execute()
+    return operator_info(receiver, payload["name"])
+
+
+def _plan_role(action: str):
+    def plan(receiver, by, name, role) -> tuple[str, dict]:
+        """Grant or revoke one role; nobody changes their own roles."""
+        check_name(name)
+        try:
+            role = roles.check_role(role)
+        except roles.RoleError as exc:
+            raise ActionError(str(exc)) from None
+        row = active_operator(receiver, name)
+        active_operator(receiver, by)
+        if not signed_operator_entries(receiver):
+            raise ActionError(OLD_HOME)
+        roles.require(receiver, by, action)
+        if by == name:
+            raise ActionError(f"nobody grants or revokes their own roles: another admin signs a change to {name}'s")
+        held = roles.roles_of(receiver, name)
+        if action == roles.OPERATOR_GRANT and role in held:
+            raise ActionError(f"{name} already holds the {role} role; nothing to sign")
+        if action == roles.OPERATOR_REVOKE:
+            if role not in held:
+                raise ActionError(f"{name} does not hold the {role} role; nothing to sign")
+            if role == roles.ADMIN:
+                _keep_an_admin(receiver, name, "revoke")
+        return f"operator:{name}", {"name": name, "fingerprint": row.fingerprint, "role": role}
+
+    return plan
+
+
+def _plan_adopt(receiver, by) -> tuple[str, dict]:
+    """Every registered operator and key as the table holds them, signed once into the log."""
+    if signed_operator_entries(receiver):
+        raise ActionError("the operators are already in the signed log; there is nothing to adopt")
+    return "operators", {"operators": adoption_list(receiver)}
+
+
+def _adopt_lines(receiver, payload: dict) -> list[str]:
+    return ["adopt these operators and keys, registered before operator changes were signed; compare each "
+            "fingerprint with the operator's own record:",
+            *(f"  {op['name']}  key {short_fingerprint(op['fingerprint'])}  "
+              f"{'retired' if op['retired_at'] is not None else 'active'}" for op in payload["operators"])]
+
+
+def info_last(result: dict, receiver, name: str) -> dict:
+    """A change's result as the command prints it: the operator as they stand now, then the entry;
+    a held request says whose it is and their roles meanwhile."""
+    if "pending" in result:
+        return {**result, "name": name, "roles": roles.roles_of(receiver, name)}
+    return {**{k: v for k, v in result.items() if k != "entry"}, "entry": result["entry"]}
+
+
+def _role_words(done: dict, words: str) -> str:
+    role = json.loads(done["entry"]["payload"])["role"]
+    return f"role {role} {words} {done['name']}; roles now: {', '.join(done['roles']) or 'none'}"
+
+
+RETIRE = SignedAction(
+    OPERATOR_RETIRE, roles.ADMIN, "Retire an operator", "operator retire NAME",
+    summary=lambda done: f"operator {done['name']} retired; signatures it made stay verifiable",
+    plan=_plan_retire, apply=_apply_retire,
+    lines=lambda receiver, payload: [f"retire operator {payload['name']} (key "
+                                     f"{short_fingerprint(payload['fingerprint'])}): it can no longer sign"],
+)
+GRANT = SignedAction(
+    roles.OPERATOR_GRANT, roles.ADMIN, "Give an operator a role", "operator grant NAME ROLE",
+    summary=lambda done: _role_words(done, "granted to"),
+    plan=_plan_role(roles.OPERATOR_GRANT), role_note="never for oneself",
+    apply=lambda receiver, payload, entry, at: operator_info(receiver, payload["name"]),
+    lines=lambda receiver, payload: [f"grant {payload['name']} the {payload['role']} role "
+                                     f"({roles.WHAT[payload['role']]})"],
+)
+REVOKE = SignedAction(
+    roles.OPERATOR_REVOKE, roles.ADMIN, "Take a role away", "operator revoke NAME ROLE",
+    summary=lambda done: _role_words(done, "revoked from"),
+    plan=_plan_role(roles.OPERATOR_REVOKE), role_note="never for oneself",
+    apply=lambda receiver, payload, entry, at: operator_info(receiver, payload["name"]),
+    lines=lambda receiver, payload: [f"revoke the {payload['role']} role from {payload['name']}"],
+)
+ADOPT = SignedAction(
+    OPERATOR_ADOPT, roles.ADMIN, "Adopt operators from before signed operator changes", "operator adopt",
+    summary=lambda done: f"{len(done['operators'])} operators adopted into the signed log",
+    plan=_plan_adopt, lines=_adopt_lines,
+    apply=lambda receiver, payload, entry, at: {"operators": payload["operators"]},
+)
+# Its own transaction (operators.add_operator): the new key signs its proof in the entry.
+ADD = SignedAction(
+    OPERATOR_ADD, roles.ADMIN, "Add an operator", "operator add NAME --role ROLE --operator NAME",
+    summary=lambda done: f"operator {done['name']} added; roles: {', '.join(done['roles'])}", own_path=True,
+    role_note="the operator who approves (`--operator`)",
+)

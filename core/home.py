@@ -210,3 +210,40 @@ class Home:
         if new:
             write_new_config(self.config)
         return self
+
+
+# -- the inbox's folders and the run folder, as the home lays them out -------------------------
+CLAIMED = ".claimed"  # inbox/.claimed/: the files a worker has claimed and is reading
+TEMP_SUFFIXES = (".tmp", ".part", ".partial")
+
+
+def claimed_dir(home: Home) -> Path:
+    return home.inbox / CLAIMED
+
+
+def run_dir(home: Home) -> Path:
+    """``<home>/run``: the inbox services' heartbeat records and the operators' unlock locks."""
+    return home.root / "run"
+
+
+def quiet_skip(name: str) -> str | None:
+    """Names that are never read and not worth a log line: dotfiles and temp names."""
+    if name.startswith("."):
+        return "hidden name"
+    if name.lower().endswith(TEMP_SUFFIXES):
+        return "temporary name"
+    return None
+
+
+def count_files(folder) -> int:
+    """Files waiting in ``folder`` (names the inbox never reads do not count)."""
+    try:
+        with os.scandir(folder) as it:
+            return sum(1 for e in it if not quiet_skip(e.name) and e.is_file(follow_symlinks=False))
+    except FileNotFoundError:
+        return 0
+
+
+def files_waiting(home: Home) -> int:
+    """The files in the inbox and its claimed folder: what ``status`` counts as waiting."""
+    return count_files(home.inbox) + count_files(claimed_dir(home))

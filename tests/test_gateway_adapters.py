@@ -198,11 +198,12 @@ def test_a_spooled_message_cut_by_a_stop_is_resumed_whole_and_its_key_kept_only_
     from core.gateways.posts import Post
     from core.gateways.spool import spool
     from core.inbox import deliver
+    from core.store.gateway_tables import add_account
     from tests.support.helpers import frame
 
     home, r = inbox
-    accounts.add_account(r.db, {"name": "office", "kind": "africastalking", "token_hash": "h", "secret_file": None,
-                                "public_url": None, "reply": "END"}, at=1.0, by="alice", seq=1)
+    add_account(r.db, {"name": "office", "kind": "africastalking", "token_hash": "h", "secret_file": None,
+                       "public_url": None, "reply": "END"}, at=1.0, by="alice", seq=1)
     two = f"sp1-1 {frame(1, 'S1', 'MED', 3, 80)}\nsp2-1 {frame(1, 'S2', 'MED', 4, 80)}"
 
     def post(text: str, msg_id: str) -> Post:

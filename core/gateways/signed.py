@@ -1,8 +1,8 @@
 """Adding and retiring a gateway account: signed operator actions, since they decide who may write the ledger.
 
 The account row and its audit entry commit together (``core.signing.actions.sign_action``);
-``core.gateways.accounts`` holds the tables and the check ``audit verify`` runs, and
-imports no signing, so signing can reconcile gateways without a cycle.
+the tables are the store's (``core.store.gateway_tables``) and the check ``audit verify`` runs
+is signing's (``core.signing.gateway_check``), both below this package.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import os
 import secrets
 
 from core.signing.actions import sign_action
+from core.signing.gateway_check import GATEWAY_ADD, GATEWAY_RETIRE
+from core.store.gateway_tables import add_account, gateway_models, retire_account, source_label
 
-from .accounts import (GATEWAY_ADD, GATEWAY_RETIRE, REPLIES, TOKEN_BYTES, GatewayError, add_account, check_kind,
-                       check_name, check_public_url, gateway_models, path_of, read_secret, retire_account,
-                       source_label, token_hash)
+from .accounts import (REPLIES, TOKEN_BYTES, GatewayError, check_kind, check_name, check_public_url, path_of,
+                       read_secret, token_hash)
 from .adapters import NEEDS_URL, SIGNED
 
 

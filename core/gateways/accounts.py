@@ -30,7 +30,7 @@ from peewee import Database
 from core.rules.text import escape_text
 from core.store.gateway_tables import NAME_RE, gateway_models, source_label
 
-from .adapters import KINDS
+from .kinds import KINDS
 
 TOKEN_BYTES = 24
 SECRET_MAX = 4096

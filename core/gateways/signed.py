@@ -16,7 +16,7 @@ from core.store.gateway_tables import add_account, gateway_models, retire_accoun
 
 from .accounts import (REPLIES, TOKEN_BYTES, GatewayError, check_kind, check_name, check_public_url, path_of,
                        read_secret, token_hash)
-from .adapters import NEEDS_URL, SIGNED
+from .kinds import KINDS
 
 
 def _plan_add(receiver, name, kind, secret_file, public_url, reply, token_digest):
@@ -33,9 +33,9 @@ def add_gateway(home, receiver, name, kind, *, operator: str, passphrase: str | 
                 signer=None, now: float | None = None) -> dict:
     """Add a gateway account, signed; returns its info and the path with its token (shown once)."""
     name, kind = check_name(name), check_kind(kind)
-    if kind in SIGNED and not secret_file:
+    if KINDS[kind].signed and not secret_file:
         raise GatewayError(f"a {kind} gateway signs its posts: give the secret with --secret-file PATH")
-    if kind in NEEDS_URL and not public_url:
+    if KINDS[kind].needs_url and not public_url:
         raise GatewayError(f"a {kind} gateway signs the URL it posts to: give it with --public-url BASE")
     if reply not in REPLIES:
         raise GatewayError("--reply is END or CON")

@@ -18,15 +18,13 @@ transaction; they are not signed. The tables and their writes are the store's
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import hmac
-import os
-import stat
 from urllib.parse import urlsplit
 
 from peewee import Database
 
+from core.home import PrivateFileError, read_private
 from core.rules.text import escape_text
 from core.store.gateway_tables import NAME_RE, gateway_models, source_label
 
@@ -76,25 +74,14 @@ def check_public_url(url: str | None) -> str | None:
 
 
 def read_secret(path: str) -> bytes:
-    """The secret: the first line of a file only its owner can read (like a passphrase file)."""
+    """The secret: the first line of a file only its owner can read (``core.home.read_private``, as
+    a key file or a passphrase file)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        if exc.errno in (errno.EMFILE, errno.ENFILE):
-            raise  # out of open files: the post is answered 503 and re-sent, not refused as unsigned
-        raise GatewayError(f"cannot read the secret file {escape_text(path, 200)}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise GatewayError(f"the secret file {escape_text(path, 200)} is not a regular file")
-        if info.st_mode & 0o077:
-            raise GatewayError(f"the secret file {escape_text(path, 200)} is open to others "
-                               f"(mode {info.st_mode & 0o777:04o}); run: chmod 600 {path}")
-        data = os.read(fd, SECRET_MAX + 1)
-    finally:
-        os.close(fd)
+        data = read_private(path, "the secret file", limit=SECRET_MAX)
+    except PrivateFileError as exc:
+        raise GatewayError(str(exc)) from None
     line = data.split(b"\n", 1)[0].rstrip(b"\r")
-    if not line or len(data) > SECRET_MAX:
+    if not line:
         raise GatewayError(f"the secret file {escape_text(path, 200)} has no secret on its first line")
     return line
 

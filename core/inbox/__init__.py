@@ -1,6 +1,8 @@
 """The inbox: files and claims (``files``), the delivery of one file (``delivery``, ending in a
 ``result``, or in ``rejecting``), and the service that runs the push and pull paths (``service``,
-with its ``observer``, ``faults``, ``fault_alerts`` and ``connections``).
+with its ``observer``, ``faults``, ``fault_alerts``, ``connections`` and ``heartbeat``). The
+inbox's folders are the home's (``core.home``); the commit hook it shares with the gateways is
+the store's (``core.store.commit_hold``).
 
 The names below are looked up on first use (PEP 562), as in ``core``: a command that only lists
 the inbox's files does not pay for the service, its alert threads and the spreadsheet readers.

@@ -40,7 +40,7 @@ from core.config import store_target as configured_store_target
 from core.home import Home
 from core.inbox import InboxService, inbox_files
 from core.inbox.faults import FILES_RETRIED
-from core.ops.heartbeat import live as live_services
+from core.inbox.heartbeat import live as live_services
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.rules.text import escape_text
 from core.signing.session import SigningSession

@@ -121,6 +121,67 @@ def replace_private(path, data: bytes, mode: int = FILE_MODE) -> None:
         raise
 
 
+class PrivateFileError(ValueError):
+    """An owner-only file that is missing, cannot be trusted or cannot be read; the message is for
+    the operator. ``missing``: there is no file at the path."""
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+PRIVATE_READ_MAX = 1 << 20
+
+
+def read_private(path, what: str, *, limit: int = PRIVATE_READ_MAX, pipe: bool = False) -> bytes:
+    """The bytes of a file only its owner may read: an operator's key file, a gateway's secret, a
+    passphrase file. ``what`` names it in errors ("the key file").
+
+    One set of checks for all of them: the last name is not a symbolic link (never followed), the
+    file is a regular file (with ``pipe``, a named pipe too, which a script writes a passphrase
+    into; its first line is read and the writer may stay), neither its group nor others may read
+    or write it, and it holds at most ``limit`` bytes. A process out of open files gets its
+    ``OSError`` (the file is not at fault: a post is answered 503 and re-sent, not refused).
+    """
+    from core.rules.text import escape_text
+
+    shown = escape_text(os.fspath(path), 200)
+    try:  # O_NONBLOCK: a named pipe where none is wanted is refused at once, not waited on
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC | (0 if pipe else os.O_NONBLOCK))
+    except OSError as exc:
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            raise
+        if exc.errno == errno.ELOOP:
+            raise PrivateFileError(f"{what} {shown} is a symbolic link; give the file itself") from None
+        raise PrivateFileError(f"cannot read {what} {shown}: {exc.strerror}",
+                               missing=exc.errno == errno.ENOENT) from None
+    try:
+        info = os.fstat(fd)
+        fifo = pipe and stat.S_ISFIFO(info.st_mode)
+        if not (stat.S_ISREG(info.st_mode) or fifo):
+            raise PrivateFileError(f"{what} {shown} is not a regular file")
+        if info.st_mode & 0o077:
+            raise PrivateFileError(f"{what} {shown} is open to others (mode {info.st_mode & 0o777:04o}); "
+                                   f"run: chmod 600 {shown}")
+        chunks, size = [], 0
+        while size <= limit:
+            try:
+                chunk = os.read(fd, min(65536, limit + 1 - size))
+            except OSError as exc:
+                raise PrivateFileError(f"cannot read {what} {shown}: {exc.strerror}") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if fifo and b"\n" in chunk:
+                break
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise PrivateFileError(f"{what} {shown} is larger than {limit} bytes")
+    return b"".join(chunks)
+
+
 def looser_than_private(root) -> list[str]:
     """Paths under the home that others can read or write (or the group write): what ``status``
     warns about. ``inbox/`` may be the gateway group's (group-writable); the files in it and in the
@@ -210,3 +271,40 @@ class Home:
         if new:
             write_new_config(self.config)
         return self
+
+
+# -- the inbox's folders and the run folder, as the home lays them out -------------------------
+CLAIMED = ".claimed"  # inbox/.claimed/: the files a worker has claimed and is reading
+TEMP_SUFFIXES = (".tmp", ".part", ".partial")
+
+
+def claimed_dir(home: Home) -> Path:
+    return home.inbox / CLAIMED
+
+
+def run_dir(home: Home) -> Path:
+    """``<home>/run``: the inbox services' heartbeat records and the operators' unlock locks."""
+    return home.root / "run"
+
+
+def quiet_skip(name: str) -> str | None:
+    """Names that are never read and not worth a log line: dotfiles and temp names."""
+    if name.startswith("."):
+        return "hidden name"
+    if name.lower().endswith(TEMP_SUFFIXES):
+        return "temporary name"
+    return None
+
+
+def count_files(folder) -> int:
+    """Files waiting in ``folder`` (names the inbox never reads do not count)."""
+    try:
+        with os.scandir(folder) as it:
+            return sum(1 for e in it if not quiet_skip(e.name) and e.is_file(follow_symlinks=False))
+    except FileNotFoundError:
+        return 0
+
+
+def files_waiting(home: Home) -> int:
+    """The files in the inbox and its claimed folder: what ``status`` counts as waiting."""
+    return count_files(home.inbox) + count_files(claimed_dir(home))

@@ -1,4 +1,5 @@
-"""The gateway adapters on recorded requests, with each gateway's exact field names.
+"""The gateway kinds on requests made here, with each gateway's exact field names (the recorded
+requests of ``tests/vectors/gateways/`` are ``test_gateway_kinds.py``'s).
 
 Twilio's signature is checked against Twilio's own ``twilio`` package
 (``RequestValidator``) as an independent oracle; SMS Gateway for Android's by
@@ -15,12 +16,25 @@ from urllib.parse import urlencode
 import pytest
 from twilio.request_validator import RequestValidator
 
-from core.gateways.adapters import Request, parse, reply, verify
+from core.gateways.adapters import Request
+from core.gateways.kinds import KINDS
 from core.gateways.text import message_items
 from core.rules.frame import Unreadable
 
 F1 = "H1|1|Kakuma1|MED|3|86|#0a"
 PHONE = "+254711222333"
+
+
+def parse(kind, req):
+    return KINDS[kind].parse(req)
+
+
+def verify(kind, req, secret=None, url=None, now=None):
+    return KINDS[kind].verify(req, secret, url, now)
+
+
+def reply(kind, taken, prefix="END"):
+    return KINDS[kind].reply(taken, prefix)
 
 
 def reasons(items):
@@ -198,11 +212,12 @@ def test_a_spooled_message_cut_by_a_stop_is_resumed_whole_and_its_key_kept_only_
     from core.gateways.posts import Post
     from core.gateways.spool import spool
     from core.inbox import deliver
+    from core.store.gateway_tables import add_account
     from tests.support.helpers import frame
 
     home, r = inbox
-    accounts.add_account(r.db, {"name": "office", "kind": "africastalking", "token_hash": "h", "secret_file": None,
-                                "public_url": None, "reply": "END"}, at=1.0, by="alice", seq=1)
+    add_account(r.db, {"name": "office", "kind": "africastalking", "token_hash": "h", "secret_file": None,
+                       "public_url": None, "reply": "END"}, at=1.0, by="alice", seq=1)
     two = f"sp1-1 {frame(1, 'S1', 'MED', 3, 80)}\nsp2-1 {frame(1, 'S2', 'MED', 4, 80)}"
 
     def post(text: str, msg_id: str) -> Post:

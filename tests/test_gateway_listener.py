@@ -197,7 +197,7 @@ def test_with_the_store_locked_posts_are_spooled_into_the_inbox_and_nothing_answ
 
 
 def test_a_spooled_post_is_taken_in_as_its_gateways_and_its_retry_is_a_webhook_retry(home, tmp_path, capsys):
-    from core.gateways.messages import content_key
+    from core.rules.gateway_messages import content_key
     from core.gateways.posts import message_key
 
     add_operators(home, tmp_path, "alice")

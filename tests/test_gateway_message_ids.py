@@ -126,7 +126,7 @@ def test_an_id_taken_before_contents_were_kept_is_offered_once_then_judged_by_co
 
 
 def test_the_verdict_follows_what_the_id_first_carried():
-    from core.gateways.messages import NEW, RETRY, REUSED, UNKNOWN, UNKNOWN_CONTENT, content_key, judge
+    from core.rules.gateway_messages import NEW, RETRY, REUSED, UNKNOWN, UNKNOWN_CONTENT, content_key, judge
     from core.gateways.text import unreadable
 
     a, b = content_key([("a-1", "x")]), content_key([("a-1", "y")])

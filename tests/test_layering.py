@@ -10,6 +10,10 @@ modules in turn and notes after which one each library first appears. Imports on
 No module of ``core/`` or ``console/`` imports itself round a cycle, counting imports inside
 functions (a cycle hidden in a function still ties the modules together): the import graph is
 built from the source, not from what an import happens to load.
+
+The packages stand in layers (``LAYERS``): a package imports only packages of a layer below its
+own, never one beside it or above it, imports inside functions and names a package exports
+lazily (``_LAZY``) counted. The check is run on a bad graph too, to show it can fail.
 """
 
 from __future__ import annotations
@@ -87,12 +91,27 @@ def modules_under(root: Path, packages: list[str]) -> dict[str, tuple[Path, bool
     return found
 
 
+def lazy_exports(modules: dict[str, tuple[Path, bool]]) -> dict[str, dict[str, str]]:
+    """Package -> {name: module} for each package whose ``__init__`` names its exports in a
+    ``_LAZY`` dict (``core.lazy``): ``from core import Receiver`` imports ``core.receiver``."""
+    found: dict[str, dict[str, str]] = {}
+    for name, (path, is_package) in modules.items():
+        if not is_package:
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
+            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["_LAZY"]:
+                found[name] = {k: v for k, v in ast.literal_eval(node.value).items() if v in modules}
+    return found
+
+
 def import_graph(modules: dict[str, tuple[Path, bool]]) -> dict[str, set[str]]:
     """Which of ``modules`` each one imports, anywhere in its file (inside functions too).
 
-    ``from a import b`` is an edge to ``a.b`` when that is a module, else to ``a``;
-    relative imports are resolved against the importing module's package.
+    ``from a import b`` is an edge to ``a.b`` when that is a module, to the module ``a`` names
+    ``b`` lazily from, else to ``a``; relative imports are resolved against the importing module's
+    package.
     """
+    lazy = lazy_exports(modules)
     graph: dict[str, set[str]] = {}
     for name, (path, is_package) in modules.items():
         package = name if is_package else name.rpartition(".")[0]
@@ -109,6 +128,8 @@ def import_graph(modules: dict[str, tuple[Path, bool]]) -> dict[str, set[str]]:
                 for alias in node.names:
                     if f"{source}.{alias.name}" in modules:
                         edges.add(f"{source}.{alias.name}")
+                    elif alias.name in lazy.get(source, {}):
+                        edges.add(lazy[source][alias.name])
                     elif source in modules:
                         edges.add(source)
         edges.discard(name)
@@ -178,3 +199,82 @@ def test_the_cycle_check_can_fail(tmp_path):
     graph = import_graph(modules_under(tmp_path, ["pkg"]))
     assert cycles(graph) == [("pkg.a", "pkg.c", "pkg.sub.b")]
     assert cycles({"x": {"y"}, "y": {"z"}, "z": set()}) == []
+
+
+# The layers, lowest first. A package is a folder of core/ (named by its folder), a module at the
+# top of core/ (named in full) or the whole console; each imports only from layers below its own.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core.lazy", "core.urls", "core.config_template"),  # the standard library alone
+    ("rules", "core"),  # the rules, and the package itself (it names its exports lazily)
+    ("store",),
+    ("core.config", "core.home"),  # the settings read against the store's backends, the home's folders
+    ("signing",),
+    ("core.receiver",),  # the store handed signing's schema steps and its retention policy
+    ("alerts",),  # below the inbox: the inbox service runs the alert deliverer for its own faults
+    ("gateways", "inbox"),
+    ("ops", "backup"),
+    ("console",),
+)
+
+
+def package_of(module: str, modules: dict[str, tuple[Path, bool]]) -> str:
+    """The unit ``LAYERS`` places ``module`` in: its folder under ``core/``, else the module itself."""
+    parts = module.split(".")
+    if parts[0] != "core":
+        return parts[0]
+    if len(parts) > 1 and modules.get(f"core.{parts[1]}", (None, False))[1]:
+        return parts[1]
+    return module
+
+
+def layer_breaches(graph: dict[str, set[str]], modules: dict[str, tuple[Path, bool]],
+                   layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[str]:
+    """Each import of a package at or above the importer's own layer (another package), and each
+    package ``layers`` does not place, in words."""
+    level = {unit: n for n, layer in enumerate(layers) for unit in layer}
+    out = [f"{unit} has no layer" for unit in sorted({package_of(m, modules) for m in graph} - set(level))]
+    for importer, imported in sorted((a, b) for a, edges in graph.items() for b in edges):
+        low, high = package_of(importer, modules), package_of(imported, modules)
+        if low != high and low in level and high in level and level[high] >= level[low]:
+            where = "beside" if level[high] == level[low] else "above"
+            out.append(f"{importer} ({low}) imports {imported} ({high}, {where} it)")
+    return out
+
+
+def test_no_package_imports_one_beside_or_above_it():
+    modules = modules_under(ROOT, ["core", "console"])
+    graph = import_graph(modules)
+    assert {package_of(m, modules) for m in graph} >= {"rules", "store", "signing", "gateways", "inbox", "ops",
+                                                       "alerts", "backup", "console", "core.receiver"}
+    assert "core.receiver" in graph["console.app"]  # ``from core import Receiver``, named lazily, is seen
+    breaches = layer_breaches(graph, modules)
+    assert not breaches, "layers broken:\n" + "\n".join(breaches)
+
+
+def test_the_layer_check_can_fail(tmp_path):
+    """Made-up packages breaking each rule are named: one importing a package above it inside a
+    function, two beside each other, a lazily exported name, and a package with no layer."""
+    root = tmp_path / "core"
+    for folder in ("low", "mid", "side", "top", "stray"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("")
+    (root / "low" / "a.py").write_text("def late():\n    from core.top import z\n")  # up, inside a function
+    (root / "mid" / "b.py").write_text("from core.side import c\nfrom ..low import a\n")  # beside; down is fine
+    (root / "side" / "c.py").write_text("")
+    (root / "top" / "__init__.py").write_text('_LAZY = {"thing": "core.top.z"}\n')
+    (root / "top" / "z.py").write_text("")
+    (root / "stray" / "s.py").write_text("")
+    (root / "low" / "d.py").write_text("from core.top import thing\n")  # up, through a lazy name
+    modules = modules_under(tmp_path, ["core"])
+    graph = import_graph(modules)
+    layers = (("core",), ("low",), ("mid", "side"), ("top",))
+    assert layer_breaches(graph, modules, layers) == [
+        "stray has no layer",
+        "core.low.a (low) imports core.top.z (top, above it)",
+        "core.low.d (low) imports core.top.z (top, above it)",
+        "core.mid.b (mid) imports core.side.c (side, beside it)",
+    ]
+    fixed = {**graph, "core.low.a": set(), "core.low.d": set(), "core.mid.b": {"core.low.a"}}
+    assert layer_breaches(fixed, modules, layers + (("stray",),)) == []
+

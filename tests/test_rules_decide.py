@@ -8,6 +8,10 @@ and R10 show.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
+
 import pytest
 
 from core.rules.batch import BatchState, Facts, Offer, QuarantineRow, decide_batch
@@ -170,3 +174,21 @@ def test_r13_the_settlement_key_reads_back_what_it_wrote():
     payload = ("Kakuma1", "MED", 3, 86)
     assert payload_from_key(payload_key(payload)) == payload
     assert payload_key(payload) == "Kakuma1|MED|3|86"  # stored in settlements: never change the format
+
+
+def _positional_reads(tree) -> list[int]:
+    """Lines reading a tuple's field by a number (``parsed[7]``) or a fixed slice (``frame[3:7]``)."""
+    def number(node) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, int)
+
+    return sorted(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Subscript) and (
+        number(node.slice) or isinstance(node.slice, ast.Slice) and (number(node.slice.lower) or number(node.slice.upper))))
+
+
+def test_the_fast_path_reads_frames_and_verdicts_by_name_not_by_position():
+    """``decide_all`` names each field it reads (``parsed.trailer_ok``, not ``parsed[7]``), so a
+    field added to ``Frame`` or ``Verdict`` cannot silently shift what it reads."""
+    found = _positional_reads(ast.parse(textwrap.dedent(inspect.getsource(BatchState.decide_all))))
+    assert not found, f"decide_all reads by position at its lines {found}"
+    sample = "x = parsed[7]\ny = frame[3:7]\nz = d['key']\nrows = rows[first:]\n"
+    assert _positional_reads(ast.parse(sample)) == [1, 2]  # the check sees both forms

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from console.render import make_console, print_json, table, when
 from core.gateways import accounts, signed
-from core.gateways.adapters import KINDS
+from core.gateways.kinds import KINDS
 
 from .signing import print_pending, run_signed, signing_parser
 
@@ -42,12 +42,14 @@ def register(sub, common) -> None:
                         "--operator alice --reason 'field phone'"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     q.add_argument("name", metavar="NAME", help="1-13 lower-case letters, digits or '_'")
-    q.add_argument("--kind", required=True, choices=KINDS, metavar="KIND", help="one of: " + ", ".join(KINDS))
+    signed = ", ".join(kind.name for kind in KINDS.values() if kind.signed)
+    urls = ", ".join(kind.name for kind in KINDS.values() if kind.needs_url)
+    q.add_argument("--kind", required=True, choices=list(KINDS), metavar="KIND", help="one of: " + ", ".join(KINDS))
     q.add_argument("--secret-file", metavar="PATH",
                    help="file (mode 0600) whose first line is the gateway's signing key, auth token or webhook "
-                        "secret (smsgate, twilio, telerivet); it stays in that file")
+                        f"secret ({signed}); it stays in that file")
     q.add_argument("--public-url", metavar="BASE",
-                   help="the base URL the gateway posts to, such as https://receiver.example.org (twilio signs it)")
+                   help=f"the base URL the gateway posts to, such as https://receiver.example.org ({urls} signs it)")
     q.add_argument("--reply", choices=accounts.REPLIES, default="END",
                    help="africastalking-ussd: end the session (END, default) or keep it open (CON) after a receipt")
     q.set_defaults(handler=cmd_gateway_add, writes=True)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import os
-import stat
+import re
 import sys
 import warnings
 from typing import Callable
@@ -21,6 +20,7 @@ from rich.text import Text
 
 from console.errors import CommandError
 from console.render import make_console, print_json, safe
+from core.home import PrivateFileError, read_private
 from core.signing import audit, signed_action
 from core.signing.keys import ActionError, check_name
 from core.signing.operators import load_signer
@@ -39,27 +39,16 @@ def signing_parser() -> argparse.ArgumentParser:
 
 # -- passphrases ------------------------------------------------------------------
 def read_passphrase_file(path: str) -> str:
-    """The first line of a passphrase file only others cannot read or write (like the key file)."""
+    """The first line of a passphrase file only its owner can read, under the checks a key file
+    gets (``core.home.read_private``); a named pipe a script writes into is taken too."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise CommandError(f"cannot read the passphrase file {path}: {exc.strerror}") from None
+        data = read_private(path, "the passphrase file", pipe=True)
+    except PrivateFileError as exc:
+        raise CommandError(str(exc)) from None
     try:
-        info = os.fstat(fd)
-        if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
-            raise CommandError(f"the passphrase file {path} is open to others (mode {info.st_mode & 0o777:04o}); "
-                               f"run: chmod 600 {path}")
-        with os.fdopen(fd, "r", encoding="utf-8") as fh:
-            fd = -1
-            line = fh.readline()
-    except OSError as exc:
-        raise CommandError(f"cannot read the passphrase file {path}: {exc.strerror}") from None
+        line = re.split(rb"\r\n|\r|\n", data, maxsplit=1)[0].decode("utf-8")
     except UnicodeDecodeError:
         raise CommandError(f"the passphrase file {path} is not UTF-8 text") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    line = line.rstrip("\r\n")
     if not line:
         raise CommandError(f"the passphrase file {path} has an empty first line")
     return line

@@ -19,7 +19,7 @@ from console.ui_text import count, files_waiting, inbox_takers
 from core.alerts.deliverer import BACKLOG_FAULT
 from core.alerts.pause import paused as alerts_paused
 from core.backup.schedule import warning as backup_warning
-from core.ops.heartbeat import live
+from core.inbox.heartbeat import live
 from core.rules.text import escape_text
 
 OBSERVER = {

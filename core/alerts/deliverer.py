@@ -108,7 +108,7 @@ class Deliverer:
         return not alive
 
     def _run(self, target: str) -> None:
-        from core.store.migrations import connect
+        from core.receiver import open_store
 
         db = None
         checkpoints = target == min(n for n, kinds in self.config.targets.items()) and \
@@ -116,7 +116,7 @@ class Deliverer:
         while not self._stop.is_set():
             try:
                 if db is None:
-                    db, _m = connect(self.store_target)
+                    db, _m = open_store(self.store_target)
                 wait = self._step(db, target, checkpoints)
             except Exception as exc:  # noqa: BLE001 - the store may be locked or full; try again later
                 if db is not None:

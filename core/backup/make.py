@@ -73,7 +73,7 @@ def _settle(store_target: Path) -> None:
 
 def describe_store(store_target: Path) -> dict:
     """The manifest's figures of a store snapshot: schema, counts and the audit checkpoint."""
-    from core import Receiver
+    from core.receiver import Receiver
 
     con = sqlite3.connect(f"file:{store_target}?mode=ro", uri=True)
     try:
@@ -110,7 +110,7 @@ def describe_receiver(receiver, schema: int) -> dict:
 
 def _dump_postgres(url: str, dest: Path) -> dict:
     """``pg_dump`` of a PostgreSQL store, and the manifest's figures of the same moment."""
-    from core import Receiver
+    from core.receiver import Receiver
     from core.rules.text import one_line
 
     try:

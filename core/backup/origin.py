@@ -211,10 +211,10 @@ def _open(store_target: str | None):
 
     if not store_target or (not is_postgres_url(store_target) and not os.path.exists(store_target)):
         return None
-    from core.store.migrations import connect
+    from core.receiver import open_store
 
     try:
-        db, _m = connect(store_target, create=False)
+        db, _m = open_store(store_target, create=False)
     except Exception:  # noqa: BLE001 - no store to read: nothing of it is trusted
         return None
     return db

@@ -267,7 +267,7 @@ def _read_members(stream, work: Path, judge=None) -> tuple[dict, dict]:
 
 
 def _check_store(store_target: Path, manifest: dict, trust=None) -> str | None:
-    from core import Receiver
+    from core.receiver import Receiver
 
     try:
         con = sqlite3.connect(f"file:{store_target}?mode=ro", uri=True)
@@ -368,7 +368,7 @@ def verify_into(file: Path, work: Path, identity: str | None = None, server: str
 
 def check_restored(url: str, dump_file: Path, manifest: dict, trust=None) -> str | None:
     """``pg_restore`` the dump into ``url``'s (empty) database, then check its audit chain there."""
-    from core import Receiver
+    from core.receiver import Receiver
     from core.rules.text import one_line
 
     try:

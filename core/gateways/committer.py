@@ -14,16 +14,16 @@ import threading
 import time
 from collections import Counter
 
-from core.inbox.delivery import hold_after_commit
 from core.rules.frame import Unreadable
+from core.rules.gateway_messages import NEW, content_key, judge
 from core.rules.text import one_line
+from core.store import gateway_tables
+from core.store.commit_hold import hold_after_commit
 from core.store.database import write_transaction
 from core.store.outbox import record as record_event
 from core.receiver import Receiver
 
-from . import accounts
 from .door import OUT_OF_FILES
-from .messages import NEW, content_key, judge
 from .posts import Outcome, Post, message_key
 from .spool import spool
 
@@ -115,7 +115,7 @@ class Committer:
         GIL with the server thread, and every statement hands it over and waits to get it back."""
         db = r.db
         now = time.time()
-        g = accounts.gateway_models(db)
+        g = gateway_tables.gateway_models(db)
         self._accounts = {row.name: row for row in g.Gateway.select()}
         live = []
         outcomes: list[Outcome | None] = [None] * len(group)
@@ -132,7 +132,7 @@ class Committer:
             for m in group[i].messages:
                 if m.gateway_id is not None:
                     wanted.setdefault(group[i].name, set()).add(message_key(m.gateway_id))
-        known = {name: accounts.known_messages(db, name, sorted(keys)) for name, keys in sorted(wanted.items())}
+        known = {name: gateway_tables.known_messages(db, name, sorted(keys)) for name, keys in sorted(wanted.items())}
         counts: Counter = Counter(refused)
         new_keys: list[tuple[str, str, str | None, float]] = []
         by_source: dict[str, list] = {}
@@ -152,13 +152,13 @@ class Committer:
                 for what in verdict.counts:
                     counts[(post.name, what)] += 1
                 if verdict.offer:
-                    by_source.setdefault(accounts.source_label(post.name), []).extend(msg.items)
+                    by_source.setdefault(gateway_tables.source_label(post.name), []).extend(msg.items)
             outcomes[i] = Outcome("taken", ids)
         for source, items in by_source.items():
             if items:
                 r.ingest_many(items, now=now, source=source)
-        accounts.record_messages(db, new_keys)
-        accounts.bump_counts(db, counts)
+        gateway_tables.record_messages(db, new_keys)
+        gateway_tables.bump_counts(db, counts)
         names = sorted({group[i].name for i in live})
         if names:
             values = ", ".join([f"({db.param}, {db.param})"] * len(names))
@@ -176,7 +176,7 @@ class Committer:
         r = self.receiver
         try:
             with write_transaction(r.db):
-                accounts.bump_counts(r.db, refused)
+                gateway_tables.bump_counts(r.db, refused)
                 for event in alerts:
                     record_event(r.db, event)
         except Exception as exc:  # noqa: BLE001 - kept for the next commit

@@ -58,7 +58,8 @@ from core.rules.text import one_line
 from core.receiver import Receiver
 
 from . import accounts
-from .adapters import Request, parse, reply, verify
+from .adapters import SKEW_LOGGED, Request
+from .kinds import KINDS
 from .committer import Committer
 from .config import GatewaysConfig
 from .door import OUT_OF_FILES, Door, Gate, fit_file_limit
@@ -373,7 +374,7 @@ class Listener:
             return web.Response(status=405, headers={"Allow": "POST"}), name
         if account is None:
             return web.Response(status=404), name
-        kind, token_digest, secret_file, public_url, ussd_reply = account
+        kind_name, token_digest, secret_file, public_url, ussd_reply = account
         if request.content_length is not None and request.content_length > MAX_BODY:
             self.count_refused(name, "refused_413")
             return web.Response(status=413), name
@@ -392,27 +393,29 @@ class Listener:
             return web.Response(status=429, headers={"Retry-After": str(max(1, int(wait + 0.999)))}), name
         req = Request({k.lower(): v for k, v in request.headers.items()}, body, request.path)
         url = (public_url + request.path) if public_url else None
-        check = verify(kind, req, self._secret(secret_file), url)
+        kind = KINDS[kind_name]
+        check = kind.verify(req, self._secret(secret_file), url, None)
         if not check.ok:
             self.count_refused(name, "refused_403")
             self._alert(name, check.why)
             log.warning("gateway %s: post refused, %s", name, check.why)
             return web.Response(status=403), name
-        if check.skew is not None and abs(check.skew) > 300:
+        if check.skew is not None and abs(check.skew) > SKEW_LOGGED:
             log.info("gateway %s: the sender's clock is %+.0f s off (taken anyway)", name, check.skew)
-        parsed = parse(kind, req)
-        post = Post(name, kind, token_digest, parsed.messages, parsed.ignored is not None and not parsed.messages)
+        parsed = kind.parse(req)
+        post = Post(name, kind_name, token_digest, parsed.messages, parsed.ignored is not None and not parsed.messages)
         post.waiter = asyncio.get_running_loop().create_future()
         self.committer.queue.put(post)
         outcome = await post.waiter
         if outcome.status == "gone":
             return web.Response(status=404), name
         if outcome.status == "failed":
-            if kind == "africastalking-ussd":
-                content_type, text = reply(kind, None, ussd_reply)
+            told = kind.reply(None, ussd_reply)  # only a kind that can tell its sender answers 200
+            if told is not None:
+                content_type, text = told
                 return web.Response(status=200, body=text, content_type=content_type), name
             return web.Response(status=503, headers={"Retry-After": str(RETRY_AFTER_BUSY)}), name
-        content_type, text = reply(kind, outcome.frame_ids, ussd_reply)
+        content_type, text = kind.reply(outcome.frame_ids, ussd_reply)
         return web.Response(status=200, body=text, content_type=content_type), name
 
 

@@ -1,9 +1,9 @@
 """Adding and retiring a gateway account: signed operator actions, since they decide who may write the ledger.
 
 Each is a ``SignedAction``: the account row and its audit entry commit together
-(``core.signing.signed_action.sign``); ``core.gateways.accounts`` holds the tables
-and the check ``audit verify`` runs, and imports no signing, so signing can
-reconcile gateways without a cycle.
+(``core.signing.signed_action.sign``); the tables are the store's (``core.store.gateway_tables``)
+and the check ``audit verify`` runs is signing's (``core.signing.gateway_check``), both below
+this package.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ import os
 import secrets
 
 from core.signing import roles
+from core.signing.gateway_check import GATEWAY_ADD, GATEWAY_RETIRE
 from core.signing.signed_action import SignedAction
+from core.store.gateway_tables import add_account, gateway_models, retire_account, source_label
 
-from .accounts import (GATEWAY_ADD, GATEWAY_RETIRE, REPLIES, TOKEN_BYTES, GatewayError, add_account, check_kind,
-                       check_name, check_public_url, gateway_models, path_of, read_secret, retire_account,
-                       source_label, token_hash)
-from .adapters import NEEDS_URL, SIGNED
+from .accounts import (REPLIES, TOKEN_BYTES, GatewayError, check_kind, check_name, check_public_url, path_of,
+                       read_secret, token_hash)
+from .kinds import KINDS
 
 
 def prepare_add(name, kind, secret_file: str | None = None, public_url: str | None = None,
@@ -25,9 +26,9 @@ def prepare_add(name, kind, secret_file: str | None = None, public_url: str | No
     """Check what an add names and make its token: the add's arguments (with the token's hash
     only) and the token itself, which is shown once and never kept."""
     name, kind = check_name(name), check_kind(kind)
-    if kind in SIGNED and not secret_file:
+    if KINDS[kind].signed and not secret_file:
         raise GatewayError(f"a {kind} gateway signs its posts: give the secret with --secret-file PATH")
-    if kind in NEEDS_URL and not public_url:
+    if KINDS[kind].needs_url and not public_url:
         raise GatewayError(f"a {kind} gateway signs the URL it posts to: give it with --public-url BASE")
     if reply not in REPLIES:
         raise GatewayError("--reply is END or CON")

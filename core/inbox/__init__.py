@@ -1,6 +1,8 @@
 """The inbox: files and claims (``files``), the delivery of one file (``delivery``, ending in a
 ``result``, or in ``rejecting``), and the service that runs the push and pull paths (``service``,
-with its ``observer``, ``faults``, ``fault_alerts`` and ``connections``).
+with its ``observer``, ``faults``, ``fault_alerts``, ``connections`` and ``heartbeat``). The
+inbox's folders are the home's (``core.home``); the commit hook it shares with the gateways is
+the store's (``core.store.commit_hold``).
 
 The names below are looked up on first use (PEP 562), as in ``core``: a command that only lists
 the inbox's files does not pay for the service, its alert threads and the spreadsheet readers.
@@ -16,14 +18,14 @@ _LAZY = {
     "files_by_state": "core.store.inbox_progress",
     "inbox_files": "core.store.inbox_progress",
     "recent_files": "core.store.inbox_progress",
-    "HOLD_ENV": "core.inbox.delivery",
+    "HOLD_ENV": "core.store.commit_hold",
     "deliver": "core.inbox.delivery",
     "deliver_until_done": "core.inbox.delivery",
-    "hold_after_commit": "core.inbox.delivery",
-    "claimed_dir": "core.inbox.files",
+    "hold_after_commit": "core.store.commit_hold",
+    "claimed_dir": "core.home",
     "kind_skip": "core.inbox.files",
     "prepare_home": "core.inbox.files",
-    "quiet_skip": "core.inbox.files",
+    "quiet_skip": "core.home",
     "FileResult": "core.inbox.result",
     "InboxService": "core.inbox.service",
 }

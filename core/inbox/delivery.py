@@ -8,7 +8,7 @@ place and does not come here). It claims the file (``files``), and a
 progress row (R8: a crash resumes where the last commit stopped, nothing
 counted twice), then archives it to ``processed/YYYY-MM-DD/`` without
 phone-number columns, or moves an unreadable one to ``rejected/`` with a
-reason file. A gateway's spooled posts (``core.gateways.spool.SpoolFile``) are taken
+reason file. A gateway's spooled posts (``core.store.spooled.SpoolFile``) are taken
 in as that gateway's path, with its message keys and counts in the same transactions.
 
 A file whose writer may still be appending is read only up to its last
@@ -23,7 +23,6 @@ times the settle time.
 from __future__ import annotations
 
 import errno
-import itertools
 import logging
 import os
 import threading
@@ -33,13 +32,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from core.config import InboxConfig
-from core.gateways.spool import SpoolFile
-from core.home import Home
+from core.home import Home, quiet_skip
 from core.rules.batch import Verdict
 from core.rules.formats import FormatError, complete_part, line_count, read_items, spreadsheet_kind, table_items
 from core.rules.privacy import mask_phones
 from core.rules.words import outcome_counts
 from core.rules.scrub import scrub, scrub_table
+from core.store.commit_hold import hold_after_commit
 from core.store.inbox_progress import (
     ClaimTaken,
     advance_progress,
@@ -48,6 +47,7 @@ from core.store.inbox_progress import (
     progress,
 )
 from core.store.receiver import Receiver
+from core.store.spooled import SpoolFile
 
 from .claim import Claim
 from .files import (
@@ -61,7 +61,6 @@ from .files import (
     kind_skip,
     lock_claim,
     masked_name,
-    quiet_skip,
     release_claim,
     reserve_claim,
     same_file,
@@ -74,8 +73,6 @@ from .writers import open_for_writing
 
 log = logging.getLogger("ussd.inbox")
 
-HOLD_ENV = "USSD_HOLD_AFTER_COMMIT"  # see hold_after_commit
-_hold_counter = itertools.count()
 QUIET_FACTOR = 10  # settle times of quiet before a file is archived where writers cannot be seen
 
 
@@ -384,26 +381,6 @@ def _read_checked(fd: int, st: os.stat_result, config: InboxConfig) -> bytes | s
     if len(data) > config.max_file_bytes:
         return f"over the size limit (more than {config.max_file_bytes} bytes)"
     return data
-
-
-def hold_after_commit(claim: str, line: int, stop: threading.Event | None = None) -> None:
-    """The ``HOLD_ENV`` hook; does nothing unless the variable is set.
-
-    With ``USSD_HOLD_AFTER_COMMIT`` naming a folder, a worker leaves a marker there after each
-    committed batch and waits while the marker exists (or until a stop), so a test or the crash
-    harness can signal, kill or stop a real receiver at a known point of a file instead of
-    guessing a moment. It lives here, not in tests/, because the receiver under test is a real
-    ``ussd-console watch`` process (or ``ussd-console ingest``, which calls it after each batch).
-    """
-    folder = os.environ.get(HOLD_ENV)
-    if not folder:
-        return
-    marker = Path(folder) / f"{os.getpid()}-{threading.get_ident()}-{next(_hold_counter)}.held"
-    temporary = marker.with_suffix(".tmp")
-    temporary.write_text(f"{claim}\n{line}\n")
-    os.rename(temporary, marker)  # whole when seen
-    while marker.exists() and not (stop is not None and stop.is_set()):
-        time.sleep(0.005)
 
 
 def _tally(verdicts: list[Verdict]) -> dict[str, int]:

@@ -24,18 +24,12 @@ import threading
 import time
 from pathlib import Path
 
-from core.home import Home, private_folder
+from core.home import Home, claimed_dir, private_folder
 from core.rules.privacy import RUN_BYTES, mask_phones, mask_phones_bytes
 from core.rules.text import escape_text
 
 log = logging.getLogger("ussd.inbox")
 
-
-
-CLAIMED = ".claimed"
-
-
-TEMP_SUFFIXES = (".tmp", ".part", ".partial")
 
 
 NAME_MAX = 255
@@ -50,10 +44,6 @@ _in_flight: set[str] = set()
 
 
 _in_flight_lock = threading.Lock()
-
-
-def claimed_dir(home: Home) -> Path:
-    return home.inbox / CLAIMED
 
 
 def inside_home(home: Home, path: Path) -> Path:
@@ -74,15 +64,6 @@ def prepare_home(home: Home) -> None:
             private_folder(folder)
         inside_home(home, folder)
     private_folder(home.logs)
-
-
-def quiet_skip(name: str) -> str | None:
-    """Names that are never read and not worth a log line: dotfiles and temp names."""
-    if name.startswith("."):
-        return "hidden name"
-    if name.lower().endswith(TEMP_SUFFIXES):
-        return "temporary name"
-    return None
 
 
 def kind_skip(st: os.stat_result) -> str | None:
@@ -374,12 +355,3 @@ def changed_since(path: Path, before: os.stat_result) -> bool:
     except FileNotFoundError:
         return False
     return (now.st_size, now.st_mtime_ns, now.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino)
-
-
-def count_files(folder) -> int:
-    """Files waiting in ``folder`` (names the inbox never reads do not count)."""
-    try:
-        with os.scandir(folder) as it:
-            return sum(1 for e in it if not quiet_skip(e.name) and e.is_file(follow_symlinks=False))
-    except FileNotFoundError:
-        return 0

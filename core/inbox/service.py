@@ -29,8 +29,7 @@ from collections import Counter
 from typing import Callable
 
 from core.config import InboxConfig, load_inbox_config
-from core.home import Home
-from core.ops.heartbeat import Heartbeat
+from core.home import Home, count_files, quiet_skip
 from core.rules.privacy import mask_phones
 from core.rules.text import escape_text, one_line
 from core.receiver import Receiver
@@ -40,7 +39,8 @@ from .connections import StoreConnections
 from .delivery import deliver
 from .fault_alerts import FaultAlerts
 from .faults import Faults, delivery_fault, os_error
-from .files import claimed_dir, count_files, inside_home, kind_skip, masked_name, prepare_home, quiet_skip, split_claim
+from .files import claimed_dir, inside_home, kind_skip, masked_name, prepare_home, split_claim
+from .heartbeat import Heartbeat
 from .observer import InboxObserver
 from .rejecting import end_vanished_claims
 from .result import FileResult

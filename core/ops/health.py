@@ -9,10 +9,9 @@ knows (the last frame, the outbox) from the store, so any process can ask.
 
 from __future__ import annotations
 
-from core.inbox.files import claimed_dir, count_files
+from core.home import files_waiting
+from core.inbox.heartbeat import live
 from core.store import outbox
-
-from .heartbeat import live
 
 # The worst of several processes' states wins, so one broken receiver is never hidden by a good one.
 _OBSERVER_ORDER = ("dead", "restarting", "running", "off")
@@ -41,7 +40,7 @@ def gather(home, receiver, targets: list[str] | None = None) -> dict:
         "sweep": sweep,
         "last_sweep_at": max(swept) if swept else None,
         "last_frame_at": last_frame_at(receiver),
-        "files_waiting": count_files(home.inbox) + count_files(claimed_dir(home)),
+        "files_waiting": files_waiting(home),
         "outbox_pending": outbox.pending_count(receiver.db, include_new=bool(targets)),
         "alerts_delivered": outbox.delivered_count(receiver.db),
         "alert_targets": sorted(targets or []),

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter as Tally
 from functools import partial
 from itertools import compress, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Iterable, NamedTuple, Sequence
 
 from .decide import CaseRef, Outcome, decide, reject
@@ -165,7 +165,9 @@ class ActivityRow(NamedTuple):
 # Built once or twice per frame on the hot path, so without Python code (see ``_builder``).
 _verdict, _seen_row, _case_row = _builder(Verdict), _builder(SeenRow), _builder(CaseRow)
 _case_ref, _reject_row, _activity_row = _builder(CaseRef), _builder(RejectRow), _builder(ActivityRow)
-_first, _second, _third, _fourth = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+# Named fields read in bulk (C-level getters, as fast as indexing): of frames and verdicts, and of offers.
+_frame_id, _outcome, _file, _line = (attrgetter("frame_id"), attrgetter("outcome"), attrgetter("file"),
+                                     attrgetter("line"))
 _last_two = itemgetter(slice(-2, None))  # a witness's crc8: the trailer's two hex digits
 
 
@@ -338,8 +340,8 @@ class BatchState:
             applied.append, applied_at.append, resent.append, resent_at.append, slow_at.append)
         frame_class = Frame
         for i, parsed in enumerate(results):
-            if parsed.__class__ is frame_class and parsed[7]:  # trailer_ok
-                frame_id, key = parsed[0], parsed[8]
+            if parsed.__class__ is frame_class and parsed.trailer_ok:
+                frame_id, key = parsed.frame_id, parsed.case_key
                 witness = seen_get(frame_id)
                 if witness is None:
                     witness = new_get(frame_id)
@@ -347,12 +349,12 @@ class BatchState:
                         if key in keys or key in cases or (settled and settled.get(key)):
                             slow_add(i)
                         else:
-                            new_texts[frame_id] = parsed[1]
+                            new_texts[frame_id] = parsed.text
                             applied_add(parsed)
                             applied_at_add(i)
                         key_add(key)
                         continue
-                if witness == parsed[1] and not (settled and settled.get(key)):
+                if witness == parsed.text and not (settled and settled.get(key)):
                     bumps[frame_id] = bumps_get(frame_id, 0) + 1
                     resent_add(parsed)
                     resent_at_add(i)
@@ -363,12 +365,12 @@ class BatchState:
                 slow_add(i)
         now, source = self.now, self.source
         if applied:
-            ids, texts, seqs, sites, needs, heads, pris, _, akeys = zip(*applied)
+            ids, texts, seqs, sites, needs, heads, pris, _trailers_ok, akeys = zip(*applied)  # Frame's fields
             # The state ``decide``'s frames see: only they look, each at its own id and key.
-            wanted = {results[i][8] for i in slow_at if results[i].__class__ is frame_class}
+            wanted = {results[i].case_key for i in slow_at if results[i].__class__ is frame_class}
             for frame in compress(applied, map(wanted.__contains__, akeys)):
-                self.seen[frame[0]] = frame[1]
-                cases[frame[8]] = _case_ref((frame[0], frame[1], frame[3:7]))
+                self.seen[frame.frame_id] = frame.text
+                cases[frame.case_key] = _case_ref((frame.frame_id, frame.text, frame.payload))
             self.seen_rows.extend(map(_seen_row, zip(ids, texts, map(_last_two, texts), repeat(now), repeat(now),
                                                      repeat(1), repeat(source))))
             applied_rows = list(map(_case_row, zip(akeys, ids, texts, seqs, sites, needs, heads, pris, repeat(now),
@@ -381,12 +383,12 @@ class BatchState:
         out: list = [None] * len(results)
         place = out.__setitem__
         one_file, file_at = self._shown_files(offers)
-        lines = list(map(_fourth, offers))
+        lines = list(map(_line, offers))
         for at, frames, outcome, reason in ((applied_at, applied, _APPLIED, "new"),
                                             (resent_at, resent, _DUPLICATE, "retransmit")):
             if at:
                 files = repeat(one_file) if file_at is None else map(file_at.__getitem__, at)
-                any(map(place, at, map(_verdict, zip(map(_first, frames), repeat(outcome), repeat(reason),
+                any(map(place, at, map(_verdict, zip(map(_frame_id, frames), repeat(outcome), repeat(reason),
                                                       repeat(source), files, map(lines.__getitem__, at)))))
         if slow_at:
             verdicts = self.verdicts
@@ -396,7 +398,7 @@ class BatchState:
             for i in slow_at:
                 verdict = decide(offers[i], results[i])
                 out[i] = verdict
-                if verdict[1] is _APPLIED:
+                if verdict.outcome is _APPLIED:
                     slow_applied.append(i)
             del verdicts[len(verdicts) - len(slow_at):]
             if slow_applied:  # applied in ``decide``: the cases' rows in arrival order (their ids follow it)
@@ -411,7 +413,7 @@ class BatchState:
         """The file label each offer's verdict shows (as ``decide`` shows it): ``(label, None)``
         when every offer carries the same object (an inbox file's items, or none), else
         ``(None, labels by position)``."""
-        files = list(map(_third, offers))
+        files = list(map(_file, offers))
         if len(set(map(id, files))) <= 1:
             return (self._show_file(files[0]) if files else None), None
         by_object = {}
@@ -439,7 +441,7 @@ class BatchState:
                                                    map(_VALUE_OF.__getitem__, outcomes), reasons, files, lines)))
         return Writes(self.seen_rows, self.case_rows, self.reject_rows, activity, self.seen_bumps,
                       list(self.new_quarantine.values()), self.quarantine_bumps,
-                      Tally(map(_VALUE_OF.__getitem__, map(_second, verdicts))), self.added_cases,
+                      Tally(map(_VALUE_OF.__getitem__, map(_outcome, verdicts))), self.added_cases,
                       self.added_headcount)
 
 

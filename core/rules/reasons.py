@@ -37,7 +37,7 @@ REASONS: dict[str, Words] = {
     "id_seq_mismatch": Words("frame id and place in session disagree"),
     "bad_trailer": Words("checksum does not match"),
     # A line or a message a reader could not turn into a frame (core/rules/columns.py, formats.py,
-    # core/gateways/adapters.py).
+    # core/gateways/kinds/).
     "no_text": Words("no text after the id (an empty message)"),
     "no_frame_id": Words("a frame but no frame id"),
     "no_frame_in_text": Words("no frame in the message"),

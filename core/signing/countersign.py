@@ -15,9 +15,9 @@ import os
 import time
 
 from core.config import SigningConfig, load_signing_config
-from core.gateways.accounts import add_account, gateway_models, retire_account
 from core.rules.retention import describe as describe_seconds
 from core.store.database import write_transaction
+from core.store.gateway_tables import add_account, gateway_models, retire_account
 
 from . import audit, held, roles
 from .audit_models import audit_models

@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 # unwrap only: every command loads this module to check signatures (the retention policy in
 # force), and that import was 3% of the instructions of `cases` or `audit verify`.
 
-from core.home import sync_folder
+from core.home import PrivateFileError, read_private, sync_folder
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}", re.ASCII)
 KEY_SUFFIX = ".key"
@@ -219,27 +219,10 @@ def operators_folder(home, create: bool = False) -> Path:
 
 
 def read_key_file(path: Path) -> bytes:
+    """The key file's bytes, under the checks every owner-only file gets (``core.home.read_private``)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        raise ActionError(f"no key file for this operator at {path}") from None
-    except OSError as exc:
-        raise ActionError(f"cannot open the key file {path}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ActionError(f"the key file {path} is not a regular file")
-        if info.st_mode & 0o077:
-            raise ActionError(
-                f"the key file {path} is readable by others (mode {info.st_mode & 0o777:04o}); "
-                f"run: chmod 600 {path}"
-            )
-        chunks = []
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return read_private(path, "the key file")
+    except PrivateFileError as exc:
+        if exc.missing:
+            raise ActionError(f"no key file for this operator at {path}") from None
+        raise ActionError(str(exc)) from None

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, NamedTuple
 
-from core.gateways.accounts import GATEWAY_ADD, GATEWAY_RETIRE, check_gateways
 from core.rules.frame import Frame, parse
 from core.rules.text import escape_text
 
+from .gateway_check import GATEWAY_ADD, GATEWAY_RETIRE, check_gateways
 from .mark_check import MARK_ACTION, check_marks
 from .registry import OPERATOR_ADD, OPERATOR_ADOPT, OPERATOR_RETIRE
 

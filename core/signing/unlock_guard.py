@@ -30,8 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from core.home import LOG_FORMAT, open_private, private_folder
-from core.ops.heartbeat import run_dir
+from core.home import LOG_FORMAT, open_private, private_folder, run_dir
 
 from .keys import ActionError, check_name
 

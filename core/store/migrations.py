@@ -1,4 +1,8 @@
-"""The schema: numbered migrations, and ``connect`` (open, then bring the schema up to date)."""
+"""The schema: the store's numbered migrations, and ``connect`` (open, then bring the schema up to date).
+
+Signing declares its own steps (``core.signing.migrations``); ``core.receiver`` hands ``connect``
+every package's steps in number order, so the store imports no package above it.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,15 @@ from typing import Callable
 from peewee import Database
 
 from core.rules.text import one_line
-from core.signing.audit_models import create_audit_tables, create_truncate_guards
 
 from .backend import is_postgres_url, open_database
 from .database import StoreError, claim_sqlite, describe_target, write_transaction
+from .gateway_tables import migrate_message_contents as _v24_gateway_message_contents
+from .gateway_tables import migrate_v21 as _v21_gateways
 from .home_identity import migrate_v25 as _v25_home_id
 from .inbox_progress import migrate_v2 as _v2_inbox_tables
 from .models import RANKED_SQL, bind_models
 from .outbox import migrate_v15 as _v15_alert_outbox
-from core.gateways.accounts import migrate_v21 as _v21_gateways  # gateways' own module owns its tables
-from core.gateways.accounts import migrate_message_contents as _v24_gateway_message_contents
 
 Migration = Callable[[Database, object], None]
 
@@ -39,14 +42,6 @@ def _v1_core_tables(db: Database, m) -> None:
             m.Eviction,
         ]
     )
-
-
-def _v3_operators_and_audit(db: Database, m) -> None:
-    create_audit_tables(db)
-
-
-def _v4_audit_truncate_guards(db: Database, m) -> None:
-    create_truncate_guards(db)
 
 
 def _v14_case_lifecycle(db: Database, m) -> None:
@@ -119,12 +114,11 @@ def _v23_one_rank_index(db: Database, m) -> None:
     db.execute_sql("DROP INDEX IF EXISTS cases_pri_headcount_first_seen")
 
 
-# Append only: a released store is upgraded by running the steps it lacks, in order.
+# Append only: a released store is upgraded by running the steps it lacks, in order. Signing's
+# steps (3 and 4) are its own, in ``core.signing.migrations``.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "core tables: dedup witnesses, ledger, quarantine, rejects, accounting, retention", _v1_core_tables),
     (2, "inbox: claimed files with per-file progress, files per delivery path", _v2_inbox_tables),
-    (3, "operators, the signed audit log and its head", _v3_operators_and_audit),
-    (4, "PostgreSQL: the audit tables refuse TRUNCATE", _v4_audit_truncate_guards),
     (14, "case lifecycle: a status per case and its signed marks", _v14_case_lifecycle),
     (15, "alert outbox: events and one delivery row per event and target", _v15_alert_outbox),
     (21, "gateways: signed accounts (token hashes), per-gateway counts, gateway message ids", _v21_gateways),
@@ -136,8 +130,17 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
 ]
 
 
-def migrate(db: Database, m) -> int:
-    """Bring the schema up to date; return the newest version now in force.
+def _numbers(steps: list[tuple[int, str, Migration]]) -> list[int]:
+    """The steps' numbers, refused unless in order with each once (a program's error, not the store's)."""
+    numbers = [version for version, _what, _step in steps]
+    if not numbers or numbers != sorted(set(numbers)):
+        raise ValueError(f"schema steps must be in number order, each number once: {numbers}")
+    return numbers
+
+
+def migrate(db: Database, m, steps: list[tuple[int, str, Migration]]) -> int:
+    """Bring the schema up to date with ``steps`` (every package's, in number order); return the
+    newest version now in force.
 
     Steps are applied by membership, not by "newer than the highest": numbers
     may have gaps while branches are merged, and a step that was missing when a
@@ -146,21 +149,22 @@ def migrate(db: Database, m) -> int:
     An up-to-date SQLite store is only read here, without the write lock: a
     read-only store, or one another process holds locked, can still be read.
     """
+    numbers = _numbers(steps)
     current = db.schema_versions_unlocked()
-    wanted = {version for version, _what, _step in MIGRATIONS}
-    if current is not None and wanted <= current and max(current) <= MIGRATIONS[-1][0]:
+    wanted = set(numbers)
+    if current is not None and wanted <= current and max(current) <= numbers[-1]:
         return max(current)
     with write_transaction(db):
         db.create_tables([m.SchemaVersion])
         applied = {row.version for row in m.SchemaVersion.select(m.SchemaVersion.version)}
         have = max(applied, default=0)
-        latest = MIGRATIONS[-1][0]
+        latest = numbers[-1]
         if have > latest:
             raise StoreError(
                 f"the store is at schema version {have}, newer than this program knows ({latest}); "
                 "upgrade the program"
             )
-        for version, _what, step in MIGRATIONS:
+        for version, _what, step in steps:
             if version not in applied:
                 step(db, m)
                 m.SchemaVersion.create(version=version, applied_at=time.time())
@@ -168,16 +172,17 @@ def migrate(db: Database, m) -> int:
     return max(applied)
 
 
-def connect(store_target: str, create: bool = True):
-    """Open, configure and migrate; return ``(db, models)``. A SQLite file that is not one of our
-    stores is refused untouched; without ``create`` (a reading command) a missing one is too."""
+def connect(store_target: str, create: bool = True, *, steps: list[tuple[int, str, Migration]]):
+    """Open, configure and migrate with ``steps``; return ``(db, models)``. A SQLite file that is not
+    one of our stores is refused untouched; without ``create`` (a reading command) a missing one is too."""
+    _numbers(steps)
     if not is_postgres_url(store_target) and store_target != ":memory:":
         claim_sqlite(store_target, create)
     db = open_database(store_target)
     m = bind_models(db)
     try:
         db.connect(reuse_if_open=True)
-        migrate(db, m)
+        migrate(db, m, steps)
     except StoreError:
         db.close()
         raise

@@ -3,7 +3,7 @@
 ``Receiver`` joins the ledger writes (``ledger.LedgerWrites``: the ingest;
 ``retention_writes.RetentionWrites``: retention, eviction) and the read queries (``queries.LedgerReads``) on one
 database connection opened and migrated by ``migrations.connect``. It is
-handed the function that says which retention policy is in force, since
+handed every package's schema steps and the function that says which retention policy is in force, since
 that means checking signatures, which is signing's work, not the store's:
 ``core.receiver.Receiver`` is the one every caller opens.
 """
@@ -25,11 +25,13 @@ __all__ = ["Receiver", "Verdict"]
 class Receiver(LedgerWrites, RetentionWrites, LedgerReads):
     """Takes frames in exactly once on a durable store, and answers what the store holds."""
 
-    def __init__(self, store_target: str, *, policy: Callable[["Receiver"], dict], create: bool = True):
-        """``create=False`` (a reading command): a missing store is an error, never a new file."""
+    def __init__(self, store_target: str, *, policy: Callable[["Receiver"], dict], steps: list,
+                 create: bool = True):
+        """``steps``: every package's schema steps, in number order (``core.receiver.schema``).
+        ``create=False`` (a reading command): a missing store is an error, never a new file."""
         self.store_target = store_target
         self.policy = policy
-        self.db, self.m = connect(store_target, create)
+        self.db, self.m = connect(store_target, create, steps=steps)
 
     def close(self) -> None:
         if not self.db.is_closed():

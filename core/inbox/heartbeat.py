@@ -18,15 +18,11 @@ import os
 import time
 from pathlib import Path
 
-from core.home import open_private, private_folder, replace_private
+from core.home import open_private, private_folder, replace_private, run_dir
 
 BEAT_EVERY = 2.0
 FRESH = 10.0  # seconds: an unlocked lock file younger than this may be a service starting now
 _serial = itertools.count(1)  # several services in one process (tests) each have their own record
-
-
-def run_dir(home) -> Path:
-    return home.root / "run"
 
 
 class Heartbeat:

@@ -7,8 +7,8 @@ import re
 from typing import NamedTuple
 
 DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M")
-_SPAN = re.compile(r"^\s*(\d{1,4})\s*([mhdw])\s*$")
-_UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_SPAN = re.compile(r"^\s*(\d{1,7})\s*([smhdw])\s*$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 class Period(NamedTuple):
@@ -18,7 +18,7 @@ class Period(NamedTuple):
 
 
 def span_seconds(text: str) -> int | None:
-    """``90m``, ``24h``, ``7d``, ``2w`` in seconds; None for anything else."""
+    """``30s``, ``90m``, ``24h``, ``7d``, ``2w`` in seconds; None for anything else."""
     found = _SPAN.match(text or "")
     return int(found.group(1)) * _UNIT[found.group(2)] if found and int(found.group(1)) > 0 else None
 

@@ -49,15 +49,24 @@ def render(f: Figures, fmt: str) -> bytes:
     return out.getvalue()
 
 
-def write_report(home, receiver, period: Period, fmt: str, target: Path, targets: list[str],
-                 now: float | None = None) -> Written:
-    """Compute, render and place one report at ``target`` (its folder must exist)."""
+def figures_for(home, receiver, period: Period, targets: list[str], now: float | None = None) -> Figures:
+    now = time.time() if now is None else now
+    return compute(receiver, period, str(home.root), report_health(home, receiver, targets), now)
+
+
+def place(figures: Figures, fmt: str, target: Path) -> Written:
+    """Render ``figures`` as ``fmt`` and put the file at ``target`` whole (its folder must exist)."""
     if fmt not in FORMATS:
         raise ValueError(f"a report format is {' or '.join(FORMATS)}, not {fmt!r}")
-    now = time.time() if now is None else now
-    figures = compute(receiver, period, str(home.root), report_health(home, receiver, targets), now)
-    data = render(figures, fmt)
     target = Path(target)
-    replace_private(target, data)
+    replace_private(target, render(figures, fmt))
     sync_folder(target.parent)
     return Written(target, fmt, figures.cases, figures.people, figures)
+
+
+def write_report(home, receiver, period: Period, fmt: str, target: Path, targets: list[str],
+                 now: float | None = None) -> Written:
+    """Compute, render and place one report at ``target``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"a report format is {' or '.join(FORMATS)}, not {fmt!r}")
+    return place(figures_for(home, receiver, period, targets, now), fmt, target)

@@ -52,6 +52,7 @@ screenshots: $(STAMP)
 	$(BIN)/python -m tools.screenshots
 	./scripts/ensure-chromium
 	$(BIN)/python -m tools.browser_shot
+	$(BIN)/python -m tools.report_shot
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

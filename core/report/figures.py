@@ -37,20 +37,38 @@ def _cases_in(receiver, period: Period, *fields):
     return q.where(C.site == period.site) if period.site else q
 
 
-def _breakdowns(receiver, period: Period):
-    """One scan: cases and people per (need, site, status)."""
+def _wait_bucket(at: float):
+    """Which of ``WAIT_BUCKETS`` a case first seen at ``first_seen`` is in at ``at``, in SQL."""
+    C_waited = SQL(f"({float(at)!r} - first_seen)")
+    whens = [(C_waited < limit, i) for i, (limit, _) in enumerate(WAIT_BUCKETS) if limit is not None]
+    return When(None, whens, len(WAIT_BUCKETS) - 1)
+
+
+def _breakdowns(receiver, period: Period, at: float):
+    """One scan of the period's cases: cases and people per (need, site, status), and the open and
+    dispatched ones by how long they have waited at ``at`` (with the longest wait)."""
     C = receiver.m.Case
-    rows = (_cases_in(receiver, period, C.need, C.site, C.status, fn.COUNT(C.id), fn.SUM(C.headcount))
-            .group_by(C.need, C.site, C.status).tuples())
+    bucket = _wait_bucket(at)
+    rows = (_cases_in(receiver, period, C.need, C.site, C.status, bucket.alias("wait"), fn.COUNT(C.id),
+                      fn.SUM(C.headcount), fn.MIN(C.first_seen))
+            .group_by(C.need, C.site, C.status, SQL("wait")).tuples())
     needs: dict[str, list[int]] = {}
     sites: dict[str, list[int]] = {}
     statuses: dict[str, list[int]] = {s: [0, 0] for s in STATUSES}
-    for need, site, status, n, people in rows:
-        for table, key in ((needs, need), (sites, site), (statuses, status)):
+    waits: dict[int, list[int]] = {i: [0, 0] for i in range(len(WAIT_BUCKETS))}
+    firsts = []
+    for need, site, status, wait, n, people, first in rows:
+        tables = [(needs, need), (sites, site), (statuses, status)]
+        if status in RANKED:
+            tables.append((waits, int(wait)))
+            firsts.append(first)
+        for table, key in tables:
             cell = table.setdefault(key, [0, 0])
             cell[0] += int(n)
             cell[1] += int(people or 0)
-    return needs, sites, statuses
+    waiting = [Count(str(i), label, *waits[i]) for i, (_, label) in enumerate(WAIT_BUCKETS)]
+    oldest = max(0.0, at - min(firsts)) if firsts else None
+    return needs, sites, statuses, waiting, oldest
 
 
 def _arrivals(receiver, period: Period, bucket: int) -> list[tuple[float, int]]:
@@ -65,21 +83,6 @@ def _arrivals(receiver, period: Period, bucket: int) -> list[tuple[float, int]]:
 
 def _is_pg(receiver) -> bool:
     return isinstance(receiver.db, PostgresqlDatabase)
-
-
-def _waiting(receiver, period: Period, at: float) -> tuple[list[Count], float | None]:
-    """The period's open and dispatched cases by how long they have waited at ``at``."""
-    C = receiver.m.Case
-    waited = at - C.first_seen
-    whens = [(waited < limit, i) for i, (limit, _) in enumerate(WAIT_BUCKETS) if limit is not None]
-    bucket = When(None, whens, len(WAIT_BUCKETS) - 1)
-    q = (_cases_in(receiver, period, bucket.alias("b"), fn.COUNT(C.id), fn.SUM(C.headcount), fn.MIN(C.first_seen))
-         .where(C.status.in_(RANKED)).group_by(SQL("b")).tuples())
-    got = {int(b): (int(n), int(p or 0), first) for b, n, p, first in q}
-    rows = [Count(str(i), label, got.get(i, (0, 0, None))[0], got.get(i, (0, 0, None))[1])
-            for i, (_, label) in enumerate(WAIT_BUCKETS)]
-    firsts = [first for _, _, first in got.values() if first is not None]
-    return rows, (max(0.0, at - min(firsts)) if firsts else None)
 
 
 def _ranking(receiver, period: Period) -> list[dict]:
@@ -124,7 +127,8 @@ def _rejects(receiver, period: Period) -> tuple[list[Count], list[Count]]:
     return out[0], out[1]
 
 
-def _checkpoint(receiver) -> str:
+def checkpoint_line(receiver) -> str:
+    """The line ``audit checkpoint`` prints (only when the log verifies, tables included)."""
     from core.signing import audit
 
     result, cp = audit.make_checkpoint(receiver)
@@ -142,14 +146,13 @@ def compute(receiver, period: Period, home: str, health: dict, now: float | None
     """Every figure of the report for ``period`` (``health`` is gathered by the caller: it reads the
     home's files as well as the store)."""
     now = time.time() if now is None else now
-    needs, sites, statuses = _breakdowns(receiver, period)
+    needs, sites, statuses, waiting, oldest = _breakdowns(receiver, period, min(now, period.until))
     bucket = 3600 if period.until - period.since <= 8 * 86400 else 86400
     by_site = _sorted(sites, _text)
     shown = by_site[:SITES_SHOWN]
     if len(by_site) > SITES_SHOWN:
         rest = by_site[SITES_SHOWN:]
         shown.append(Count("", f"{len(rest)} other sites", sum(c.cases for c in rest), sum(c.people for c in rest)))
-    waiting, oldest = _waiting(receiver, period, min(now, period.until))
     rejects_reason, rejects_path = _rejects(receiver, period)
     return Figures(
         home=home, since=period.since, until=period.until, made_at=now, site=period.site,
@@ -160,7 +163,7 @@ def compute(receiver, period: Period, home: str, health: dict, now: float | None
         arrivals=_arrivals(receiver, period, bucket), bucket_seconds=bucket,
         ranking=_ranking(receiver, period), conflicts=_conflicts(receiver, period),
         rejects_by_reason=rejects_reason, rejects_by_path=rejects_path,
-        health=health, checkpoint=_checkpoint(receiver),
+        health=health, checkpoint=checkpoint_line(receiver),
         notes=["Cases are those first seen in the period, with the status they have now."
                + (" Conflicts, rejects and health are the whole home's." if period.site else "")],
     )

@@ -24,13 +24,13 @@ td.n{text-align:right} .note{font-size:.85em;color:#333;margin:.2em 0}
 
 
 def _cell(text: str, header: str) -> str:
-    numeric = text.replace(",", "").replace(".", "").isdigit() and header not in ("frame", "site", "conflict")
+    numeric = text.replace(",", "").replace(".", "").isdigit() and header not in ("frame", "site", "conflict", "state")
     return f"<td class=\"n\">{escape(text)}</td>" if numeric else f"<td>{escape(text)}</td>"
 
 
 def _table(t: Table) -> str:
     if not t.rows:
-        return f"<p class=\"note\">{escape(t.title)}: none.</p>"
+        return "<p class=\"note\">None.</p>"  # under its own heading
     head = "".join(f"<th scope=\"col\">{escape(h)}</th>" for h in t.header)
     body = "".join("<tr>" + "".join(_cell(c, h) for c, h in zip(row, t.header)) + "</tr>" for row in t.rows)
     note = f"<p class=\"note\">{escape(t.note)}</p>" if t.note else ""

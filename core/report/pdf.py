@@ -89,7 +89,6 @@ def _section(p: Pages, t: Table, f: Figures) -> None:
     ax = p.fig.add_axes([(MARGIN + 0.45) / A4[0], (top - CHART_H + 0.35) / A4[1], (left - 0.55) / A4[0],
                          (CHART_H - 0.55) / A4[1]])
     charts.CHARTS[t.chart](ax, f)
-    ax.set_title("", loc="left")  # the section heading names it
     _table(p, t, MARGIN + left + 0.15, usable - left - 0.15)
     if p.y > top - CHART_H:  # the table was shorter than the chart (a table that ran on moved to a new page)
         p.y = min(p.y, top - CHART_H)
@@ -106,8 +105,11 @@ def write(f: Figures, path: str) -> int:
             p.text(MARGIN, line)
             p.y -= LINE
         p.y -= LINE * 0.5
-        p.text(MARGIN, "   ".join(f"{k}: {v}" for k, v in headline(f)), size=9, bold=True)
-        p.y -= LINE * 1.5
+        heads = headline(f)
+        for part in (heads[:3], heads[3:]):  # two lines: a million cases still fits the page's width
+            p.text(MARGIN, "   ".join(f"{k}: {v}" for k, v in part), size=9, bold=True)
+            p.y -= LINE * 1.3
+        p.y -= LINE * 0.3
         for note in f.notes:
             p.text(MARGIN, note, size=7)
             p.y -= LINE

@@ -123,3 +123,40 @@ def test_default_file_is_in_the_homes_reports_folder(home):
     out = json.loads(done.stdout)
     assert out["file"].startswith(str(home.root / "reports" / "report-")) and out["file"].endswith(".html")
     assert (out["cases"], out["people"]) == (0, 0)
+
+
+def test_figures_are_the_same_on_both_backends(receiver, tmp_path):
+    """The grouped scans (hours, waits) on SQLite and on PostgreSQL alike."""
+    from core.report.figures import compute
+    from tests.support.helpers import frame
+
+    now = 1_800_000_000.0
+    items = [(f"b{i}-1", frame(1, f"S{i % 3}", ("WAT", "FOO")[i % 2], 1 + i % 5, i % 90)) for i in range(60)]
+    receiver.ingest_many(items[:40], now=now - 5 * 3600, source="cli")
+    receiver.ingest_many(items[40:], now=now - 600, source="cli")
+    f = compute(receiver, parse_period("24h", None, now), "home", {}, now=now)
+    t = receiver.totals()
+    assert (f.cases, f.people) == (t["cases"], t["headcount_total"]) == (60, sum(1 + i % 5 for i in range(60)))
+    assert [n for _, n in f.arrivals if n] == [40, 20] and len(f.arrivals) == 24
+    assert {c.label: c.cases for c in f.waiting if c.cases} == {"1-6 hours": 40, "under 1 hour": 20}
+    assert round(f.oldest_waiting) == 5 * 3600
+    assert {c.key: c.cases for c in f.by_need} == {"WAT": 30, "FOO": 30}
+    assert compute(receiver, parse_period("24h", None, now, "S1"), "home", {}, now=now).cases == 20
+
+
+def test_no_phone_number_reaches_the_report(home, tmp_path):
+    from tests.support.helpers import frame
+
+    phone_id = "254712345678-1"
+    (tmp_path / "in.txt").write_text(f"{phone_id} {frame(1, 'Kakuma1', 'WAT', 9, 99)}\n")
+    assert cli(home, "ingest", str(tmp_path / "in.txt")).returncode == 0
+    assert phone_id in cli(home, "ranking").stdout  # stored as the gateway sent it
+    for fmt in ("html", "pdf"):
+        assert cli(home, "report", "--to", str(tmp_path / f"r.{fmt}")).returncode == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "712345678" not in page and "[phone]" in page and "Kakuma1" in page
+    if shutil.which("pdftotext") is None:  # the PDF's text is compressed: read it as a reader would
+        pytest.skip("pdftotext (Debian's poppler-utils) is not installed: scripts/ensure-poppler installs it")
+    text = subprocess.run(["pdftotext", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True,
+                          timeout=120).stdout
+    assert "Kakuma1" in text and "[phone]" in text and "712345678" not in text.replace(" ", "")

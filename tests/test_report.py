@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -160,3 +161,25 @@ def test_no_phone_number_reaches_the_report(home, tmp_path):
     text = subprocess.run(["pdftotext", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True,
                           timeout=120).stdout
     assert "Kakuma1" in text and "[phone]" in text and "712345678" not in text.replace(" ", "")
+
+
+def test_resolved_conflicts_say_by_whom_and_the_checkpoint_covers_the_signature(tmp_path):
+    from core.home import Home
+    from core.report.figures import compute
+    from tests.support.signing import A1, A1_FIX, B2, add_operators, ingest, quarantine_id, sign
+
+    home = Home(tmp_path / "home").ensure()
+    add_operators(home, tmp_path, "alice", "bob")
+    ingest(home, tmp_path, [A1, B2])
+    ingest(home, tmp_path, [A1_FIX], name="fix.txt")
+    assert sign(home, tmp_path, "resolve", str(quarantine_id(home, "A-1", A1_FIX[1])), "--accept-correction") == 0
+    target = tmp_path / "r.html"
+    assert cli(home, "report", "--to", str(target)).returncode == 0
+    with Receiver(str(home.db)) as r:
+        f = compute(r, parse_period("24h", None, time.time()), str(home.root), {})
+    c = f.conflicts
+    assert (c["opened"], c["resolved"], c["still_open"]) == (1, 1, 0)
+    assert c["resolved_by"] == {"alice": 1} and c["resolved_rows"][0]["frame_id"] == "A-1"
+    page = target.read_text()
+    assert "alice" in page and "op:alice=" in page and "op:bob=" in page  # the checkpoint names both keys
+    assert cli(home, "audit", "checkpoint").stdout.splitlines()[0] in page

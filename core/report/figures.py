@@ -39,8 +39,8 @@ def _cases_in(receiver, period: Period, *fields):
 
 def _wait_bucket(at: float):
     """Which of ``WAIT_BUCKETS`` a case first seen at ``first_seen`` is in at ``at``, in SQL."""
-    C_waited = SQL(f"({float(at)!r} - first_seen)")
-    whens = [(C_waited < limit, i) for i, (limit, _) in enumerate(WAIT_BUCKETS) if limit is not None]
+    waited = SQL(f"({float(at)!r} - first_seen)")
+    whens = [(waited < limit, i) for i, (limit, _) in enumerate(WAIT_BUCKETS) if limit is not None]
     return When(None, whens, len(WAIT_BUCKETS) - 1)
 
 

@@ -107,8 +107,9 @@ _RULES: dict[str, tuple[type, float | None, float | None]] = {
     "text_columns": (list, 0, 32),
     "phone_columns": (list, 0, 32),
     "unlock_minutes": (float, 0.0, 720.0),  # [console]; at most a long shift
-    "every": (float, 1.0, 30 * 86400.0),  # [backup]: seconds between scheduled backups (core.backup.config)
-    "keep": (int, 1, 10_000),  # [backup]: backups kept in the folder
+    "every": (float, 1.0, 30 * 86400.0),  # [backup], [report]: seconds between scheduled backups or reports
+    "keep": (int, 1, 10_000),  # [backup], [report]: backups or reports kept in the folder
+    "at": (str, 0, 24 * 60 - 1),  # [report]: the time of day "HH:MM" reports are made at (core.report.config)
     "countersign": (tuple, 0, 3),  # [signing]: kinds of action a second admin approves (_CHOICES)
     "countersign_hours": (float, 1.0, 720.0),  # [signing]: a held request expires after this long
 }
@@ -140,6 +141,12 @@ def _check(key: str, value: Any, section: str = "inbox") -> None:
             if not any(c.isalnum() for c in v) or len(v) > 64:
                 raise ValueError(f"{section} setting {key}: {v!r} is not a column name "
                                  "(1-64 characters, a letter or digit among them)")
+        return
+    if kind is str:  # a time of day, "HH:MM"
+        hours, _, minutes = value.partition(":") if isinstance(value, str) else ("", "", "")
+        if not (hours.isdigit() and minutes.isdigit() and len(minutes) == 2 and len(hours) <= 2
+                and low <= int(hours) * 60 + int(minutes) <= high and int(minutes) < 60):
+            raise ValueError(f"{section} setting {key} must be a time of day like \"07:00\", not {value!r}")
         return
     if kind is bool:
         if not isinstance(value, bool):

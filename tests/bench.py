@@ -14,6 +14,7 @@ Each figure is measured in this run on this machine:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -192,6 +193,7 @@ def main() -> None:
             if args.only_sqlite:
                 return
             backup_figure(tmp, r.store_target, args.stored + n)
+            report_figure(tmp, r.store_target, args.stored + n)
             stall = eviction_stall(r, now=time.time())
             print(f"evict {stall['removed']:,} expired rows: {stall['seconds']:.1f} s; a console read meanwhile "
                   f"waited at most {stall['max_read_ms']:.1f} ms (p99 {stall['p99_read_ms']:.1f} ms, {stall['reads']} reads)")
@@ -216,6 +218,30 @@ def backup_figure(tmp: Path, db: str, frames: int) -> None:
     print(f"BACKUP of a {frames:,}-frame store: {made_s:.1f} s, {made.size / 2**20:,.1f} MiB "
           f"(store {os.path.getsize(db) / 2**20:,.1f} MiB); backup verify {verify_s:.1f} s")
     made.file.unlink()
+
+
+def report_figure(tmp: Path, db: str, frames: int) -> None:
+    """`ussd-console report` of every case of the loaded store, HTML and PDF, each in a process of its
+    own: its wall time and its peak memory (the child's own maximum resident set, from wait4)."""
+    import subprocess
+    import sys
+
+    from core.home import Home
+
+    home = Home(tmp / "report-home").ensure()
+    for fmt in ("html", "pdf"):
+        out = tmp / f"report.{fmt}"
+        t = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--home", str(home.root), "--db", db, "report",
+                                 "--since", "90d", "--format", fmt, "--to", str(out), "--force", "--json"],
+                                cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE, text=True)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t
+        got = json.loads(proc.stdout.read())
+        proc.stdout.close()
+        print(f"REPORT ({fmt}) of a {frames:,}-frame store: {seconds:.1f} s, peak memory "
+              f"{usage.ru_maxrss / 1024:,.0f} MB ({got['cases']:,} cases, {got['people']:,} people, "
+              f"{out.stat().st_size / 1024:,.0f} KiB){'' if status == 0 else f'; exit status {status}'}")
 
 
 PG_WORKER = """

@@ -186,12 +186,13 @@ class Writes(NamedTuple):
     case_rows: list[CaseRow]
     reject_rows: list[RejectRow]
     activity_rows: list[ActivityRow]  # the newest verdicts only: older ones would be pruned at once
-    seen_bumps: dict[str, int]  # frame_id -> retransmits counted against its witness
+    seen_bumps: dict[str, int]  # frame_id -> retransmits counted against its stored witness
     new_quarantine: list[QuarantineRow]
     quarantine_bumps: dict[tuple[str, str], int]  # (frame_id, text) -> repeats of a queued conflict
     outcomes: Tally  # outcome name -> frames
     added_cases: int
     added_headcount: int
+    folded: dict[str, int]  # frame_id -> seen_count of a new witness whose re-sends are in its row
 
 
 def _masked(value, limit: int) -> str:
@@ -236,6 +237,7 @@ class BatchState:
         self.new_quarantine: dict[tuple[str, str], QuarantineRow] = {}
         self.quarantine_bumps: dict[tuple[str, str], int] = {}
         self.added_cases = self.added_headcount = 0
+        self.folded: dict[str, int] = {}  # see ``fold_resends``
         self.verdicts: list[Verdict] = []  # in offer order
         # A file label comes from outside (a path given to `ingest`): stored escaped unless it is
         # printable ASCII already (the inbox's labels are). Every offer of one file carries the
@@ -405,7 +407,28 @@ class BatchState:
                 del self.case_rows[first_row:]
         self.case_rows.extend(applied_rows)
         self.verdicts.extend(out)
+        self.fold_resends()
         return self.verdicts
+
+    def fold_resends(self) -> None:
+        """Re-sends of a witness new in this batch counted in its new row, not as a bump.
+
+        The store would insert the row with a count of one, then add the bumps
+        with the same ``last_seen`` and ``last_source`` (one clock and source per
+        batch): the row with the sum in it is the same row, one write instead of
+        two. Bumps of witnesses stored before the batch stay bumps.
+        """
+        bumps, rows = self.seen_bumps, self.seen_rows
+        if not bumps or not rows:
+            return
+        at = dict(zip(map(_first, rows), range(len(rows))))
+        folded = self.folded
+        for frame_id in bumps.keys() & at.keys():
+            i = at[frame_id]
+            row = rows[i]
+            total = row[5] + bumps.pop(frame_id)
+            rows[i] = _seen_row((*row[:5], total, row[6]))
+            folded[frame_id] = total
 
     def _shown_files(self, offers: Sequence[Offer]) -> tuple[str | None, list | None]:
         """The file label each offer's verdict shows (as ``decide`` shows it): ``(label, None)``
@@ -440,7 +463,7 @@ class BatchState:
         return Writes(self.seen_rows, self.case_rows, self.reject_rows, activity, self.seen_bumps,
                       list(self.new_quarantine.values()), self.quarantine_bumps,
                       Tally(map(_VALUE_OF.__getitem__, map(_second, verdicts))), self.added_cases,
-                      self.added_headcount)
+                      self.added_headcount, self.folded)
 
 
 def decide_batch(offers: Sequence[Offer], results: Sequence, facts: Facts, now: float,

@@ -237,7 +237,7 @@ class BatchState:
         self.new_quarantine: dict[tuple[str, str], QuarantineRow] = {}
         self.quarantine_bumps: dict[tuple[str, str], int] = {}
         self.added_cases = self.added_headcount = 0
-        self.folded: dict[str, int] = {}  # see ``fold_resends``
+        self.folded: dict[str, int] = {}  # id of a new witness -> its count, re-sends in (``fold_resends``)
         self.verdicts: list[Verdict] = []  # in offer order
         # A file label comes from outside (a path given to `ingest`): stored escaped unless it is
         # printable ASCII already (the inbox's labels are). Every offer of one file carries the
@@ -335,6 +335,8 @@ class BatchState:
         key_add = keys.add
         bumps = self.seen_bumps
         bumps_get = bumps.get
+        again = self.folded  # id of a frame applied here -> its count with its re-sends so far
+        again_get = again.get
         applied, applied_at, resent, resent_at, slow_at = [], [], [], [], []
         applied_add, applied_at_add, resent_add, resent_at_add, slow_add = (
             applied.append, applied_at.append, resent.append, resent_at.append, slow_at.append)
@@ -352,8 +354,14 @@ class BatchState:
                             new_texts[frame_id] = parsed[1]
                             applied_add(parsed)
                             applied_at_add(i)
-                        key_add(key)
-                        continue
+                    elif witness == parsed[1] and not (settled and settled.get(key)):
+                        again[frame_id] = again_get(frame_id, 1) + 1  # counted in its new row
+                        resent_add(parsed)
+                        resent_at_add(i)
+                    else:
+                        slow_add(i)
+                    key_add(key)
+                    continue
                 if witness == parsed[1] and not (settled and settled.get(key)):
                     bumps[frame_id] = bumps_get(frame_id, 0) + 1
                     resent_add(parsed)
@@ -372,7 +380,7 @@ class BatchState:
                 self.seen[frame[0]] = frame[1]
                 cases[frame[8]] = _case_ref((frame[0], frame[1], frame[3:7]))
             self.seen_rows.extend(map(_seen_row, zip(ids, texts, map(_last_two, texts), repeat(now), repeat(now),
-                                                     repeat(1), repeat(source))))
+                                                     map(again_get, ids, repeat(1)), repeat(source))))
             applied_rows = list(map(_case_row, zip(akeys, ids, texts, seqs, sites, needs, heads, pris, repeat(now),
                                                    repeat(now), repeat(source), repeat(1))))
             self.added_cases += len(applied)
@@ -416,19 +424,21 @@ class BatchState:
         The store would insert the row with a count of one, then add the bumps
         with the same ``last_seen`` and ``last_source`` (one clock and source per
         batch): the row with the sum in it is the same row, one write instead of
-        two. Bumps of witnesses stored before the batch stay bumps.
+        two. ``decide_all`` counts the re-sends of the frames it applies in
+        their rows as it goes (``folded``); this takes in the few that ``decide``
+        counted as bumps. Bumps of witnesses stored before the batch stay bumps.
         """
         bumps, rows = self.seen_bumps, self.seen_rows
         if not bumps or not rows:
             return
-        at = dict(zip(map(_first, rows), range(len(rows))))
+        extra = list(map(bumps.pop, map(_first, rows), repeat(0)))  # in C: 0 for a row with none
+        if not any(extra):
+            return
         folded = self.folded
-        for frame_id in bumps.keys() & at.keys():
-            i = at[frame_id]
+        for i in compress(range(len(rows)), extra):
             row = rows[i]
-            total = row[5] + bumps.pop(frame_id)
-            rows[i] = _seen_row((*row[:5], total, row[6]))
-            folded[frame_id] = total
+            rows[i] = _seen_row((*row[:5], row[5] + extra[i], row[6]))
+            folded[row[0]] = row[5] + extra[i]
 
     def _shown_files(self, offers: Sequence[Offer]) -> tuple[str | None, list | None]:
         """The file label each offer's verdict shows (as ``decide`` shows it): ``(label, None)``

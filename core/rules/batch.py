@@ -51,9 +51,15 @@ class Offer(NamedTuple):
     line: int | None = None
 
 
+_offer = _builder(Offer)
+_TUPLES, _FOUR = frozenset((tuple, Offer)), {4}
+
+
 def as_offers(items: Iterable[Sequence]) -> list[Offer]:
     """Items as ``Offer``s; a plain ``(frame_id, text)`` or ``(frame_id, text, file, line)``
     tuple is taken too and converted here, once, at the API boundary."""
+    if items.__class__ is list and items and set(map(type, items)) <= _TUPLES and set(map(len, items)) == _FOUR:
+        return list(map(_offer, items))  # an inbox file's items, or offers: in C
     offers = []
     append = offers.append
     for item in items:

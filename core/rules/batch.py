@@ -425,15 +425,10 @@ class BatchState:
         return self.verdicts
 
     def fold_resends(self) -> None:
-        """Re-sends of a witness new in this batch counted in its new row, not as a bump.
-
-        The store would insert the row with a count of one, then add the bumps
-        with the same ``last_seen`` and ``last_source`` (one clock and source per
-        batch): the row with the sum in it is the same row, one write instead of
-        two. ``decide_all`` counts the re-sends of the frames it applies in
-        their rows as it goes (``folded``); this takes in the few that ``decide``
-        counted as bumps. Bumps of witnesses stored before the batch stay bumps.
-        """
+        """Re-sends of a witness new in this batch counted in its new row, not as a bump: the
+        same row as inserting it with a count of one and adding the bumps (one clock and source
+        per batch), one write instead of two. ``decide_all`` counts its own applied frames' as it
+        goes (``folded``); this takes in those ``decide`` counted. Stored witnesses keep bumps."""
         bumps, rows = self.seen_bumps, self.seen_rows
         if not bumps or not rows:
             return

@@ -10,9 +10,9 @@ row and its applied case commit together or not at all; one commit writes each
 dirtied page of the case indexes once, where slices of the call wrote them once
 each): on SQLite the applied frames' cases in one ``executemany`` and their
 witnesses copied from them by ``INSERT ... SELECT``, on PostgreSQL with
-``unnest`` arrays and ``ON CONFLICT DO NOTHING RETURNING``, so receivers sharing the store settle "first arrival"
-between themselves through the unique keys and a batch that lost a race is
-decided again. ``fast_ingest = False`` keeps the reference path (the pure
+``unnest`` arrays and ``ON CONFLICT DO NOTHING RETURNING``, so receivers sharing
+the store settle "first arrival" between themselves through the unique keys and
+a batch that lost a race is decided again. ``fast_ingest = False`` keeps the reference path (the pure
 ``decide_batch``, plain inserts, the exclusive lock) that
 tests/test_fast_path_differential.py compares the fast path with.
 """

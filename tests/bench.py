@@ -212,6 +212,7 @@ def main() -> None:
 def backup_figure(tmp: Path, db: str, frames: int) -> None:
     """`ussd-console backup` and `backup verify` of the loaded store (a separate figure: its own row)."""
     from core.backup.make import make_backup
+    from core.backup.origin import trust_of_home
     from core.backup.verify import verify
     from core.home import Home
 
@@ -220,7 +221,7 @@ def backup_figure(tmp: Path, db: str, frames: int) -> None:
     made = make_backup(home, db, tmp / "backups")
     made_s = time.perf_counter() - t
     t = time.perf_counter()
-    verify(made.file)
+    verify(made.file, trust=trust_of_home(home, db))  # as `backup verify` on the home that made it
     verify_s = time.perf_counter() - t
     print(f"BACKUP of a {frames:,}-frame store: {made_s:.1f} s, {made.size / 2**20:,.1f} MiB "
           f"(store {os.path.getsize(db) / 2**20:,.1f} MiB); backup verify {verify_s:.1f} s")

@@ -16,7 +16,7 @@ The inbox settings live in an ``[inbox]`` table::
     evict_every = 3600.0        # seconds between scheduled evictions in `ussd-console watch`
     observer = true             # the watchdog push path; false leaves only the sweep
     sweep = true                # the sweep pull path; false leaves only the observer
-    batch_lines = 5000          # frames per transaction (a crash redoes at most one batch)
+    batch_lines = 100000        # frames per transaction (a crash redoes at most one batch)
     id_columns = ["ref"]        # this site's frame id column(s), on top of frame_id, frameid, frame_key
     text_columns = []           # this site's frame text column(s), on top of text, message, body ...
     phone_columns = []          # more columns that hold phone numbers (never read, dropped from copies)
@@ -54,7 +54,7 @@ class InboxConfig:
     evict_every: float = 3600.0
     observer: bool = True
     sweep: bool = True
-    batch_lines: int = 5000
+    batch_lines: int = 100_000  # ``HANDOVER_FRAMES``
     id_columns: tuple[str, ...] = ()
     text_columns: tuple[str, ...] = ()
     phone_columns: tuple[str, ...] = ()

@@ -147,9 +147,9 @@ class Deliverer:
         if checkpoints:
             maybe_checkpoint(db)
             self._prune(db)
-        self._check_backlog(db, target)
         if outbox.has_unfanned(db):
             outbox.fan_out(db, self.config.targets, now=self.clock.time())
+        self._check_backlog(db, target)  # after the fan-out: what a start finds owed counts at once
         due = outbox.head_due(db, target)
         now = self.clock.time()
         if due is None or due > now:

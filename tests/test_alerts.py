@@ -22,7 +22,7 @@ PHONE_TRACES = ("+254", "0722", "712345678")
 
 def test_a_command_that_fails_twice_then_succeeds_gets_the_conflict_once_after_the_retries(home, tmp_path):
     target = CommandTarget(tmp_path / "target", fail_first=2)
-    configure(home, command=target.argv, events=["conflict"])
+    configure(home, command=target.argv, events=["conflict"], retry_first=0.1, retry_cap=1.0)  # no 2 s + 4 s back-off
     watcher = Watcher(home, tmp_path)
     try:
         drop(home, "session.txt", conflict_file("c1"))
@@ -49,7 +49,7 @@ def test_a_command_that_fails_twice_then_succeeds_gets_the_conflict_once_after_t
 
 def test_an_alert_pending_when_watch_is_killed_is_delivered_after_the_restart(home, tmp_path):
     target = CommandTarget(tmp_path / "target", blocked=True)
-    configure(home, command=target.argv, events=["conflict"])
+    configure(home, command=target.argv, events=["conflict"], retry_first=0.1, retry_cap=1.0)
     watcher = Watcher(home, tmp_path)
     try:
         drop(home, "session.txt", conflict_file("k1"))

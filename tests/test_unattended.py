@@ -7,8 +7,6 @@ import json
 import logging
 import signal
 import socket
-import subprocess
-import sys
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families

@@ -14,6 +14,7 @@ from tests.support.alert_targets import CommandTarget, SilentServer, conflict_fi
 from tests.support.helpers import frame
 from tests.support.inbox_helpers import drop, text_of, wait_for
 from tests.support.cli import run_cli
+from tests.support.clock import TestClock, tick
 from tests.support.watch import Watcher
 
 PHONE_TRACES = ("+254", "0722", "712345678")
@@ -21,7 +22,7 @@ PHONE_TRACES = ("+254", "0722", "712345678")
 
 def test_a_command_that_fails_twice_then_succeeds_gets_the_conflict_once_after_the_retries(home, tmp_path):
     target = CommandTarget(tmp_path / "target", fail_first=2)
-    configure(home, command=target.argv, events=["conflict"])
+    configure(home, command=target.argv, events=["conflict"], retry_first=0.1, retry_cap=1.0)  # no 2 s + 4 s back-off
     watcher = Watcher(home, tmp_path)
     try:
         drop(home, "session.txt", conflict_file("c1"))
@@ -48,7 +49,7 @@ def test_a_command_that_fails_twice_then_succeeds_gets_the_conflict_once_after_t
 
 def test_an_alert_pending_when_watch_is_killed_is_delivered_after_the_restart(home, tmp_path):
     target = CommandTarget(tmp_path / "target", blocked=True)
-    configure(home, command=target.argv, events=["conflict"])
+    configure(home, command=target.argv, events=["conflict"], retry_first=0.1, retry_cap=1.0)
     watcher = Watcher(home, tmp_path)
     try:
         drop(home, "session.txt", conflict_file("k1"))
@@ -124,19 +125,27 @@ def test_a_target_failing_for_long_is_a_fault_of_the_service_and_an_alert_to_the
                                                                                           refused_url):
     target = CommandTarget(tmp_path / "target")
     url = refused_url
-    alerts = AlertsConfig(command=tuple(target.argv), url=url, retry_first=0.1, retry_cap=1.0, fault_after=5.0)
-    service = InboxService(home, config=InboxConfig(sweep_interval=0.2, settle_time=0.1), alerts=alerts).start()
+    # Ten minutes before a failing target is a fault: reached by moving the service's clock on,
+    # never by waiting; back-offs of up to 60 s pass the same way.
+    alerts = AlertsConfig(command=tuple(target.argv), url=url, retry_first=5.0, retry_cap=60.0, fault_after=600.0)
+    clock = TestClock()
+    service = InboxService(home, config=InboxConfig(sweep_interval=0.2, settle_time=0.1), alerts=alerts,
+                           clock=clock).start()
     url_tries = lambda: sum(r["attempts"] for r in deliveries(home) if r["target"] == "url")  # noqa: E731
+    url_faults = lambda: [f for f in service.health()["faults"] if "alert target url failing" in f]  # noqa: E731
     try:
         drop(home, "session.txt", conflict_file("f1"))
-        fault = wait_for(lambda: [f for f in service.health()["faults"] if "alert target url failing" in f],
-                         what="the url target's fault")
+        wait_for(lambda: url_tries() >= 1, what="the url target's first failed attempt")
+        assert url_faults() == []  # failing, but not for long yet
+        tick(service, clock, 600.0)
+        fault = wait_for(url_faults, what="the url target's fault")
         assert "cannot reach" in fault[0] and "retried" in fault[0]
         kinds = lambda: [e["kind"] for e in target.delivered()]  # noqa: E731
         wait_for(lambda: "fault" in kinds(), what="the fault told through the command target")
         assert kinds()[0] == "conflict"
         tried = url_tries()
-        wait_for(lambda: url_tries() >= tried + 2, what="more failed attempts while the fault lasts")
+        wait_for(lambda: tick(service, clock, 60.0) or url_tries() >= tried + 2,
+                 what="more failed attempts while the fault lasts")
         assert service.health()["faults"] == fault  # the same words: not news again
     finally:
         service.stop()

@@ -22,12 +22,16 @@ from tests.support.signing import passfile
 PHONES = ("700000101", "700000102", "712345678")  # as the gateway export and a reason carry them
 
 
-@pytest.fixture
-def busy_home(home, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def busy_template(tmp_path_factory):
     """A home with every view filled: a gateway export with phone numbers through the inbox,
-    a reject line holding a phone number, an id a spreadsheet would run, a conflict, a signed mark."""
+    a reject line holding a phone number, an id a spreadsheet would run, a conflict, a signed mark.
+    Built once for the module; each test gets its own copy (``busy_home``)."""
+    from core.home import Home
     from core.inbox import prepare_home
 
+    tmp_path = tmp_path_factory.mktemp("busy")
+    home = Home(tmp_path / "home").ensure()
     prepare_home(home)
     cli = ["--home", str(home.root)]
     inbox_file = home.inbox / "gateway-0712345678.csv"
@@ -43,8 +47,17 @@ def busy_home(home, tmp_path, capsys):
     assert main([*cli, "operator", "add", "alice", "--passphrase-file", pf]) == 0
     assert main([*cli, "case", "mark", "dad02-2", "dispatched", "--operator", "alice", "--passphrase-file", pf,
                  "--reason", "team lead on +254 700 000 102"]) == 0
-    capsys.readouterr()
-    return home
+    return home.root
+
+
+@pytest.fixture
+def busy_home(busy_template, tmp_path, capsys):
+    """A copy of ``busy_template`` of this test's own, with nothing printed yet."""
+    from core.home import Home
+
+    shutil.copytree(busy_template, tmp_path / "home", symlinks=True)
+    capsys.readouterr()  # what building the template printed, when this test built it
+    return Home(tmp_path / "home")
 
 
 def read_back(path, fmt) -> list[list[str]]:

@@ -1,6 +1,7 @@
-"""Nothing from a gateway is lost, hidden or leaked. One test per way it could be, each through a
-real ``ussd-console watch`` process or the real delivery function, plus the search of the whole
-home for every phone number the test files carry."""
+"""Nothing from a gateway is lost, hidden or leaked. One test per way it could be, each through the
+inbox service ``ussd-console watch`` runs (in the test's process, on a clock the test moves on) or
+the real delivery function, plus the search of the whole home, a real ``watch``'s log included,
+for every phone number the test files carry."""
 
 from __future__ import annotations
 
@@ -16,11 +17,19 @@ from core import Receiver
 from core.config import InboxConfig
 from core.inbox import claimed_dir, deliver, inbox_files, prepare_home
 from tests.support.helpers import frame
-from tests.support.inbox_helpers import drop, wait_for
+from tests.support.clock import TestClock, tick
+from tests.support.inbox_helpers import drop, started_services, wait_for
 from tests.support.spreadsheets import ods_bytes, xlsx_bytes
 from tests.support.cli import Ran, run_cli
 
 F = [frame(1, f"Site{n}", "MED", n + 1, 50 + n) for n in range(120)]
+
+
+@pytest.fixture
+def service(home):
+    """``start(clock=SYSTEM, **settings)``: the inbox service ``watch`` runs, on this home, in this process."""
+    with started_services(home, settle_time=0.2, sweep_interval=0.5) as start:
+        yield start
 
 
 def cli(home, *args: str) -> Ran:
@@ -43,6 +52,20 @@ def cases(home) -> int:
         con.close()
 
 
+def lines_read(home) -> int | None:
+    """How far the one inbox file's committed progress goes (None before its first commit)."""
+    if not home.db.exists():
+        return None
+    con = sqlite3.connect(f"file:{home.db}?mode=ro", uri=True, timeout=60)
+    try:
+        row = con.execute("SELECT line FROM inbox_files").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    finally:
+        con.close()
+    return row and row[0]
+
+
 def ended(home, count: int):
     """Wait until ``count`` inbox files have ended (processed, rejected or vanished)."""
     def done():
@@ -61,8 +84,8 @@ def ended(home, count: int):
 # -- 1: one bad byte is one rejected line, not a lost file ----------------------------------------
 
 
-def test_1_one_bad_byte_is_one_rejected_line_and_the_other_frames_are_taken_in(home, tmp_path, watcher):
-    watcher("--settle-time", "0.2", "--sweep-interval", "0.5")
+def test_1_one_bad_byte_is_one_rejected_line_and_the_other_frames_are_taken_in(home, service):
+    service()
     rows = [f"g{n}-1,+2547110{n:05d},{F[n]}" for n in range(99)]
     rows.insert(40, "x40-1,+254711000040,caf\xe9 au lait")
     drop(home, "gateway.csv", ("frame_id,sender,text\n" + "\n".join(rows) + "\n").encode("latin-1"))
@@ -79,23 +102,32 @@ def test_1_one_bad_byte_is_one_rejected_line_and_the_other_frames_are_taken_in(h
 # -- 2: a writer that pauses loses no frame -----------------------------------------------------------
 
 
-def test_2_a_writer_that_keeps_the_file_open_and_pauses_loses_nothing(home, tmp_path, watcher):
+def test_2_a_writer_that_keeps_the_file_open_and_pauses_loses_nothing(home, service, caplog):
     """Pauses of several settle times between lines and inside one; the file stays open throughout.
     The old receiver archived and unlinked the claimed file at the first pause, so every later line
-    went into an unlinked inode, and the half line was taken as a bad_grammar reject."""
-    watcher("--settle-time", "0.3", "--sweep-interval", "0.5")
+    went into an unlinked inode, and the half line was taken as a bad_grammar reject. Each pause is
+    a tick of the service's clock, and the service reads the file during it."""
+    caplog.set_level(logging.DEBUG, logger="ussd.inbox")
+    holds = lambda: sum("held until nothing more can arrive" in r.getMessage() for r in caplog.records)  # noqa: E731
+    clock = TestClock()
+    svc = service(clock=clock, settle_time=0.3)
     path = home.inbox / "live.txt"
     lines = [f"w{n}-1 {F[n]}\n" for n in range(4)]
     with open(path, "w") as fh:
         for n, pause in enumerate((1.0, 2.5, 1.5)):
             fh.write(lines[n])
             fh.flush()
-            time.sleep(pause)
+            tick(svc, clock, pause)
+            wait_for(lambda: lines_read(home) == n + 1, what=f"line {n + 1} read while the writer pauses")
         fh.write(lines[3][:12])  # mid-line, then a pause of ten settle times
         fh.flush()
-        time.sleep(3.0)
+        passes = holds()
+        tick(svc, clock, 3.0)
+        wait_for(lambda: holds() > passes, what="a pass over the file during the pause")
+        assert lines_read(home) == 3 and rejects(home) == []  # the half line waits for the rest
         fh.write(lines[3][12:])
         fh.flush()
+    tick(svc, clock, 3.0)
     ended(home, 1)
     assert cases(home) == 4 and rejects(home) == []
     [row] = inbox_files(Receiver(str(home.db)))
@@ -128,8 +160,8 @@ def test_2_an_unterminated_last_line_waits_while_its_writer_holds_the_file(home)
 # -- 3: a file rejected whole is listed, counted and shown ---------------------------------------------
 
 
-def test_3_rejected_files_are_listed_counted_and_explained(home, tmp_path, watcher):
-    watcher("--settle-time", "0.2", "--sweep-interval", "0.5", "--max-file-bytes", "4096")
+def test_3_rejected_files_are_listed_counted_and_explained(home, service):
+    service(max_file_bytes=4096)
     drop(home, "noise.bin", os.urandom(2048).replace(b"\n", b"\x00"))
     drop(home, "export.csv", "ref,sender,when\n1,+254711000050,2024-05-01\n")
     drop(home, "huge.txt", f"h1-1 {F[1]}\n" * 200)
@@ -203,8 +235,8 @@ def test_4_no_phone_number_is_at_rest_anywhere_in_the_home(home, tmp_path, watch
 # -- 5: a normal-looking gateway CSV gives its frames, or the right reason --------------------------------
 
 
-def test_5_no_frame_id_and_non_json_lines_say_what_is_wrong(home, tmp_path, watcher):
-    watcher("--settle-time", "0.2", "--sweep-interval", "0.5")
+def test_5_no_frame_id_and_non_json_lines_say_what_is_wrong(home, service):
+    service()
     drop(home, "ref.csv", f"ref,from,content\n1,+254711000070,{F[1]}\n2,+254711000071,k2-1 {F[2]}\n")
     drop(home, "feed.jsonl", json.dumps({"frame_id": "j1-1", "frame": F[3]}) + "\nnot json at all\n")
     ended(home, 2)

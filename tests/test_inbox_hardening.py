@@ -1,6 +1,7 @@
-"""Attacks on the inbox's reading side, each through a real ``ussd-console watch`` or ``ingest``:
-a gateway's message id taken as a frame id (a re-sent frame counted twice), spreadsheets that
-ask for more memory than the machine has."""
+"""Attacks on the inbox's reading side, each through the inbox service ``ussd-console watch`` runs
+(in the test's process), a real ``watch`` (whose memory is measured) or ``ingest``: a gateway's
+message id taken as a frame id (a re-sent frame counted twice), spreadsheets that ask for more
+memory than the machine has."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.helpers import frame
-from tests.support.inbox_helpers import drop, wait_for
+from tests.support.clock import TestClock, tick
+from tests.support.inbox_helpers import drop, started_services, wait_for
 from tests.support.cli import Ran, run_cli
 
 F = [frame(1, f"Site{n}", "MED", 40, 50 + n) for n in range(4)]
@@ -51,10 +53,18 @@ def africas_talking(rows: list[tuple[str, str]]) -> str:
 # -- a gateway's message id is never a frame id ------------------------------------------------------
 
 
-def test_a_bare_frame_re_sent_in_a_gateway_export_is_not_counted_twice(home, tmp_path, watcher):
-    watcher("--settle-time", "0.2", "--sweep-interval", "0.5", "--no-observer")
+def test_a_bare_frame_re_sent_in_a_gateway_export_is_not_counted_twice(home):
+    with started_services(home, settle_time=0.2, sweep_interval=0.5, observer=False) as start:
+        clock = TestClock()
+        bare_frame_re_sent(home, start(clock=clock), clock)
+
+
+def bare_frame_re_sent(home, service, clock) -> None:
+    """The sweep alone takes the files in: each is swept once it has settled (a tick past its settle time)."""
     # The field re-sent the same bare frame a few minutes later; the gateway gave it a new id.
     drop(home, "at-export.csv", africas_talking([("ATXid_5f1a", F[0]), ("ATXid_9c2e", F[0])]))
+    tick(service, clock, 1.0)
+    service.sweep_now()
     ended(home, 1)
     assert query(home, "SELECT COUNT(*) FROM cases") == [(0,)]
     got = query(home, "SELECT line, reason, frame_id, frame_text FROM rejects ORDER BY line")
@@ -64,6 +74,8 @@ def test_a_bare_frame_re_sent_in_a_gateway_export_is_not_counted_twice(home, tmp
     assert "a gateway's message id changes with every re-send" in " ".join(shown.stdout.split())
     # The same export with the sender's own frame id in the text: one case of 40, the re-send a duplicate.
     drop(home, "at-export-2.csv", africas_talking([("ATXid_0001", f"s1-1 {F[1]}"), ("ATXid_0002", f"s1-1 {F[1]}")]))
+    tick(service, clock, 1.0)
+    service.sweep_now()
     ended(home, 2)
     assert query(home, "SELECT COUNT(*), SUM(headcount) FROM cases") == [(1, 40)]
 

@@ -192,3 +192,20 @@ def test_odd_things_in_the_inbox_are_skipped_logged_once_and_left_alone(home, st
     assert sorted(skips) == ["inbox: skipping link.txt: symlink (never read)", "inbox: skipping pipe: FIFO (never read)"]
     assert sorted(p.name for p in home.inbox.iterdir()) == [".claimed", "link.txt", "pipe"]
     assert service.health()["files_waiting"] == 0 and service.receiver.totals()["frames"] == 0
+
+
+def test_a_file_settles_once_the_services_clock_has_moved_on_by_the_settle_time(tmp_path):
+    """Settling reads the clock it is given: a test moves it on instead of waiting out the settle time."""
+    from core.inbox.settling import Settling
+    from tests.support.clock import TestClock
+
+    clock = TestClock()
+    settling = Settling(600.0, clock)
+    path = tmp_path / "arriving.txt"
+    path.write_text("a1-1 H1|1|A|MED|1|1|#00\n")
+    st = os.lstat(path)
+    assert not settling.settled(str(path), st)
+    clock.advance(599.0)
+    assert not settling.settled(str(path), st)
+    clock.advance(2.0)
+    assert settling.settled(str(path), st)

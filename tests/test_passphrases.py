@@ -1,6 +1,7 @@
 """A new key's passphrase is judged by zxcvbn, told the operator's name, the home's site names and
 the program's name: the weak ones an attacker of this home tries first are refused in one line
-with the estimator's own words. Through the real command line, as an admin meets it."""
+with the estimator's own words. Through the command line, as an admin meets it (in the test's
+process; a fresh interpreter where what it loads is the question)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 
@@ -15,17 +17,20 @@ from core import Receiver
 from core.signing.keys import key_path
 from core.signing.operators import list_operators
 
+from tests.support.cli import Ran, run_cli
 from tests.support.helpers import ROOT, frame
 from tests.support.signing import passfile
 
 ADD = ("operator", "add", "alice", "--passphrase-file")
 
 
-def ussd(home, *argv: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("USSD_CONSOLE_HOME", "USSD_CONSOLE_DB")}
-    env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), *argv], cwd=home.root,
-                          env=env, capture_output=True, text=True, timeout=120)
+def ussd(home, *argv: str) -> Ran:
+    """``ussd-console --home HOME ARGV...`` from inside the home, with no home or store named in
+    the environment."""
+    with mock.patch.dict(os.environ):
+        for name in ("USSD_CONSOLE_HOME", "USSD_CONSOLE_DB"):
+            os.environ.pop(name, None)
+        return run_cli("--home", str(home.root), *argv, cwd=home.root)
 
 
 def with_sites(home, tmp_path, *sites: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -55,9 +56,14 @@ def snapshot_of(target):
     return snapshot(_H)
 
 
-@pytest.fixture
-def team(home, tmp_path):
-    """alice (first: every role), rita a resolver, dan a dispatcher, an open conflict and a case."""
+@pytest.fixture(scope="module")
+def team_template(tmp_path_factory):
+    """alice (first: every role), rita a resolver, dan a dispatcher, an open conflict and a case:
+    built once for the module, copied into each test's home (``team``)."""
+    from core.home import Home
+
+    tmp_path = tmp_path_factory.mktemp("team")
+    home = Home(tmp_path / "home").ensure()
     target = str(home.db)
     assert cli(home, target, "operator", "add", "alice", "--passphrase-file", passfile(tmp_path, "alice")) == 0
     assert add(home, target, tmp_path, "rita", "alice", RESOLVER) == 0
@@ -65,7 +71,14 @@ def team(home, tmp_path):
     feed = tmp_path / "feed.txt"
     feed.write_text("".join(f"{fid} {text}\n" for fid, text in [A1, B2, C1, A1_FIX, B1_FIX]))
     assert cli(home, target, "ingest", str(feed)) == 0
-    return home, target
+    return home.root
+
+
+@pytest.fixture
+def team(home, team_template):
+    """``team_template`` in this test's home, and its store."""
+    shutil.copytree(team_template, home.root, symlinks=True, dirs_exist_ok=True)
+    return home, str(home.db)
 
 
 def test_first_operator_holds_every_role_and_others_what_they_were_given(team):

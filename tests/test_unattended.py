@@ -7,8 +7,6 @@ import json
 import logging
 import signal
 import socket
-import subprocess
-import sys
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -156,7 +154,6 @@ def test_the_log_rotates_by_size_and_two_writers_follow_each_others_rotation(tmp
 ])
 def test_a_bad_alerts_or_logs_setting_stops_watch_with_one_line_naming_it(home, table, setting, message):
     home.config.write_text(f"[{table}]\n{setting}\n")
-    done = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "watch"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    done = run_cli("--home", str(home.root), "watch", cwd=ROOT)  # refused before it starts: in-process
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert message in done.stderr and f"[{table}]" in done.stderr

@@ -15,11 +15,13 @@ import subprocess
 import sys
 import threading
 import time
+from unittest import mock
 
 import pytest
 
 from core.signing import unlock_guard
 
+from tests.support.cli import Ran, run_cli
 from tests.support.helpers import ROOT
 from tests.support.signing import add_operators, passfile
 from tests.support.waiting import wait_for
@@ -29,6 +31,15 @@ RETENTION = ("retention", "set", "40", "--operator", "alice", "--reason", "long 
 
 def command(home, *argv: str) -> list[str]:
     return [sys.executable, "-m", "console.cli", "--home", str(home.root), *argv]
+
+
+def ussd(home, *argv: str) -> Ran:
+    """The command in this process, where no real process is the point: no home or store named in
+    the environment, as ``environment()`` gives a child."""
+    with mock.patch.dict(os.environ):
+        for name in ("USSD_CONSOLE_HOME", "USSD_CONSOLE_DB"):
+            os.environ.pop(name, None)
+        return run_cli("--home", str(home.root), *argv)
 
 
 def environment() -> dict:
@@ -74,8 +85,7 @@ def failure_state(home) -> dict:
 
 
 def retention_days(home) -> float | None:
-    shown = subprocess.run(command(home, "--json", "retention", "show"), env=environment(), capture_output=True,
-                           text=True, timeout=120)
+    shown = ussd(home, "--json", "retention", "show")
     policy = json.loads(shown.stdout)["policy"] or {}
     return (policy.get("retention_seconds") or 0) / 86400
 
@@ -221,17 +231,15 @@ def test_an_attempt_from_the_console_gives_up_its_turn_wait_in_one_line(home, tm
 
 def test_the_lock_file_is_private_and_a_planted_link_is_refused(home, tmp_path):
     add_operators(home, tmp_path, "alice")
-    assert subprocess.run(command(home, *RETENTION, "--passphrase-file", passfile(tmp_path, "alice")),
-                          env=environment(), capture_output=True, text=True, timeout=120).returncode == 0
+    assert ussd(home, *RETENTION, "--passphrase-file", passfile(tmp_path, "alice")).returncode == 0
     lock = unlock_guard.lock_path(home, "alice")
     assert lock.parent == home.root / "run" and (lock.stat().st_mode & 0o777) == 0o600
     lock.unlink()
     target = tmp_path / "elsewhere"
     target.write_text("")
     lock.symlink_to(target)
-    proc = subprocess.run(command(home, "retention", "set", "41", "--operator", "alice", "--reason", "r",
-                                  "--passphrase-file", passfile(tmp_path, "alice")),
-                          env=environment(), capture_output=True, text=True, timeout=120)
+    proc = ussd(home, "retention", "set", "41", "--operator", "alice", "--reason", "r",
+                "--passphrase-file", passfile(tmp_path, "alice"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "cannot open the unlock lock" in proc.stderr and "symlink" in proc.stderr
 
@@ -270,8 +278,7 @@ def test_a_terminal_is_told_the_key_is_being_unlocked_before_the_result(home, tm
 
 def test_a_script_reading_stderr_or_json_sees_no_unlocking_line(home, tmp_path):
     add_operators(home, tmp_path, "alice")
-    proc = subprocess.run(command(home, "--json", *RETENTION, "--passphrase-file", passfile(tmp_path, "alice")),
-                          env=environment(), capture_output=True, text=True, timeout=120)
+    proc = ussd(home, "--json", *RETENTION, "--passphrase-file", passfile(tmp_path, "alice"))
     assert proc.returncode == 0, proc.stderr
     assert "unlocking" not in proc.stderr and "unlocking" not in proc.stdout
     json.loads(proc.stdout)

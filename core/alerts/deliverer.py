@@ -29,6 +29,7 @@ import time
 import uuid
 from typing import Callable
 
+from core.clock import SYSTEM, Clock
 from core.rules.text import one_line
 from core.store import outbox
 from core.store.database import StoreError, is_database_error
@@ -68,8 +69,10 @@ class Deliverer:
     """The outbox's delivery threads for one process; see the module docstring."""
 
     def __init__(self, store_target: str, config: AlertsConfig, on_fault: Callable[[str, str], None] | None = None,
-                 on_clear: Callable[[str], None] | None = None, home=None):
+                 on_clear: Callable[[str], None] | None = None, home=None, clock: Clock = SYSTEM):
+        """``clock`` is what back-offs, ``fault_after`` and the housekeeping intervals are read on."""
         self.store_target = store_target
+        self.clock = clock
         self.home = home  # where a pause would be recorded (None: never paused)
         self.config = config
         self.on_fault = on_fault or (lambda key, message: None)
@@ -144,24 +147,24 @@ class Deliverer:
         if checkpoints:
             maybe_checkpoint(db)
             self._prune(db)
-        self._check_backlog(db, target)
         if outbox.has_unfanned(db):
-            outbox.fan_out(db, self.config.targets)
+            outbox.fan_out(db, self.config.targets, now=self.clock.time())
+        self._check_backlog(db, target)  # after the fan-out: what a start finds owed counts at once
         due = outbox.head_due(db, target)
-        now = time.time()
+        now = self.clock.time()
         if due is None or due > now:
             self._check_failing(db, target, now)
             return POLL if due is None else max(0.05, min(POLL, due - now))
-        got = outbox.claim_next(db, target, self.me, self.config.timeout + LEASE_MARGIN, holder_gone)
+        got = outbox.claim_next(db, target, self.me, self.config.timeout + LEASE_MARGIN, holder_gone, now=now)
         if not isinstance(got, outbox.Claimed):
-            return POLL if got is None else max(0.05, min(POLL, got - time.time()))
+            return POLL if got is None else max(0.05, min(POLL, got - now))
         error = None
         try:
             send(target, self.config, got.payload)
         except SendError as exc:
             error = str(exc)
         retry_in = self.config.backoff(got.attempts + 1)
-        outbox.finish(db, got.delivery, self.me, error, retry_in)
+        outbox.finish(db, got.delivery, self.me, error, retry_in, now=self.clock.time())
         self._report(target, got, error, retry_in)
         return 0.0
 
@@ -178,19 +181,19 @@ class Deliverer:
         return held
 
     def _prune(self, db) -> None:
-        if time.monotonic() < self._next_prune:
+        if self.clock.monotonic() < self._next_prune:
             return
-        self._next_prune = time.monotonic() + PRUNE_EVERY
+        self._next_prune = self.clock.monotonic() + PRUNE_EVERY
         days = self.config.keep_delivered_days
-        removed = outbox.prune_delivered(db, days * 86400.0)
+        removed = outbox.prune_delivered(db, days * 86400.0, now=self.clock.time())
         if removed:
             log.info("outbox: %d alert event(s) delivered more than %g days ago pruned", removed, days)
 
     def _check_backlog(self, db, target: str) -> None:
         """One fault while ``target`` owes more than ``pending_fault`` alerts, cleared once it owes fewer."""
-        if time.monotonic() < self._next_backlog.get(target, 0.0):
+        if self.clock.monotonic() < self._next_backlog.get(target, 0.0):
             return
-        self._next_backlog[target] = time.monotonic() + BACKLOG_EVERY
+        self._next_backlog[target] = self.clock.monotonic() + BACKLOG_EVERY
         limit = self.config.pending_fault
         key = f"backlog:{target}"
         if outbox.pending_for(db, target) > limit:

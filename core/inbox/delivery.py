@@ -31,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
+from core.clock import SYSTEM, Clock
 from core.config import InboxConfig
 from core.home import Home, quiet_skip
 from core.rules.batch import Verdict
@@ -85,12 +86,14 @@ def deliver(
     home: Home,
     config: InboxConfig | None = None,
     stop: threading.Event | None = None,
+    clock: Clock = SYSTEM,
 ) -> FileResult:
     """Claim, read, ingest and archive one inbox file; every path taking a file from the inbox calls this.
 
     ``path`` is a file in the inbox (it is claimed first) or in the claimed
     folder (its committed progress is resumed). ``stop`` set between batches
-    leaves the file claimed, to be resumed later.
+    leaves the file claimed, to be resumed later. ``clock`` says how long ago the file last
+    changed (the inbox service's, which a test moves on).
     """
     config = config or InboxConfig()
     path = Path(path)
@@ -127,7 +130,7 @@ def deliver(
                 log.info("claim lost by %s: %s was taken by another path", source, masked_name(name))
                 return FileResult(masked_name(name), source, "lost", reason="taken")
             log.info("claim won by %s: %s", source, masked_name(name))
-            result = Delivery(target, source, receiver, home, config, stop).run()
+            result = Delivery(target, source, receiver, home, config, stop, clock).run()
         finally:
             release_claim(target)
         result.claimed_now = True
@@ -136,7 +139,7 @@ def deliver(
         if not reserve_claim(path):
             return FileResult(masked_name(split_claim(name)[1]), source, "skipped", reason="being read")
         try:
-            return Delivery(path, source, receiver, home, config, stop).run()
+            return Delivery(path, source, receiver, home, config, stop, clock).run()
         finally:
             release_claim(path)
     raise ValueError(f"{path} is not in the inbox {inbox}")
@@ -181,8 +184,9 @@ class Delivery:
     """
 
     def __init__(self, claim_path: Path, resumer: str, receiver: Receiver, home: Home, config: InboxConfig,
-                 stop: threading.Event | None = None):
+                 stop: threading.Event | None = None, clock: Clock = SYSTEM):
         self.claim = Claim.of(claim_path, resumer)
+        self.clock = clock
         self.receiver = receiver
         self.home = home
         self.config = config
@@ -225,7 +229,7 @@ class Delivery:
         data = _read_checked(fd, st, config)
         if isinstance(data, str):
             return reject(c, data, self.receiver, self.home, config)
-        fresh = _may_grow(fd, c.path, st, data, config)
+        fresh = _may_grow(fd, c.path, st, data, config, self.clock.time())
         self.spooled = SpoolFile.of(self.receiver.db, c.inbox_name, data)
         try:
             read = self._read_items(data, fresh)
@@ -241,7 +245,7 @@ class Delivery:
         if fresh or changed_since(c.path, st):
             log.debug("%s read to line %d and held until nothing more can arrive", c.label, line_at)
             return self._result("held", format=read.format, line=line_at,
-                                due=max(st.st_mtime, time.time()) + config.settle_time)
+                                due=max(st.st_mtime, self.clock.time()) + config.settle_time)
         return self._archive_done(data, read, line_at)
 
     def _read_items(self, data: bytes, fresh: bool) -> _Read:
@@ -304,11 +308,11 @@ class Delivery:
                 continue  # nothing new to commit
             offered, also = chunk, None
             if spooled is not None:  # less the messages already taken in; their keys and counts with the frames
-                offered, also = spooled.take(self.receiver.db, chunk, line_at, upto, time.time())
+                offered, also = spooled.take(self.receiver.db, chunk, line_at, upto, self.clock.time())
 
             def within(chunk=chunk, upto=upto, upto_offset=upto_offset, first=not row_exists, expect=line_at,
                        also=also):
-                stamp = time.time()
+                stamp = self.clock.time()
                 if first:
                     create_progress(m, key, c.label, c.source, fmt, "claimed", upto, upto_offset, len(chunk), stamp)
                 else:
@@ -325,7 +329,7 @@ class Delivery:
             hold_after_commit(c.path.name, line_at, stop)
             if stop is not None and stop.is_set() and not last:
                 log.info("%s left claimed at line %d to resume after the stop", c.label, line_at)
-                return self._result("held", format=fmt, line=line_at, due=time.time())
+                return self._result("held", format=fmt, line=line_at, due=self.clock.time())
         return line_at
 
     def _archive_done(self, data: bytes, read: _Read, line_at: int) -> FileResult:
@@ -339,7 +343,7 @@ class Delivery:
         else:
             copy, name = scrub(c.inbox_name, data, read.format, self.config.columns), c.inbox_name
         archived = archive(home, c.path.name, mask_phones(name), copy)
-        if not finish_progress(m, self.key, "done", home_relative(home, archived), None, time.time()):
+        if not finish_progress(m, self.key, "done", home_relative(home, archived), None, self.clock.time()):
             winner = (progress(m, self.key) or {}).get("archived_as")
             if winner != home_relative(home, archived):
                 os.unlink(archived)  # our copy only; the worker that finished first archived its own
@@ -358,9 +362,9 @@ class Delivery:
         return self._result("done", format=read.format, line=line_at, archived=archived)
 
 
-def _may_grow(fd: int, claim_path: Path, st: os.stat_result, data: bytes, config: InboxConfig) -> bool:
+def _may_grow(fd: int, claim_path: Path, st: os.stat_result, data: bytes, config: InboxConfig, now: float) -> bool:
     """Whether more can still arrive in the file: it changed lately, or a writer still holds it open."""
-    age = time.time() - st.st_mtime
+    age = now - st.st_mtime
     if age < config.settle_time or len(data) != st.st_size:
         return True
     writing = open_for_writing(fd, str(claim_path))

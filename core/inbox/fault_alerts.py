@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 from core.alerts import AlertsConfig, Deliverer, load_alerts_config
+from core.clock import SYSTEM, Clock
 from core.rules.events import Event
 from core.rules.text import one_line
 from core.store.database import is_database_error
@@ -30,9 +30,11 @@ RETRY_WRITE = 5.0  # seconds between attempts to write them to a failing store
 class FaultAlerts:
     """The queue of fault events, their writes to the outbox, and the alert deliverer."""
 
-    def __init__(self, home, store_target: str, alerts: AlertsConfig | None):
-        """``alerts`` is the ``[alerts]`` config (default: read from the home's config.toml at ``start``)."""
+    def __init__(self, home, store_target: str, alerts: AlertsConfig | None, clock: Clock = SYSTEM):
+        """``alerts`` is the ``[alerts]`` config (default: read from the home's config.toml at ``start``);
+        ``clock`` the deliverer's."""
         self.home = home
+        self.clock = clock
         self.store_target = store_target
         self.alerts = alerts
         self.receiver = None
@@ -52,7 +54,7 @@ class FaultAlerts:
             config = AlertsConfig()
         if config.targets:
             self.deliverer = Deliverer(self.store_target, config, on_fault=faults.report, on_clear=faults.clear,
-                                       home=self.home).start()
+                                       home=self.home, clock=self.clock).start()
 
     @property
     def targets(self) -> list[str]:
@@ -73,7 +75,7 @@ class FaultAlerts:
             pending, self._events = self._events, []
         if not pending:
             return
-        if time.monotonic() < self._write_after or self.receiver is None:
+        if self.clock.monotonic() < self._write_after or self.receiver is None:
             self._requeue(pending)
             return
         for attempt in range(tries):
@@ -85,7 +87,7 @@ class FaultAlerts:
                     self.receiver.db.close()  # a read-only store stays so on this connection
                 if attempt == tries - 1:
                     self._requeue(pending)
-                    self._write_after = time.monotonic() + RETRY_WRITE
+                    self._write_after = self.clock.monotonic() + RETRY_WRITE
                     log.debug("fault alerts wait for the store: %s", one_line(exc))
                     return
         if self.deliverer is not None:

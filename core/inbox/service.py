@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from typing import Callable
 
+from core.clock import SYSTEM, Clock
 from core.config import InboxConfig, load_inbox_config
 from core.home import Home, count_files, quiet_skip
 from core.rules.privacy import mask_phones
@@ -58,9 +59,11 @@ class InboxService:
 
     def __init__(self, home: Home, store_target: str | None = None, config: InboxConfig | None = None,
                  on_verdicts: Callable[[list, FileResult], None] | None = None, role: str = "receiver",
-                 alerts=None):
+                 alerts=None, clock: Clock = SYSTEM):
         """``role`` names the process in the heartbeat (``watch``, ``console``); ``alerts`` is the
-        ``[alerts]`` config (default: read from the home's config.toml)."""
+        ``[alerts]`` config (default: read from the home's config.toml); ``clock`` is what settle
+        times, due files and alert back-offs are read on (a test moves its own on, then ``wake``)."""
+        self.clock = clock
         self.home = home
         self.config = config if config is not None else load_inbox_config(home.config)
         self.store_target = store_target or str(home.db)
@@ -70,12 +73,12 @@ class InboxService:
         self.on_verdicts = on_verdicts
         self.role = role
         self.receiver: Receiver | None = None
-        self.alerts = FaultAlerts(home, self.store_target, alerts)
+        self.alerts = FaultAlerts(home, self.store_target, alerts, clock)
         self.faults = Faults(on_event=self.alerts.event)
         self.observer = InboxObserver(self.offer, self.faults)
         self.connections = StoreConnections()
         self.heartbeat: Heartbeat | None = None
-        self.settling = Settling(self.config.settle_time)
+        self.settling = Settling(self.config.settle_time, clock)
         self._queue: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._sweep_wake = threading.Event()
@@ -138,6 +141,14 @@ class InboxService:
         if self.receiver is not None and stopped:
             self.receiver.close()
         return stopped
+
+    def wake(self) -> None:
+        """Have every thread look again now (the worker at what is due, the sweep, the alert
+        deliverer) rather than at its next timeout: after a test has moved its clock on."""
+        self._queue.put((None, "wake", 0.0))
+        self._sweep_wake.set()
+        if self.alerts.deliverer is not None:
+            self.alerts.deliverer.wake()
 
     def __enter__(self) -> "InboxService":
         return self.start()
@@ -211,13 +222,13 @@ class InboxService:
         if os.path.dirname(path) != self._inbox or quiet_skip(os.path.basename(path)):
             return
         with self._lock:
-            self._owned.setdefault(path, time.monotonic())
+            self._owned.setdefault(path, self.clock.monotonic())
         self._queue.put((path, "moved" if moved else "changed", 0.0))
 
     def _hand_over_held(self, path: str, due: float) -> None:
         """A claimed file still settling: the worker finishes it when it is due."""
         with self._lock:
-            self._owned[path] = time.monotonic()
+            self._owned[path] = self.clock.monotonic()
         self._queue.put((path, "held", due))
 
     def _release(self, path: str) -> None:
@@ -227,7 +238,7 @@ class InboxService:
     def _owned_by_worker(self, path: str) -> bool:
         with self._lock:
             since = self._owned.get(path)
-        return since is not None and time.monotonic() - since < max(OWN_GRACE, 10 * self.config.sweep_interval)
+        return since is not None and self.clock.monotonic() - since < max(OWN_GRACE, 10 * self.config.sweep_interval)
 
     def _worker_loop(self) -> None:
         while not self._stop.is_set():
@@ -256,7 +267,7 @@ class InboxService:
         sweep's thread while the store is read-only would leave that thread a connection that
         fails its first write later, a second fault for one cause.
         """
-        now = time.monotonic()
+        now = self.clock.monotonic()
         if now - self._vanish_checked < max(self.config.sweep_interval, 1.0):
             return
         self._vanish_checked = now
@@ -270,7 +281,7 @@ class InboxService:
         if not self._waiting:
             return 0.5
         soonest = min(due for due, _claimed in self._waiting.values())
-        return min(0.5, max(0.0, soonest - time.time()))
+        return min(0.5, max(0.0, soonest - self.clock.time()))
 
     def _consider(self, path: str, moved: bool) -> None:
         try:
@@ -286,18 +297,18 @@ class InboxService:
         if moved or self.settling.settled(path, st):
             self._release_after(path, self._deliver(path, "watch"))
         else:
-            self._waiting[path] = (max(st.st_mtime + self.config.settle_time, time.time() + 0.05), False)
+            self._waiting[path] = (max(st.st_mtime + self.config.settle_time, self.clock.time() + 0.05), False)
 
     def _release_after(self, path: str, result: FileResult) -> None:
         self._release(path)
         if result.status == "held" and result.claimed is not None:
             claimed = str(result.claimed)
             with self._lock:
-                self._owned[claimed] = time.monotonic()
-            self._waiting[claimed] = (result.due or time.time(), True)
+                self._owned[claimed] = self.clock.monotonic()
+            self._waiting[claimed] = (result.due or self.clock.time(), True)
 
     def _run_due(self) -> None:
-        now = time.time()
+        now = self.clock.time()
         for path, (due, is_claimed) in list(self._waiting.items()):
             if due > now or self._stop.is_set():
                 continue
@@ -371,7 +382,7 @@ class InboxService:
             else:
                 self.faults.clear("sweep")
                 self._forget_missing(present)
-            self._last_sweep = time.time()
+            self._last_sweep = self.clock.time()
         return handled
 
     def _forget_missing(self, present: set[str]) -> None:
@@ -402,7 +413,7 @@ class InboxService:
     def _deliver(self, path: str, source: str) -> FileResult:
         try:
             self.connections.refresh(self.receiver)
-            result = deliver(path, source, self.receiver, self.home, self.config, stop=self._stop)
+            result = deliver(path, source, self.receiver, self.home, self.config, stop=self._stop, clock=self.clock)
         except Exception as exc:  # noqa: BLE001 - one bad file or a store outage must not stop either path
             return self._delivery_failed(path, source, exc)
         with self._lock:

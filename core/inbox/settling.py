@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import os
 import threading
-import time
+
+from core.clock import SYSTEM, Clock
 
 
 class Settling:
     """What each path looked like when first seen unchanged; safe to use from any thread."""
 
-    def __init__(self, settle_time: float):
+    def __init__(self, settle_time: float, clock: Clock = SYSTEM):
         self.settle_time = settle_time
+        self.clock = clock
         self._lock = threading.Lock()
         self._stable: dict[str, tuple[tuple, float]] = {}  # path -> (stat key, first seen unchanged)
 
     def settled(self, path: str, st: os.stat_result) -> bool:
         """Unchanged for ``settle_time``: by its mtime, or as we watched it (for clocks that disagree)."""
-        now = time.time()
+        now = self.clock.time()
         key = (st.st_size, st.st_mtime_ns, st.st_ino)
         with self._lock:
             if now - st.st_mtime >= self.settle_time:

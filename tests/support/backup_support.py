@@ -5,19 +5,16 @@ the home itself signed, which someone holding only the backup cannot make)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 from core.backup import archive, origin
 from core.home import Home
+from tests.support.cli import run_cli
 from tests.support.helpers import ROOT
 
 
 def backup_key(home: Home) -> str:
     """The home's backup key fingerprint, from `backup key --json` (made when missing)."""
-    proc = subprocess.run([sys.executable, "-m", "console.cli", "--home", str(home.root), "--json", "backup", "key"],
-                          cwd=ROOT, capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    proc = run_cli("--home", str(home.root), "--json", "backup", "key", cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)["fingerprint"]
 

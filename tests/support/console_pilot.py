@@ -7,7 +7,7 @@ import functools
 import io
 
 from rich.console import Console
-from textual.command import CommandList
+from textual.command import CommandInput, CommandList
 from textual.widgets import Input, Static
 from textual.widgets.select import InvalidSelectValueError
 
@@ -110,8 +110,9 @@ async def palette_titles(app, pilot, query: str) -> list[str]:
     await pilot.press("ctrl+p")
     await until(lambda: isinstance(app.screen, PlainPalette))
     palette = app.screen
-    for ch in query:
-        await pilot.press(ch)
+    # The query as one change of the field, as a paste: a search per letter typed re-rendered the
+    # list (and the screen under it) once a letter, for titles read only after the last.
+    palette.query_one(CommandInput).value = query
     options = palette.query_one(CommandList)
     await until(lambda: options.option_count > 0)
     await pilot.pause()

@@ -61,6 +61,7 @@ def fixed_app(home: Home, **kwargs):
     from tools.sample_store import FIXED_NOW
 
     kwargs.setdefault("clock", lambda: FIXED_NOW)
+    kwargs.setdefault("refresh_every", 0.25)
     kwargs.setdefault("service_factory", None)
     kwargs.setdefault("evict_every", None)
     kwargs.setdefault("home_label", HOME_LABEL)

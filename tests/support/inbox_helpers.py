@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+from core.clock import SYSTEM, Clock
 from core.config import InboxConfig
 from core.home import Home
 from core.inbox import HOLD_ENV, InboxService
@@ -53,12 +54,13 @@ def every_file_under(root: Path):
 
 @contextlib.contextmanager
 def started_services(home, **defaults):
-    """Yield ``start(on_verdicts=None, **settings)``; every service it started is stopped after."""
+    """Yield ``start(on_verdicts=None, clock=SYSTEM, **settings)``; every service it started is
+    stopped after. A test that moves time on passes its own clock (tests/support/clock.py)."""
     services = []
 
-    def start(on_verdicts=None, **settings) -> InboxService:
+    def start(on_verdicts=None, clock: Clock = SYSTEM, **settings) -> InboxService:
         config = InboxConfig(**{**defaults, **settings})
-        service = InboxService(home, config=config, on_verdicts=on_verdicts)
+        service = InboxService(home, config=config, on_verdicts=on_verdicts, clock=clock)
         services.append(service.start())
         return service
 

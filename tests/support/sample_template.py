@@ -10,6 +10,7 @@ them builds a new one. Each test gets its own copy, so none sees another's write
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import shutil
 from pathlib import Path
@@ -21,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 MADE_FROM = ("tools/sample_store.py", "console/demo", "core")
 
 
+@functools.cache
 def source_hash() -> str:
+    """Once per process: what the store is made from does not change while the tests run."""
     digest = hashlib.sha256()
     for top in MADE_FROM:
         path = ROOT / top

@@ -379,19 +379,19 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         if open_count:
             label.append(f" !{count(open_count)}", style="bold")
         tab.label = label
-        top = max((q["id"] for q in newest), default=0)
+        top = max((q.id for q in newest), default=0)
         if self._conflict_mark is None:
             self._conflict_mark = top
             return
-        fresh = [q for q in newest if q["id"] > self._conflict_mark]
+        fresh = [q for q in newest if q.id > self._conflict_mark]
         self._conflict_mark = max(self._conflict_mark, top)
         if not fresh:
             return
         self.bell()
         for q in fresh[:NOTIFY_AT_MOST]:
             self.notify(
-                f"{escape_text(q['frame_id'], 64)}: {escape_text(q['frame_text'], 40)} differs from "
-                f"{escape_text(q['ledger_text'] or q['first_text'], 40)}. Held for review; press 3 (d hides notes).",
+                f"{escape_text(q.frame_id, 64)}: {escape_text(q.frame_text, 40)} differs from "
+                f"{escape_text(q.ledger_text or q.first_text, 40)}. Held for review; press 3 (d hides notes).",
                 title="! Conflict held", severity="warning", timeout=8, markup=False,
             )
         if len(fresh) > NOTIFY_AT_MOST:
@@ -401,17 +401,17 @@ class ConsoleApp(CaseActions, OperatorActions, App):
     def _rejected_files(self, newest: list[dict]) -> None:
         """A file rejected whole (by this console's inbox or another receiver on the store) raises a
         notification and a bell: it is never only a log line."""
-        top = max((f["finished_at"] or 0 for f in newest), default=0)
+        top = max((f.finished_at or 0 for f in newest), default=0)
         if self._rejected_mark is None:
             self._rejected_mark = top
             return
-        fresh = [f for f in newest if (f["finished_at"] or 0) > self._rejected_mark]
+        fresh = [f for f in newest if (f.finished_at or 0) > self._rejected_mark]
         self._rejected_mark = max(self._rejected_mark, top)
         if not fresh:
             return
         self.bell()
         for f in fresh[:NOTIFY_AT_MOST]:
-            self.notify(f"{escape_text(f['name'], 64)}: {escape_text(f['reason'], 160)}. Kept in rejected/; press 5.",
+            self.notify(f"{escape_text(f.name, 64)}: {escape_text(f.reason, 160)}. Kept in rejected/; press 5.",
                         title="! File rejected", severity="warning", timeout=15, markup=False)
         if len(fresh) > NOTIFY_AT_MOST:
             self.notify(f"and {len(fresh) - NOTIFY_AT_MOST} more rejected files; press 5.",

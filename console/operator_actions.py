@@ -64,7 +64,7 @@ class OperatorActions:
             return
         w, policy = witnesses
         body = Text(
-            f"Forget the {count(w['due'])} frame ids first seen before {stamp(w['cutoff'])} "
+            f"Forget the {count(w.due)} frame ids first seen before {stamp(w.cutoff)} "
             f"(kept {describe(policy)})?\n\nCases stay in the ledger, and a re-sent frame is still "
             "caught as a duplicate. The run is logged."
         )

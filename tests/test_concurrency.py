@@ -53,11 +53,11 @@ def ledger(r: Receiver):
 
     versions: dict[str, set] = {}
     for c in r.cases(limit=10**6):
-        versions.setdefault(c["case_key"], set()).add(payload(c["frame_text"]))
+        versions.setdefault(c.case_key, set()).add(payload(c.frame_text))
     quarantined = r.quarantine(limit=10**6)
     for q in quarantined:
-        versions[q["case_key"]].add(payload(q["frame_text"]))
-    pairs = [(q["frame_id"], q["frame_text"]) for q in quarantined]
+        versions[q.case_key].add(payload(q.frame_text))
+    pairs = [(q.frame_id, q.frame_text) for q in quarantined]
     assert len(pairs) == len(set(pairs))  # no conflict queued twice
     return versions, len(quarantined)
 

@@ -261,7 +261,7 @@ async def test_evict_now_asks_first_and_logs_the_run(sample_home):
         await until(lambda: isinstance(app.screen, ConfirmDialog))
         await press_and_settle(pilot, "n")
         with Receiver(str(sample_home.db)) as r:
-            assert [e["started_by"] for e in r.evictions()] == ["schedule"]
+            assert [e.started_by for e in r.evictions()] == ["schedule"]
         await press_and_settle(pilot, "e")
         await until(lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.press("y")
@@ -279,7 +279,7 @@ async def test_resolve_keys_open_the_signing_dialog_on_the_selected_conflict(sam
         await until(lambda: isinstance(app.screen, ResolveDialog))
         dialog = app.screen
         assert dialog.decision == "accept_correction"
-        assert dialog.item["frame_id"] == "kak01-1" and dialog.item["frame_text"].endswith("#95")
+        assert dialog.item.frame_id == "kak01-1" and dialog.item.frame_text.endswith("#95")
         assert dialog.home == sample_home
 
 

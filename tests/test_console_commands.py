@@ -73,7 +73,7 @@ def test_ranking_csv_from_the_command_line(sample_home, capsys, tmp_path):
     assert main(["--home", str(sample_home.root), "ranking", "--csv", str(target)]) == 0
     rows = list(csv.DictReader(target.open(encoding="utf-8")))
     with Receiver(str(sample_home.db)) as r:
-        assert [row["frame_id"] for row in rows] == [c["frame_id"] for c in r.ranking(limit=100)]
+        assert [row["frame_id"] for row in rows] == [c.frame_id for c in r.ranking(limit=100)]
     assert rows[0]["rank"] == "1" and rows[0]["first_seen"].startswith("2024-05-02T08:")
 
     capsys.readouterr()

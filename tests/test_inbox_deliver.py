@@ -169,7 +169,7 @@ def test_unreadable_lines_are_rejects_with_file_and_line(inbox):
     home, r = inbox
     data = f'{{"frame_id": "j-1", "frame": "{frame(1, "S", "MED", 2, 3)}"}}\n{{broken\n\n[1]\n'
     deliver(drop(home, "feed.jsonl", data, age=5), "cli", r, home, CONFIG)
-    assert sorted((x["file"], x["line"], x["outcome"]) for x in r.rejects()) == [
+    assert sorted((x.file, x.line, x.outcome) for x in r.rejects()) == [
         ("feed.jsonl", 2, "REJECT_BAD_FORMAT"), ("feed.jsonl", 4, "REJECT_BAD_FORMAT")]
     assert r.totals()["applied"] == 1
 

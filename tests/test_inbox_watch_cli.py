@@ -119,7 +119,7 @@ def test_a_gateway_export_with_bom_crlf_and_phone_numbers_leaves_no_number_under
     assert watcher.signal(signal.SIGTERM) == 0
     with Receiver(str(home.db)) as r:
         assert r.totals()["applied"] == 4 and r.totals()["rejects"] == 2
-        assert {x["file"] for x in r.rejects()} == {"export.csv"}
+        assert {x.file for x in r.rejects()} == {"export.csv"}
     log = (home.logs / "receiver.log").read_text()
     assert "claim won by watch: export.csv" in log and "SIGTERM received" in log
     assert "scheduled eviction run" in log and "file export.csv done by watch" in log

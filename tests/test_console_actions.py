@@ -11,7 +11,7 @@ import pytest
 from textual.command import CommandList
 
 from console import actions
-from console.app import PANELS
+from console.panels import PANELS
 from console.dialogs.help_screen import HelpScreen
 from console.dialogs.mark_dialog import MarkDialog
 from console.dialogs.resolve_dialog import ResolveDialog

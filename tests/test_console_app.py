@@ -8,7 +8,7 @@ import csv
 from textual.widgets import Static
 
 from console.actions import ACTIONS
-from console.app import PANELS
+from console.panels import PANELS
 from console.dialogs.confirm_dialog import ConfirmDialog
 from console.dialogs.export_dialog import ExportDialog
 from console.widgets.header_bar import HeaderBar
@@ -96,7 +96,7 @@ async def test_the_loading_indicator_never_stays_over_a_panel_that_has_loaded(sa
     after its indicator's delay could see the callback run after it, which covered the loaded
     panel for good (a quiet store never loads it again). Here the callback is held back and run
     once the load is over, as that race runs it."""
-    from console import app as console_app
+    from console import refresh_engine as console_app
 
     app = fixed_app(sample_home)
     held = []
@@ -364,6 +364,6 @@ async def test_timers_that_fire_while_the_console_is_taken_down_raise_nothing(sa
         await app.query_one(HeaderBar).remove()  # as the teardown leaves the default screen
         assert not app.query(HeaderBar)
         app._signing_tick()
-        await app._refresh_once(force=True)
+        await app.refresher.once(force=True)
         app.action_lock_key()
     assert app.return_code in (0, None)

@@ -66,10 +66,10 @@ async def test_d_hides_every_notification_and_conflict_notes_are_short(sample_ho
         await until(lambda: len(notes_on_screen(app)) == 2)
         await pilot.press("d")
         await until(lambda: len(notes_on_screen(app)) == 0)
-        app._conflicts([Conflict(id=99, frame_id="x-1", case_key="rec:x", frame_text="a", first_frame_id="x-1",
-                                 first_text="b", reason="same_frame_id_different_payload", first_seen=0.0,
-                                 last_seen=0.0, seen_count=1, source="cli", status="open", resolved_at=None,
-                                 resolved_by=None)], 2)
+        app.notices.conflicts([Conflict(id=99, frame_id="x-1", case_key="rec:x", frame_text="a", first_frame_id="x-1",
+                                        first_text="b", reason="same_frame_id_different_payload", first_seen=0.0,
+                                        last_seen=0.0, seen_count=1, source="cli", status="open",
+                                        resolved_at=None, resolved_by=None)], 2)
         await until(lambda: len(notes_on_screen(app)) == 1)
         [note] = notes_on_screen(app)
         assert "d hides" in note

@@ -25,6 +25,7 @@ from core.home import Home
 from core.ops.heartbeat import live as live_services
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.signing.session import SigningSession
+from core.store.records import Totals
 
 from . import actions
 from .case_actions import CaseActions
@@ -97,7 +98,7 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         return self.refresher.health
 
     @property
-    def totals(self) -> dict | None:
+    def totals(self) -> Totals | None:
         return self.refresher.totals
 
     @property

@@ -16,6 +16,7 @@ from typing import Any
 
 from core import Receiver
 from core.inbox import inbox_files
+from core.store.records import Totals
 
 from . import actions
 from .notices import NOTIFY_AT_MOST
@@ -42,7 +43,7 @@ class RefreshEngine:
     def __init__(self, app):
         self.app = app
         self.health: dict | None = None
-        self.totals: dict | None = None
+        self.totals: Totals | None = None
         self.version: int | None = None
         self.error: str | None = None
         self.refreshes = 0  # completed passes; tests and screenshots wait on it (and ``pending``)
@@ -110,7 +111,7 @@ class RefreshEngine:
         self.health = probe["health"]
         if "totals" in probe:
             self.totals = probe["totals"]
-            app.notices.conflicts(probe["newest_conflicts"], self.totals["conflicts_open"])
+            app.notices.conflicts(probe["newest_conflicts"], self.totals.conflicts_open)
             app.notices.rejected_files(probe["newest_rejected_files"])
         header.show(self.totals, self.health, app.service is not None)
         self.version = probe["version"]

@@ -62,7 +62,7 @@ def test_a_case_is_dispatched_then_served_and_leaves_the_ranking(signed, home):
     mark(home, r, "A-1", "served", "team handed over the kits")
     assert [c.frame_id for c in r.ranking()] == ["B-2"]
     assert [(c.frame_id, c.status) for c in r.ranking(include_done=True)] == [("A-1", "served"), ("B-2", "open")]
-    assert r.totals()["cases_by_status"] == {"open": 1, "dispatched": 0, "served": 1, "closed": 0}
+    assert r.totals().cases_by_status == {"open": 1, "dispatched": 0, "served": 1, "closed": 0}
     assert r.count_ranked() == 1 and r.count_ranked(include_done=True) == 2
     assert audit.verify(r).ok
     story = case_story(r, "A-1")
@@ -185,7 +185,7 @@ def test_an_older_store_upgrades_and_its_cases_become_open(tmp_path, monkeypatch
     monkeypatch.undo()
     with Receiver(path) as r:
         assert {c.frame_id: c.status for c in r.ranking()} == {"A-1": "open", "B-2": "open"}
-        assert r.totals()["cases_by_status"]["open"] == 2
+        assert r.totals().cases_by_status["open"] == 2
         assert r.ingest("C-1", frame(1, "Ifo", "SHE", 8, 80), now=T0).outcome == Outcome.APPLIED
         assert r.m.Case.get(r.m.Case.frame_id == "C-1").status == "open"
 

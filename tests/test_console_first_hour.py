@@ -141,8 +141,9 @@ async def test_the_conflict_badge_stays_readable_with_huge_totals(sample_home):
     async with app.run_test(size=SIZE) as pilot:
         await press_and_settle(pilot)
         header = app.query_one(HeaderBar)
-        header.show({"cases": 123_456_789, "headcount_total": 9_876_543_210, "duplicates": 555_555_555,
-                     "rejects": 44_444_444, "conflicts_open": 12_345}, None, False)
+        huge = app.totals._replace(cases=123_456_789, headcount_total=9_876_543_210, duplicates=555_555_555,
+                                   rejects=44_444_444, conflicts_open=12_345)
+        header.show(huge, None, False)
         lines = header.render().plain.splitlines()
         assert "! 12,345 CONFLICTS OPEN" in lines[1] and len(lines[1]) <= 80
 

@@ -122,7 +122,7 @@ def test_2_an_unterminated_last_line_waits_while_its_writer_holds_the_file(home)
         assert (second.status, second.frames) == ("held", 1)  # still open: nothing more is archived
         writer.close()
         last = deliver(first.claimed, "sweep", r, home, config)
-        assert last.status == "done" and r.totals()["cases"] == 2 and r.rejects() == []
+        assert last.status == "done" and r.totals().cases == 2 and r.rejects() == []
 
 
 # -- 3: a file rejected whole is listed, counted and shown ---------------------------------------------
@@ -236,7 +236,7 @@ def test_6_conflict_quarantined_is_logged_once_however_often_the_commit_is_retri
                         home, config)
         r.db.execute_sql("DROP TRIGGER refuse")
         assert deliver(next(claimed_dir(home).glob("*conflict.txt")), "sweep", r, home, config).status == "done"
-        assert r.totals()["conflicts_open"] == 1
+        assert r.totals().conflicts_open == 1
     assert len([rec for rec in caplog.records if "conflict quarantined" in rec.getMessage()]) == 1
 
 

@@ -92,7 +92,7 @@ def test_each_case_once_nothing_valid_lost(new_store, operations):
             case = ledger[f"r{record}"]  # nothing valid is lost
             assert (case.site, case.need, case.headcount, case.pri) == (site, need, hc, pri)
         assert r.headcount_total() == sum(p[2] for p in first_payload.values())
-        assert r.totals()["frames"] == sum(sum(c.values()) for c in r.per_source().values())
+        assert r.totals().frames == sum(sum(c.values()) for c in r.per_source().values())
 
 
 @examples(300, fuzz=20_000)

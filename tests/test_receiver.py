@@ -24,7 +24,7 @@ def test_r9_full_resend_is_not_double_counted(receiver):
     assert receiver.headcount_total() == 23
     ranking = receiver.ranking()
     assert [c.need for c in ranking] == ["MED", "SHE", "WAT"]
-    assert receiver.totals()["duplicates"] == 4
+    assert receiver.totals().duplicates == 4
 
 
 def test_r3_duplicate_counts_path_and_time(receiver):
@@ -47,7 +47,7 @@ def test_r5_conflict_is_quarantined_once_and_first_wins(receiver):
     assert len(q) == 1 and q[0].seen_count == 2
     assert q[0].first_text == MED and q[0].frame_text == changed
     assert receiver.headcount_total() == 3
-    assert receiver.totals()["conflicts_open"] == 1
+    assert receiver.totals().conflicts_open == 1
 
 
 def test_conflicts_within_one_batch(receiver):
@@ -120,7 +120,7 @@ def test_r7_eviction_is_by_age_and_logged(receiver):
     log = receiver.evictions()[0]
     assert (log.removed, log.oldest, log.newest, log.retention_seconds) == (5, T0, T0, 30 * DAY)
     assert log.cutoff == T0 + 31 * DAY - 30 * DAY
-    assert receiver.totals()["seen_frames"] == 3
+    assert receiver.totals().seen_frames == 3
 
 
 def test_r7_retention_rules(receiver):
@@ -173,7 +173,7 @@ def test_within_hook_runs_in_the_same_transaction(receiver):
     with pytest.raises(RuntimeError):
         receiver.ingest_many([("k1-1", MED)], now=T0, within=boom)
     assert receiver.count_cases() == 0 and not is_seen(receiver, "k1-1")
-    assert receiver.totals()["frames"] == 0
+    assert receiver.totals().frames == 0
 
 
 def test_read_queries_page_and_sort(receiver):

@@ -74,3 +74,12 @@ def test_a_record_is_not_a_mapping():
     with pytest.raises(TypeError):
         w["kept"]  # noqa: B018
     assert w.to_dict() == {"kept": 1, "oldest": None, "cutoff": 0.0, "due": 0}
+
+
+def test_status_json_begins_with_the_totals_as_they_were(sample_home):
+    with Receiver(str(sample_home.db)) as r:
+        totals = r.totals()
+    [line] = lines(sample_home, "status")
+    status = json.loads(line)
+    assert list(status)[:len(records.Totals._fields)] == list(records.Totals._fields)
+    assert {k: status[k] for k in records.Totals._fields} == json.loads(dumped(totals.to_dict()))

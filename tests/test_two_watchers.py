@@ -115,8 +115,8 @@ def test_two_watchers_on_one_home_claim_every_file_once_and_count_every_frame_on
         con.close()
     with Receiver(str(home.db)) as r:
         totals = r.totals()
-        assert totals["frames"] == lines_total  # no frame counted twice, none missed
-        assert totals["cases"] == totals["applied"] == r.count_cases() == len(versions)  # each case applied once
+        assert totals.frames == lines_total  # no frame counted twice, none missed
+        assert totals.cases == totals.applied == r.count_cases() == len(versions)  # each case applied once
         held: dict[str, set] = {}
         for c in r.cases(limit=10**6):
             held.setdefault(c.case_key, set()).add((c.site, c.need, c.headcount, c.pri))

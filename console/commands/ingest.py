@@ -183,8 +183,8 @@ def cmd_ingest(args, ctx) -> int:
         for note in notes:
             out.print(safe(note, 400))
         out.print(summary_table(tally))
-        out.print(Text(f"ledger: {plural(t['cases'], 'case')}, {plural(t['headcount_total'], 'person', 'people')}; "
-                       f"{plural(t['conflicts_open'], 'conflict')} open"))
+        out.print(Text(f"ledger: {plural(t.cases, 'case')}, {plural(t.headcount_total, 'person', 'people')}; "
+                       f"{plural(t.conflicts_open, 'conflict')} open"))
     return 0
 
 

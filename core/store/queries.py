@@ -17,7 +17,7 @@ from core.rules.lifecycle import OPEN, RANKED, STATUSES
 
 from .models import RANKED_SQL
 from .records import (Activity, Case, Conflict, ConflictRow, Eviction, ExportCase, HeadcountGroup, Policy,
-                      PolicyChange, RankedCase, RankingRow, Reject, RejectRow, Witnesses)
+                      PolicyChange, RankedCase, RankingRow, Reject, RejectRow, Totals, Witnesses)
 
 # Cases per status other than open, kept in ``totals`` by the signed mark that moves
 # them (so counting stays O(1) on a big store); open is all cases minus these.
@@ -59,27 +59,27 @@ class LedgerReads:
             out.setdefault(source, {})[outcome] = int(count)
         return out
 
-    def totals(self) -> dict:
+    def totals(self) -> Totals:
         """Header and ``status`` figures, all O(1) or indexed."""
         by_outcome: Tally = Tally()
         for counts in self.per_source().values():
             by_outcome.update(counts)
         Q = self.m.Quarantine
         policy = self.retention()
-        return {
-            "cases": self._total("cases"),
-            "headcount_total": self._total("headcount"),
-            "duplicates": by_outcome["DUPLICATE"],
-            "conflicts": by_outcome["CONFLICT_QUARANTINED"],
-            "conflicts_open": Q.select().where(Q.status == "open").count(),
-            "rejects": by_outcome["REJECT_BAD_FORMAT"] + by_outcome["REJECT_BAD_CRC"],
-            "applied": by_outcome["APPLIED"],
-            "frames": sum(by_outcome.values()),
-            "seen_frames": self._total("seen_frames"),
-            "retention_days": round(policy["retention_seconds"] / 86400, 3),
-            "retention_fault": policy["fault"],
-            "cases_by_status": self.cases_by_status(),
-        }
+        return Totals(
+            cases=self._total("cases"),
+            headcount_total=self._total("headcount"),
+            duplicates=by_outcome["DUPLICATE"],
+            conflicts=by_outcome["CONFLICT_QUARANTINED"],
+            conflicts_open=Q.select().where(Q.status == "open").count(),
+            rejects=by_outcome["REJECT_BAD_FORMAT"] + by_outcome["REJECT_BAD_CRC"],
+            applied=by_outcome["APPLIED"],
+            frames=sum(by_outcome.values()),
+            seen_frames=self._total("seen_frames"),
+            retention_days=round(policy["retention_seconds"] / 86400, 3),
+            retention_fault=policy["fault"],
+            cases_by_status=self.cases_by_status(),
+        )
 
     def cases_by_status(self) -> dict[str, int]:
         T = self.m.Total

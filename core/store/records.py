@@ -186,6 +186,24 @@ class Policy(NamedTuple):
 
 
 @record
+class Totals(NamedTuple):
+    """The header's and ``status``'s figures: frames by outcome, the cases and the policy's fault."""
+
+    cases: int
+    headcount_total: int
+    duplicates: int
+    conflicts: int
+    conflicts_open: int
+    rejects: int
+    applied: int
+    frames: int
+    seen_frames: int
+    retention_days: float
+    retention_fault: str | None
+    cases_by_status: dict[str, int]
+
+
+@record
 class Witnesses(NamedTuple):
     """The dedup witnesses kept, the oldest one's first sight, and how many the policy expires now."""
 

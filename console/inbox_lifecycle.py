@@ -42,9 +42,11 @@ class InboxLifecycle:
         self.companions = list(companions)
         self.service: Any = None
         self._settled = threading.Event()  # the start finished, one way or the other
+        self._asked = False  # the start was asked for (the main screen came up)
 
     def start(self) -> None:
         if self.factory is not None:
+            self._asked = True
             self.app.run_worker(self._start, thread=True, group="inbox", exit_on_error=False)
 
     def _start(self) -> None:
@@ -77,7 +79,7 @@ class InboxLifecycle:
 
     async def stop(self) -> None:
         """Wait for a start still under way, then stop the companions and the inbox, off the UI thread."""
-        if self.factory is not None:
+        if self._asked:
             await asyncio.to_thread(self._settled.wait, 30.0)
         for companion in self.companions:
             await asyncio.to_thread(companion.stop)

@@ -14,6 +14,7 @@ from core.rules.cells import mask_phones
 from core.rules.frame import NEED_NAMES
 from core.signing import audit
 from core.signing.operators import list_operators
+from core.store.inbox_progress import inbox_file_rows
 
 
 class View(NamedTuple):
@@ -36,40 +37,33 @@ def _free(value: object) -> str:
 
 
 def _ranking(receiver) -> Iterable[list]:
-    for rank, (fid, site, need, hc, pri, first_seen, status, disputed) in enumerate(receiver.ranking_rows(), 1):
-        yield [rank, fid, site, need, NEED_NAMES.get(need, ""), hc, pri, status, disputed, iso(first_seen)]
+    for rank, c in enumerate(receiver.ranking_rows(), 1):
+        yield [rank, c.frame_id, c.site, c.need, NEED_NAMES.get(c.need, ""), c.headcount, c.pri, c.status,
+               c.disputed, iso(c.first_seen)]
 
 
 def _cases(receiver) -> Iterable[list]:
-    C = receiver.m.Case
-    keys, ids = receiver.open_conflict_refs()
-    q = C.select(C.frame_id, C.case_key, C.site, C.need, C.headcount, C.pri, C.status, C.version,
-                 C.first_seen, C.updated_at, C.source, C.frame_text).order_by(C.id)
-    for fid, key, site, need, hc, pri, status, version, first_seen, updated, source, text in q.tuples().iterator():
-        yield [fid, site, need, NEED_NAMES.get(need, ""), hc, pri, status, key in keys or fid in ids, version,
-               iso(first_seen), iso(updated), source, text]
+    for c in receiver.case_rows():
+        yield [c.frame_id, c.site, c.need, NEED_NAMES.get(c.need, ""), c.headcount, c.pri, c.status, c.disputed,
+               c.version, iso(c.first_seen), iso(c.updated_at), c.source, c.frame_text]
 
 
 def _quarantine(receiver) -> Iterable[list]:
-    Q = receiver.m.Quarantine
-    for q in Q.select().order_by(Q.id).dicts().iterator():
-        yield [q["id"], q["status"], q["frame_id"], q["frame_text"], q["first_frame_id"], q["first_text"],
-               q["reason"], q["seen_count"], iso(q["first_seen"]), iso(q["last_seen"]), q["source"],
-               iso(q["resolved_at"]), q["resolved_by"] or ""]
+    for q in receiver.conflict_rows():
+        yield [q.id, q.status, q.frame_id, q.frame_text, q.first_frame_id, q.first_text, q.reason, q.seen_count,
+               iso(q.first_seen), iso(q.last_seen), q.source, iso(q.resolved_at), q.resolved_by or ""]
 
 
 def _rejects(receiver) -> Iterable[list]:
-    R = receiver.m.Reject
-    for x in R.select().order_by(R.id).dicts().iterator():
-        yield [iso(x["ts"]), x["source"], _free(x["file"]), x["line"], x["outcome"], x["reason"],
-               _free(x["frame_id"]), _free(x["frame_text"])]
+    for x in receiver.reject_rows():
+        yield [iso(x.ts), x.source, _free(x.file), x.line, x.outcome, x.reason, _free(x.frame_id),
+               _free(x.frame_text)]
 
 
 def _files(receiver) -> Iterable[list]:
-    F = receiver.m.InboxFile
-    for f in F.select().order_by(F.claimed_at, F.claim).dicts().iterator():
-        yield [_free(f["name"]), f["source"], f["format"] or "", f["state"], f["line"], f["frames"],
-               iso(f["claimed_at"]), iso(f["finished_at"]), _free(f["archived_as"]), _free(f["reason"])]
+    for f in inbox_file_rows(receiver):
+        yield [_free(f.name), f.source, f.format or "", f.state, f.line, f.frames, iso(f.claimed_at),
+               iso(f.finished_at), _free(f.archived_as), _free(f.reason)]
 
 
 def _audit(receiver) -> Iterable[list]:

@@ -12,6 +12,8 @@ from typing import Any
 
 from textual.message import Message
 
+from core.store.records import Case, Conflict, RankedCase
+
 
 @dataclass(eq=False)
 class RefreshRequest(Message):
@@ -33,7 +35,7 @@ class RefreshRequest(Message):
 class MarkRequest(Message):
     """Mark ``case`` (a case row, None when no row is selected) with ``status``, signed."""
 
-    case: dict | None
+    case: Case | RankedCase | None
     status: str
 
 
@@ -42,7 +44,7 @@ class ResolveRequest(Message):
     """Resolve the quarantined conflict ``item`` (None: none selected) with ``action``
     (``keep_first`` or ``accept_correction``), signed."""
 
-    item: dict | None
+    item: Conflict | None
     action: str
 
 

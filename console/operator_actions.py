@@ -34,7 +34,7 @@ log = logging.getLogger("ussd.console")
 
 
 class OperatorActions:
-    """Needs the app's ``home``, ``store``, ``view``, ``clock``, ``service`` and ``eviction``."""
+    """Needs the app's ``home``, ``store``, ``view``, ``clock``, ``service``, ``inbox`` and ``eviction``."""
 
     def open_dialog(self, cls: type[Screen], **kwargs) -> None:
         """A signing dialog; when it signed, every screen reloads (the store changed under them)."""
@@ -64,7 +64,7 @@ class OperatorActions:
             return
         w, policy = witnesses
         body = Text(
-            f"Forget the {count(w['due'])} frame ids first seen before {stamp(w['cutoff'])} "
+            f"Forget the {count(w.due)} frame ids first seen before {stamp(w.cutoff)} "
             f"(kept {describe(policy)})?\n\nCases stay in the ledger, and a re-sent frame is still "
             "caught as a duplicate. The run is logged."
         )
@@ -86,7 +86,7 @@ class OperatorActions:
         if started_by != "schedule" or removed:
             self.notify(f"Eviction forgot {count(removed)} old frame ids; the cases stay.", title="Retention",
                         markup=False, timeout=5)
-        self._post(RefreshRequest(force=True, changed=True))
+        self.inbox.post(RefreshRequest(force=True, changed=True))
 
     def _eviction_tick(self) -> None:
         if self.eviction is not None and self.eviction.due(self.clock()):
@@ -108,7 +108,7 @@ class OperatorActions:
             return
         self.notify(f"Sweep done: {count(handled)} {'file' if handled == 1 else 'files'} taken.", title="Inbox",
                     markup=False, timeout=4)
-        self._post(RefreshRequest(force=True))
+        self.inbox.post(RefreshRequest(force=True))
 
     # -- the command palette: the actions table, run where each belongs -------------------------
     async def run_table_action(self, action: actions.Action) -> None:

@@ -311,10 +311,10 @@ def postgres_rates(tmp: Path, frames: int) -> None:
                 wall = time.perf_counter() - t
                 with Receiver(target) as r:
                     got = r.totals()
-                exact = got["frames"] == total and got["applied"] == got["cases"] == r.count_cases()
+                exact = got.frames == total and got.applied == got.cases == r.count_cases()
                 print(f"ingest, PostgreSQL, {feeds:>11} feeds, {n} receiver{'s' if n > 1 else ' '}: "
                       f"{total / wall:>9,.0f} frames/s  ({total:,} frames in {wall:.2f} s; "
-                      f"{got['cases']:,} cases; counts {'exact' if exact else 'NOT EXACT'})")
+                      f"{got.cases:,} cases; counts {'exact' if exact else 'NOT EXACT'})")
     finally:
         server.stop()
 

@@ -147,7 +147,7 @@ def test_3_hand_edits_of_the_tables_are_named_and_a_short_policy_is_never_applie
         sql(r, "UPDATE cases SET headcount = 500 WHERE id = ?", (case_id,))
         sql(r, "INSERT INTO retention_policy (retention_seconds, set_at, set_by, reason, is_exception, audit_id) "
                "VALUES (3600, 1, 'alice', 'one hour', ?, 7)", (True,))
-        assert ("C-1", 500) in [(c["frame_id"], c["headcount"]) for c in r.ranking()]  # dispatch would trust it
+        assert ("C-1", 500) in [(c.frame_id, c.headcount) for c in r.ranking()]  # dispatch would trust it
     code, result = verdict(home, target)
     assert code == 1 and result["first_bad_seq"] is None and result["count"] == 8
     rows = result["rows"]
@@ -167,7 +167,7 @@ def test_3_hand_edits_of_the_tables_are_named_and_a_short_policy_is_never_applie
     done = run(home, target, "status")
     assert "retention: 40 days" in done.stdout and "RETENTION FAULT" in done.stderr
     with Receiver(target) as r:
-        assert r.evictions(limit=1)[0]["retention_seconds"] == 40 * DAY
+        assert r.evictions(limit=1)[0].retention_seconds == 40 * DAY
 
 
 def test_3_an_unsigned_policy_above_the_floor_is_not_applied_either(world):

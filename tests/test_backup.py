@@ -370,8 +370,8 @@ def test_a_backup_verified_by_hand_is_verified_in_status_as_on_the_retention_scr
     assert before["last_verified"] is None  # made by hand: not verified until checked
     proc = run("backup", "verify", str(file), "--home", str(home.root), "--identity", str(ident_path))
     assert proc.returncode == 0, proc.stderr
-    [row] = listing(home)["rows"]
-    assert row["file"] == file.name and row["verified"]
+    [row] = listing(home).rows
+    assert row.file == file.name and row.verified
     last = json.loads(run("--home", str(home.root), "--json", "status").stdout)["backup"]["last_verified"]
     assert last is not None and Path(last["file"]) == file and last["size"] == file.stat().st_size
     text = run("--home", str(home.root), "status").stdout.replace("\n", "")

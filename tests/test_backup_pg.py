@@ -79,7 +79,7 @@ def pg_home(tmp_path, pg_url) -> tuple[Home, str]:
     from core import Receiver
 
     with Receiver(url) as r:
-        qid = next(q["id"] for q in r.quarantine(status=None, limit=100) if q["frame_id"] == "A-1")
+        qid = next(q.id for q in r.quarantine(status=None, limit=100) if q.frame_id == "A-1")
     arrange(home, "resolve", str(qid), "--accept-correction", "--operator", "alice",
              "--passphrase-file", passfile(tmp_path, "alice"), "--reason", "checked with the site")
     arrange(home, "case", "mark", "B-2", "dispatched", "--operator", "alice",

@@ -59,18 +59,18 @@ def test_a_case_is_dispatched_then_served_and_leaves_the_ranking(signed, home):
     r = signed
     done = mark(home, r, "A-1", "dispatched", "team left at 9")
     assert done["status"] == "dispatched" and done["entry"]["action"] == "case.mark"
-    assert [(c["frame_id"], c["status"]) for c in r.ranking()] == [("A-1", "dispatched"), ("B-2", "open")]
+    assert [(c.frame_id, c.status) for c in r.ranking()] == [("A-1", "dispatched"), ("B-2", "open")]
     mark(home, r, "A-1", "served", "team handed over the kits")
-    assert [c["frame_id"] for c in r.ranking()] == ["B-2"]
-    assert [(c["frame_id"], c["status"]) for c in r.ranking(include_done=True)] == [("A-1", "served"), ("B-2", "open")]
-    assert r.totals()["cases_by_status"] == {"open": 1, "dispatched": 0, "served": 1, "closed": 0}
+    assert [c.frame_id for c in r.ranking()] == ["B-2"]
+    assert [(c.frame_id, c.status) for c in r.ranking(include_done=True)] == [("A-1", "served"), ("B-2", "open")]
+    assert r.totals().cases_by_status == {"open": 1, "dispatched": 0, "served": 1, "closed": 0}
     assert r.count_ranked() == 1 and r.count_ranked(include_done=True) == 2
     assert audit.verify(r).ok
     story = case_story(r, "A-1")
     assert [(x["from"], x["to"], x["by"]) for x in story["marks"]] == [
         ("open", "dispatched", "alice"), ("dispatched", "served", "alice")]
     mark(home, r, "A-1", "open", "kits never arrived")  # re-opened: back in the ranking
-    assert [c["frame_id"] for c in r.ranking()] == ["A-1", "B-2"]
+    assert [c.frame_id for c in r.ranking()] == ["A-1", "B-2"]
     assert audit.verify(r).ok
 
 
@@ -120,7 +120,7 @@ def test_r14_a_mark_never_changes_dedup(signed, home):
     assert a.status == "served" and a.headcount == 3  # nothing re-opened or overwritten
     # The served case is now disputed: a correction waits for an operator.
     assert case_story(r, "A-1")["case"]["disputed"] is True
-    assert [c["frame_id"] for c in r.ranking(include_done=True) if c["disputed"]] == ["A-1", "B-2"]
+    assert [c.frame_id for c in r.ranking(include_done=True) if c.disputed] == ["A-1", "B-2"]
 
 
 def test_r14_marks_survive_eviction(signed, home):
@@ -138,8 +138,8 @@ def test_case_story_lists_every_version_after_an_accepted_correction(signed, hom
     r = signed
     r.ingest(*A1_FIX, now=T0 + 5)
     (q,) = r.quarantine()
-    assert case_story(r, "A-1")["open_conflicts"][0]["id"] == q["id"]
-    signed_action.sign(home, r, actions.resolution("accept_correction"), {"quarantine_id": q["id"]},
+   assert case_story(r, "A-1")["open_conflicts"][0]["id"] == q.id
+    signed_action.sign(home, r, actions.resolution("accept_correction"), {"quarantine_id": q.id},
                        operator="alice", passphrase=PASS,
                        reason="site radioed 7")
     story = case_story(r, "A-1")
@@ -187,8 +187,8 @@ def test_an_older_store_upgrades_and_its_cases_become_open(tmp_path, monkeypatch
     con.close()
     monkeypatch.undo()
     with Receiver(path) as r:
-        assert {c["frame_id"]: c["status"] for c in r.ranking()} == {"A-1": "open", "B-2": "open"}
-        assert r.totals()["cases_by_status"]["open"] == 2
+        assert {c.frame_id: c.status for c in r.ranking()} == {"A-1": "open", "B-2": "open"}
+        assert r.totals().cases_by_status["open"] == 2
         assert r.ingest("C-1", frame(1, "Ifo", "SHE", 8, 80), now=T0).outcome == Outcome.APPLIED
         assert r.m.Case.get(r.m.Case.frame_id == "C-1").status == "open"
 

@@ -53,11 +53,11 @@ def ledger(r: Receiver):
 
     versions: dict[str, set] = {}
     for c in r.cases(limit=10**6):
-        versions.setdefault(c["case_key"], set()).add(payload(c["frame_text"]))
+        versions.setdefault(c.case_key, set()).add(payload(c.frame_text))
     quarantined = r.quarantine(limit=10**6)
     for q in quarantined:
-        versions[q["case_key"]].add(payload(q["frame_text"]))
-    pairs = [(q["frame_id"], q["frame_text"]) for q in quarantined]
+        versions[q.case_key].add(payload(q.frame_text))
+    pairs = [(q.frame_id, q.frame_text) for q in quarantined]
     assert len(pairs) == len(set(pairs))  # no conflict queued twice
     return versions, len(quarantined)
 
@@ -88,7 +88,7 @@ def test_four_receivers_at_once_equal_one_clean_run(new_store, tmp_path):
     assert got[1] >= 150  # at least the 150 corrected copies wait for an operator
     for g, feed in enumerate(feeds):
         assert sum(per_source[f"gw{g}"].values()) == len(feed)  # exact per-path accounting
-    assert totals["applied"] == 1500 and totals["cases"] == 1500
+    assert totals.applied == 1500 and totals.cases == 1500
 
 
 def test_four_watchers_on_overlapping_inboxes(new_store, tmp_path):
@@ -136,7 +136,7 @@ def test_four_watchers_on_overlapping_inboxes(new_store, tmp_path):
             clean.ingest_many(feed, now=1_700_000_000)
         want = ledger(clean)
     assert len(got[0]) == 600 and got[0] == want[0]
-    assert totals["applied"] == 600 and totals["frames"] == sum(len(f) for f in feeds)
+    assert totals.applied == 600 and totals.frames == sum(len(f) for f in feeds)
 
 
 def test_a_store_being_made_by_another_connection_is_waited_for_not_refused(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from textual.command import CommandList
 
 from console import actions
-from console.app import PANELS
+from console.panels import PANELS
 from console.dialogs.help_screen import HelpScreen
 from console.dialogs.mark_dialog import MarkDialog
 from console.dialogs.resolve_dialog import ResolveDialog
@@ -209,18 +209,18 @@ def case_row(app, frame_id: str) -> dict[str, str]:
 @run_async
 async def test_accepting_a_correction_shows_the_new_headcount_on_cases_without_ctrl_r(sample_home):
     item = with_operator(sample_home)
-    new_hc = item["frame_text"].split("|")[4]
+    new_hc = item.frame_text.split("|")[4]
     app = fixed_app(sample_home, refresh_every=3600.0)  # no timer: only the signature's refresh can show it
     async with app.run_test(size=SIZE) as pilot:
         await press_and_settle(pilot, "1")
-        before = case_row(app, item["first_frame_id"])
+        before = case_row(app, item.first_frame_id)
         assert before["headcount"] != new_hc and "DISPUTED" in before["status"]
         await open_dialog(app, pilot, "3", "a", ResolveDialog)
         dialog = await fill_and_sign(app, pilot, "site radioed the new count", PASS)
         await until(lambda: app.screen is not dialog)
         await press_and_settle(pilot, "1")
-        await until(lambda: case_row(app, item["first_frame_id"])["headcount"] == new_hc)
-        assert "DISPUTED" not in case_row(app, item["first_frame_id"])["status"]
+        await until(lambda: case_row(app, item.first_frame_id)["headcount"] == new_hc)
+        assert "DISPUTED" not in case_row(app, item.first_frame_id)["status"]
 
 
 @run_async
@@ -243,7 +243,7 @@ async def test_marking_a_case_served_shows_on_cases_without_ctrl_r(sample_home):
         await until(lambda: "served" in case_row(app, frame_id)["status"])
         assert table.row_count
     with Receiver(str(sample_home.db)) as r:
-        assert {c["frame_id"]: c["status"] for c in r.cases(limit=100)}[frame_id] == "served"
+        assert {c.frame_id: c.status for c in r.cases(limit=100)}[frame_id] == "served"
 
 
 def test_console_keys_from_config_reach_the_console(home, console_opened_with):

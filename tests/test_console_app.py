@@ -8,7 +8,7 @@ import csv
 from textual.widgets import Static
 
 from console.actions import ACTIONS
-from console.app import PANELS
+from console.panels import PANELS
 from console.dialogs.confirm_dialog import ConfirmDialog
 from console.dialogs.export_dialog import ExportDialog
 from console.widgets.header_bar import HeaderBar
@@ -96,7 +96,7 @@ async def test_the_loading_indicator_never_stays_over_a_panel_that_has_loaded(sa
     after its indicator's delay could see the callback run after it, which covered the loaded
     panel for good (a quiet store never loads it again). Here the callback is held back and run
     once the load is over, as that race runs it."""
-    from console import app as console_app
+    from console import refresh_engine as console_app
 
     app = fixed_app(sample_home)
     held = []
@@ -261,7 +261,7 @@ async def test_evict_now_asks_first_and_logs_the_run(sample_home):
         await until(lambda: isinstance(app.screen, ConfirmDialog))
         await press_and_settle(pilot, "n")
         with Receiver(str(sample_home.db)) as r:
-            assert [e["started_by"] for e in r.evictions()] == ["schedule"]
+            assert [e.started_by for e in r.evictions()] == ["schedule"]
         await press_and_settle(pilot, "e")
         await until(lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.press("y")
@@ -279,7 +279,7 @@ async def test_resolve_keys_open_the_signing_dialog_on_the_selected_conflict(sam
         await until(lambda: isinstance(app.screen, ResolveDialog))
         dialog = app.screen
         assert dialog.decision == "accept_correction"
-        assert dialog.item["frame_id"] == "kak01-1" and dialog.item["frame_text"].endswith("#95")
+        assert dialog.item.frame_id == "kak01-1" and dialog.item.frame_text.endswith("#95")
         assert dialog.home == sample_home
 
 
@@ -364,6 +364,6 @@ async def test_timers_that_fire_while_the_console_is_taken_down_raise_nothing(sa
         await app.query_one(HeaderBar).remove()  # as the teardown leaves the default screen
         assert not app.query(HeaderBar)
         app._signing_tick()
-        await app._refresh_once(force=True)
+        await app.refresher.once(force=True)
         app.action_lock_key()
     assert app.return_code in (0, None)

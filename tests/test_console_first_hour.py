@@ -13,6 +13,7 @@ from console.widgets.header_bar import HeaderBar
 from console.widgets.keyed_table import KeyedTable
 from console.widgets.palette import PlainPalette
 from core import Receiver
+from core.store.records import Conflict
 from tests.support.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
 from tests.support.console_pilot import IdleInbox, open_dialog, operators
 from tests.support.signing import PASS
@@ -65,7 +66,10 @@ async def test_d_hides_every_notification_and_conflict_notes_are_short(sample_ho
         await until(lambda: len(notes_on_screen(app)) == 2)
         await pilot.press("d")
         await until(lambda: len(notes_on_screen(app)) == 0)
-        app._conflicts([{"id": 99, "frame_id": "x-1", "frame_text": "a", "first_text": "b", "ledger_text": None}], 2)
+        app.notices.conflicts([Conflict(id=99, frame_id="x-1", case_key="rec:x", frame_text="a", first_frame_id="x-1",
+                                        first_text="b", reason="same_frame_id_different_payload", first_seen=0.0,
+                                        last_seen=0.0, seen_count=1, source="cli", status="open",
+                                        resolved_at=None, resolved_by=None)], 2)
         await until(lambda: len(notes_on_screen(app)) == 1)
         [note] = notes_on_screen(app)
         assert "d hides" in note
@@ -138,8 +142,9 @@ async def test_the_conflict_badge_stays_readable_with_huge_totals(sample_home):
     async with app.run_test(size=SIZE) as pilot:
         await press_and_settle(pilot)
         header = app.query_one(HeaderBar)
-        header.show({"cases": 123_456_789, "headcount_total": 9_876_543_210, "duplicates": 555_555_555,
-                     "rejects": 44_444_444, "conflicts_open": 12_345}, None, False)
+        huge = app.totals._replace(cases=123_456_789, headcount_total=9_876_543_210, duplicates=555_555_555,
+                                   rejects=44_444_444, conflicts_open=12_345)
+        header.show(huge, None, False)
         lines = header.render().plain.splitlines()
         assert "! 12,345 CONFLICTS OPEN" in lines[1] and len(lines[1]) <= 80
 
@@ -168,8 +173,8 @@ async def test_activity_at_80x24_shows_whole_file_lines_and_explains_a_reject(sa
         shown = Console(width=76, record=True, file=open("/dev/null", "w"))
         shown.print(reject_details(app.screen.row))
         body = shown.export_text()
-        assert "What was wrong" in body and app.screen.row["file"].rsplit("/", 1)[-1] in body and "The line" in body
-        assert app.screen.row["frame_text"] in body  # the whole line
+        assert "What was wrong" in body and app.screen.row.file.rsplit("/", 1)[-1] in body and "The line" in body
+        assert app.screen.row.frame_text in body  # the whole line
         await pilot.press("escape")
         await until(lambda: not isinstance(app.screen, RejectDialog))
 

@@ -40,7 +40,7 @@ def shown(widget: Static) -> str:
 
 def statuses(home) -> dict[str, str]:
     with Receiver(str(home.db)) as r:
-        return {c["frame_id"]: c["status"] for c in r.cases(limit=100)}
+        return {c.frame_id: c.status for c in r.cases(limit=100)}
 
 
 def cell_texts(app, table_id: str, column: str) -> list[str]:
@@ -163,10 +163,10 @@ async def test_a_conflict_is_compared_with_the_case_as_the_ledger_holds_it_now(s
     with Receiver(str(sample_home.db)) as r:
         r.ingest_many([("kak01-3", later, "late.txt", 1)], source="cli")
         add_operator(sample_home, r, "alice", PASS)
-        fix = next(q for q in r.quarantine() if q["frame_id"] == "kak01-1")
-        signed_action.sign(sample_home, r, resolution("accept_correction"), {"quarantine_id": fix["id"]},
+       fix = next(q for q in r.quarantine() if q.frame_id == "kak01-1")
+        signed_action.sign(sample_home, r, resolution("accept_correction"), {"quarantine_id": fix.id},
                            operator="alice", passphrase=PASS, reason="radio")
-        ledger_now = r.cases(filter="kak01-1")[0]["frame_text"]
+        ledger_now = r.cases(filter="kak01-1")[0].frame_text
     assert "|9|" in ledger_now
     app = fixed_app(sample_home)
     async with app.run_test(size=(120, 36)) as pilot:

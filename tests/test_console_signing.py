@@ -20,7 +20,7 @@ def state(home):
     with Receiver(str(home.db)) as r:
         return {
             "headcount": r.headcount_total(),
-            "open": [q["id"] for q in r.quarantine(status="open", limit=100)],
+            "open": [q.id for q in r.quarantine(status="open", limit=100)],
             "retention": r.retention_seconds(),
             "audit": verify(r).count,
         }
@@ -37,15 +37,15 @@ async def test_accept_correction_in_the_console(sample_home):
         await until(lambda: app.screen is not dialog)
     after = state(sample_home)
     with Receiver(str(sample_home.db)) as r:
-        done = quarantine_item(r, item["id"])
+        done = quarantine_item(r, item.id)
         case = r.m.Case.get(r.m.Case.case_key == done["case_key"])
         history = r.case_history(case.id)
     assert done["status"] == "accepted_correction" and done["resolved_by"] == "alice"
-    assert case.frame_text == item["frame_text"] and case.version == 2
-    assert len(history) == 1 and history[0]["frame_text"] == item["first_text"]
+    assert case.frame_text == item.frame_text and case.version == 2
+    assert len(history) == 1 and history[0]["frame_text"] == item.first_text
     assert after["audit"] == before["audit"] + 1
-    assert item["id"] not in after["open"]
-    new_hc, old_hc = int(item["frame_text"].split("|")[4]), int(item["first_text"].split("|")[4])
+    assert item.id not in after["open"]
+    new_hc, old_hc = int(item.frame_text.split("|")[4]), int(item.first_text.split("|")[4])
     assert after["headcount"] == before["headcount"] + new_hc - old_hc
 
 
@@ -60,7 +60,7 @@ async def test_keep_first_in_the_console(sample_home):
         await until(lambda: app.screen is not dialog)
     after = state(sample_home)
     assert after["headcount"] == before["headcount"]
-    assert item["id"] not in after["open"] and after["audit"] == before["audit"] + 1
+    assert item.id not in after["open"] and after["audit"] == before["audit"] + 1
 
 
 @run_async
@@ -171,7 +171,7 @@ async def test_enter_right_after_the_reason_waits_for_the_preview_then_signs_wha
     shown, text = signed[0]
     assert shown == text and "team left" in text  # signed exactly the preview on screen
     with Receiver(str(sample_home.db)) as r:
-        case = r.m.Case.get(r.m.Case.frame_id == dialog.case["frame_id"])
+        case = r.m.Case.get(r.m.Case.frame_id == dialog.case.frame_id)
         assert case.status == "dispatched"
 
 

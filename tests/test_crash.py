@@ -39,8 +39,8 @@ def session_items(n_cases: int, seed: int):
 
 
 def snapshot(r: Receiver):
-    cases = sorted((c["case_key"], c["frame_text"]) for c in r.cases(limit=10**6))
-    quarantine = sorted((q["frame_id"], q["frame_text"]) for q in r.quarantine(limit=10**6))
+    cases = sorted((c.case_key, c.frame_text) for c in r.cases(limit=10**6))
+    quarantine = sorted((q.frame_id, q.frame_text) for q in r.quarantine(limit=10**6))
     return cases, quarantine, r.headcount_total()
 
 

@@ -202,8 +202,8 @@ async def test_watch_sweep_cli_and_console_together_deliver_every_frame_once_to_
     want = reference.totals()
     reference.close()
     keys = ("cases", "headcount_total", "applied", "duplicates", "rejects", "frames", "seen_frames")
-    assert {k: totals[k] for k in keys} == {k: want[k] for k in keys}
-    assert totals["cases"] == 70 and totals["conflicts"] == 0  # cases e0 .. e69, each once
+    assert {k: getattr(totals, k) for k in keys} == {k: getattr(want, k) for k in keys}
+    assert totals.cases == 70 and totals.conflicts == 0  # cases e0 .. e69, each once
 
     # One claim record per file, naming the path that won it, and the store agrees.
     rows = store_rows(home.db)

@@ -46,9 +46,9 @@ def test_counts_survive_the_writer_slot_migration(new_store):
         assert (r.totals(), r.per_source(), r.arrivals_per_minute(minutes=2, now=T0)) == before
         r.ingest_many([("b-1", frame(1, "S2", "WAT", 4, 51))], now=T0, source="cli")
         after = r.totals()
-    assert after["cases"] == before[0]["cases"] + 1 == 2
-    assert after["frames"] == before[0]["frames"] + 1 == 3
-    assert after["headcount_total"] == 7
+    assert after.cases == before[0].cases + 1 == 2
+    assert after.frames == before[0].frames + 1 == 3
+    assert after.headcount_total == 7
 
 
 def _indexes(db) -> set[str]:

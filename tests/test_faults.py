@@ -59,7 +59,7 @@ def test_disk_full_mid_file_keeps_the_committed_batches_and_resumes_when_space_r
     row = recent_files(service.receiver)[0]
     assert row["state"] == "claimed" and 0 < row["line"] < 6000
     # What was kept is exactly what committed with the file's progress, and it stays.
-    assert service.receiver.totals()["frames"] == row["frames"] == row["line"]
+    assert service.receiver.totals().frames == row["frames"] == row["line"]
     assert claimed(home) == ["big.txt"] and archived(home) == []
     service.sweep_now()
     assert len(warnings(caplog, "database or disk is full")) == 1  # said once, not once per sweep
@@ -87,7 +87,7 @@ def test_a_read_only_store_leaves_the_file_waiting_and_takes_it_once_writable(ho
     assert health["state"] == "fault" and "readonly database" in health["last_error"]
     assert health["files_waiting"] == 1 and claimed(home) == ["a.txt"]
     assert len(warnings(caplog, "readonly database")) == 1
-    assert service.receiver.totals()["frames"] == 0 and recent_files(service.receiver) == []
+    assert service.receiver.totals().frames == 0 and recent_files(service.receiver) == []
 
     db.pragma("query_only", 0, permanent=True)
     service.sweep_now()
@@ -182,7 +182,7 @@ def test_a_store_locked_by_another_process_past_the_busy_timeout_delays_but_lose
     holder = hold_lock(home.db)
     drop(home, "during.txt", text_of(frame_lines("lk", 40)))
     wait_for(lambda: "locked" in (service.health()["last_error"] or ""), what="the lock reported as a fault")
-    assert service.receiver.totals()["frames"] == 0  # reading still works while it is locked
+    assert service.receiver.totals().frames == 0  # reading still works while it is locked
 
     # While it is locked, the command line says so in one line and exits 2; status still reads.
     outside = home.root / "by-hand.txt"
@@ -196,7 +196,7 @@ def test_a_store_locked_by_another_process_past_the_busy_timeout_delays_but_lose
     holder.communicate("release\n", timeout=60)
     wait_for(lambda: archived(home) == ["during.txt"], what="the file taken once the lock went")
     wait_for(lambda: service.health()["state"] == "ok", what="the fault cleared")
-    assert service.receiver.totals()["applied"] == 40 and service.receiver.totals()["frames"] == 40
+    assert service.receiver.totals().applied == 40 and service.receiver.totals().frames == 40
     assert no_tracebacks(caplog)
 
 
@@ -219,7 +219,7 @@ def test_the_command_line_on_a_full_or_read_only_store_is_one_line(home, monkeyp
     assert err == ["ussd-console: error: store: attempt to write a readonly database"]
     monkeypatch.undo()
     with Receiver(str(home.db)) as r:
-        assert r.totals()["frames"] == 0  # the failed batches left nothing behind
+        assert r.totals().frames == 0  # the failed batches left nothing behind
 
 
 # -- files ----------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def test_an_unreadable_file_stays_in_the_inbox_and_is_taken_once_readable(home, 
     monkeypatch.undo()
     service.sweep_now()
     assert archived(home) == ["good.txt", "secret.txt"] and service.health()["state"] == "ok"
-    assert service.receiver.totals()["applied"] == 7
+    assert service.receiver.totals().applied == 7
     assert no_tracebacks(caplog)
 
 

@@ -31,7 +31,7 @@ UNIT_FILES = int(re.search(r"^LimitNOFILE=(\d+)$", UNIT.read_text(), re.M).group
 
 def ledger(home) -> set[str]:
     with Receiver(str(home.db)) as r:
-        return {c["frame_id"] for c in r.cases(limit=10000)}
+        return {c.frame_id for c in r.cases(limit=10000)}
 
 
 @contextlib.contextmanager

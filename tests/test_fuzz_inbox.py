@@ -183,7 +183,7 @@ def test_deliver_gives_each_item_one_outcome_or_rejects_the_file_whole(fuzz_inbo
     path = home.inbox / filename
     path.write_bytes(body)
     os.utime(path, (0, 0))  # settled long ago
-    before = r.totals()["frames"]
+    before = r.totals().frames
     result = deliver(path, "sweep", r, home, InboxConfig(settle_time=0.5))
     event(f"{result.status} {result.format or ''}")
     assert not any(ch in result.name for ch in CONTROL)
@@ -198,9 +198,9 @@ def test_deliver_gives_each_item_one_outcome_or_rejects_the_file_whole(fuzz_inbo
         # The reason kept and shown is escaped and bounded (300 characters), however long the header was.
         assert result.status == "rejected" and result.reason == escape_text(str(exc), 300)
         assert (result.archived.parent, result.archived.read_bytes()) == (home.rejected, scrub(filename, body))
-        assert r.totals()["frames"] == before
+        assert r.totals().frames == before
         return
     assert result.status == "done", result
-    assert len(result.verdicts) == len(items) == r.totals()["frames"] - before
+    assert len(result.verdicts) == len(items) == r.totals().frames - before
     assert [v.line for v in result.verdicts] == [line for _f, _t, line in items]
     assert result.archived.parent.parent == home.processed

@@ -131,7 +131,7 @@ def test_2_a_writer_that_keeps_the_file_open_and_pauses_loses_nothing(home, serv
     ended(home, 1)
     assert cases(home) == 4 and rejects(home) == []
     [row] = inbox_files(Receiver(str(home.db)))
-    assert (row["state"], row["frames"], row["lines"]) == ("processed", 4, 4)
+    assert (row.state, row.frames, row.lines) == ("processed", 4, 4)
 
 
 def test_2_an_unterminated_last_line_waits_while_its_writer_holds_the_file(home):
@@ -154,7 +154,7 @@ def test_2_an_unterminated_last_line_waits_while_its_writer_holds_the_file(home)
         assert (second.status, second.frames) == ("held", 1)  # still open: nothing more is archived
         writer.close()
         last = deliver(first.claimed, "sweep", r, home, config)
-        assert last.status == "done" and r.totals()["cases"] == 2 and r.rejects() == []
+        assert last.status == "done" and r.totals().cases == 2 and r.rejects() == []
 
 
 # -- 3: a file rejected whole is listed, counted and shown ---------------------------------------------
@@ -268,7 +268,7 @@ def test_6_conflict_quarantined_is_logged_once_however_often_the_commit_is_retri
                         home, config)
         r.db.execute_sql("DROP TRIGGER refuse")
         assert deliver(next(claimed_dir(home).glob("*conflict.txt")), "sweep", r, home, config).status == "done"
-        assert r.totals()["conflicts_open"] == 1
+        assert r.totals().conflicts_open == 1
     assert len([rec for rec in caplog.records if "conflict quarantined" in rec.getMessage()]) == 1
 
 
@@ -283,7 +283,7 @@ def test_6_a_claimed_file_removed_mid_read_ends_its_row_as_vanished(home, caplog
         second = deliver(first.claimed, "watch", r, home, config)
         assert second.status == "vanished"
         [row] = inbox_files(r)
-        assert row["state"] == "vanished" and "after line 2" in row["reason"]
+        assert row.state == "vanished" and "after line 2" in row.reason
     messages = [rec.getMessage() for rec in caplog.records]
     assert not any("finished by another worker" in m for m in messages)
     assert any("gone.txt vanished" in m for m in messages)
@@ -304,12 +304,12 @@ def test_6_a_home_ends_only_its_own_vanished_claims_on_a_shared_store(tmp_path):
         held = deliver(drop(a, "a.txt", f"v1-1 {F[1]}\n"), "watch", r, a, config)
         assert held.status == "held"
         assert end_vanished_claims(r, b) == 0  # not b's claim
-        assert [row["state"] for row in inbox_files(r)] == ["claimed"]
+        assert [row.state for row in inbox_files(r)] == ["claimed"]
         assert end_vanished_claims(r, a) == 0  # a's, and still in a's folder
         os.unlink(held.claimed)
         assert end_vanished_claims(r, b) == 0
         assert end_vanished_claims(r, a) == 1  # a's, and gone from a's folder
-        assert [row["state"] for row in inbox_files(r)] == ["vanished"]
+        assert [row.state for row in inbox_files(r)] == ["vanished"]
 
 
 def test_6_status_prints_the_home_path_escaped(tmp_path):
@@ -338,7 +338,7 @@ def test_spreadsheets_read_like_a_csv_and_archive_as_a_csv_without_phones(home, 
         result = deliver(drop(home, name, build(rows), age=5), "sweep", r, home, InboxConfig(settle_time=0.2))
         assert result.status == "done" and result.format == name.rsplit(".", 1)[1]
         assert result.outcomes == {"APPLIED": 2, "REJECT_BAD_FORMAT": 1}
-        assert [(x["line"], x["reason"]) for x in r.rejects()] == [(4, "bad_grammar")]
+        assert [(x.line, x.reason) for x in r.rejects()] == [(4, "bad_grammar")]
     assert result.archived.name == "export.csv"
     kept = result.archived.read_text()
     assert kept.splitlines()[0] == "Message ID,Message Content,Received" and "711000080" not in kept

@@ -23,7 +23,7 @@ from tests.support.signing import add_operators, sign
 
 def ledger(home) -> dict[str, str]:
     with Receiver(str(home.db)) as r:
-        return {c["frame_id"]: c["source"] for c in r.cases(limit=1000)}
+        return {c.frame_id: c.source for c in r.cases(limit=1000)}
 
 
 def test_every_kind_in_its_real_format_applies_each_frame_once(home, tmp_path, capsys):
@@ -82,7 +82,7 @@ def test_every_kind_in_its_real_format_applies_each_frame_once(home, tmp_path, c
     assert c["phone"]["webhook_retries"] == 1 and per_source(home)["gw_phone"] == {"APPLIED": 2}
     assert per_source(home)["gw_gen"] == {"APPLIED": 1, "REJECT_BAD_FORMAT": 1}  # the bare frame
     with Receiver(str(home.db)) as r:
-        assert [x["reason"] for x in r.rejects() if x["source"] == "gw_gen"] == ["no_frame_id"]
+        assert [x.reason for x in r.rejects() if x.source == "gw_gen"] == ["no_frame_id"]
     log = (home.logs / "receiver.log").read_text()
     assert "clock is" in log  # the skew is told, the post taken
     everything = every_byte_under(home.root) + w.stderr().encode()

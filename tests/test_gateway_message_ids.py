@@ -30,7 +30,7 @@ def answered(w, path: str, body: bytes) -> list[str]:
 
 def ledger(home) -> set[str]:
     with Receiver(str(home.db)) as r:
-        return {c["frame_id"] for c in r.cases(limit=1000)}
+        return {c.frame_id for c in r.cases(limit=1000)}
 
 
 def test_a_reused_id_with_other_frames_is_offered_and_counted_apart(home, tmp_path, capsys):

@@ -77,7 +77,7 @@ def test_random_bytes_are_rejected_unread_with_a_reason(inbox):
     assert result.status == "rejected" and "binary data" in result.reason
     assert (home.rejected / "noise.txt").read_bytes() == data  # kept as it came, for a person to look at
     assert "binary data (NUL bytes)" in reason_of(home, "noise.txt")
-    assert r.totals()["frames"] == 0
+    assert r.totals().frames == 0
 
 
 def test_a_file_with_no_readable_line_is_rejected_with_the_offset(inbox):
@@ -105,8 +105,8 @@ def test_one_bad_line_is_one_reject_and_every_other_line_is_taken_in(inbox, name
     result = take(home, r, name, head + b"\n".join(lines) + b"\n")
     bad_line = 51 + (1 if head else 0)
     assert result.status == "done" and result.outcomes == {"APPLIED": 99, "REJECT_BAD_FORMAT": 1}
-    assert [(x["file"], x["line"], x["reason"]) for x in r.rejects()] == [(name, bad_line, reason)]
-    assert r.totals()["cases"] == 99
+    assert [(x.file, x.line, x.reason) for x in r.rejects()] == [(name, bad_line, reason)]
+    assert r.totals().cases == 99
     assert_clean(store_text(home.db), "the store")
 
 
@@ -121,7 +121,7 @@ def test_a_10_mb_line_is_one_bounded_reject_and_the_next_line_still_counts(inbox
     result = take(home, r, name, data)
     assert result.status == "done" and result.outcomes == {"REJECT_BAD_FORMAT": 1, "APPLIED": 1}
     [reject] = r.rejects()
-    assert reject["line"] == (2 if name.endswith(".csv") else 1) and len(reject["frame_text"]) <= 210
+    assert reject.line == (2 if name.endswith(".csv") else 1) and len(reject.frame_text) <= 210
 
 
 def test_a_1_gb_sparse_file_over_the_size_limit_is_rejected_unread(inbox):
@@ -160,7 +160,7 @@ def test_a_csv_with_an_unbalanced_quote_gives_the_broken_record_a_reject(inbox):
     data = f'id,message\n1,"a1-1 {GOOD}\n2,b1-1 {GOOD}\n3,c1-1 {GOOD}\n'.encode()
     result = take(home, r, "quote.csv", data)
     assert result.status == "done" and result.outcomes == {"REJECT_BAD_FORMAT": 1}
-    assert [(x["line"], x["reason"]) for x in r.rejects()] == [(2, "bad_csv_record")]
+    assert [(x.line, x.reason) for x in r.rejects()] == [(2, "bad_csv_record")]
 
 
 def test_symlinks_out_of_the_home_and_fifos_are_skipped_logged_and_left(home, tmp_path, caplog):
@@ -180,7 +180,7 @@ def test_symlinks_out_of_the_home_and_fifos_are_skipped_logged_and_left(home, tm
             "inbox: skipping escape.txt: symlink (never read)",
             "inbox: skipping pipe[bold]x[link=evil.example]\\x1b]0;pwned\\x07\\x1b[2J.txt: FIFO (never read)",
         ]
-        assert service.receiver.totals()["frames"] == 0 and outside.read_text() == f"a1-1 {GOOD}\n"
+        assert service.receiver.totals().frames == 0 and outside.read_text() == f"a1-1 {GOOD}\n"
         assert len(list(home.inbox.iterdir())) == 4  # the three, and .claimed
     finally:
         service.stop()
@@ -230,7 +230,7 @@ def test_markup_and_control_sequences_in_frames_are_rejects_stored_and_shown_esc
     outside.write_text(text)
     assert main(["ingest", "--home", str(home.root), str(outside)]) == 0
     totals = r.totals()
-    assert totals["applied"] == 0 and totals["rejects"] == totals["frames"] == 2 * len(hostile_lines()) + len(ESCAPES)
+    assert totals.applied == 0 and totals.rejects == totals.frames == 2 * len(hostile_lines()) + len(ESCAPES)
     outputs = [capsys.readouterr()]
     for command in (["status"], ["rejects", "--limit", "500"], ["quarantine", "--all"], ["cases"], ["ranking"],
                     ["status", "--json"], ["rejects", "--json", "--limit", "500"]):

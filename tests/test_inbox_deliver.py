@@ -36,7 +36,7 @@ def test_a_renamed_file_is_applied_once_and_archived_by_day(inbox):
     assert file_counts(r) == {"cli": 1}
     assert [(f["name"], f["state"], f["line"], f["frames"]) for f in recent_files(r)] == [("s1.txt", "done", 3, 3)]
     assert deliver(path, "sweep", r, home, CONFIG).status == "lost"
-    assert r.totals()["applied"] == 3
+    assert r.totals().applied == 3
 
 
 def test_the_same_frames_under_a_new_name_are_duplicates(inbox):
@@ -44,7 +44,7 @@ def test_the_same_frames_under_a_new_name_are_duplicates(inbox):
     deliver(drop(home, "first.txt", text_of(frame_lines("a", 4)), age=5), "cli", r, home, CONFIG)
     again = deliver(drop(home, "resend.txt", text_of(frame_lines("a", 4)), age=5), "cli", r, home, CONFIG)
     assert again.outcomes == {"DUPLICATE": 4}
-    assert r.totals()["cases"] == 4 and file_counts(r) == {"cli": 2}
+    assert r.totals().cases == 4 and file_counts(r) == {"cli": 2}
 
 
 def test_two_paths_racing_for_one_file_exactly_one_wins_and_the_loser_logs_it(inbox, caplog):
@@ -67,7 +67,7 @@ def test_two_paths_racing_for_one_file_exactly_one_wins_and_the_loser_logs_it(in
             t.join()
         statuses = sorted(res.status for res in results.values())
         assert statuses == ["done", "lost"], statuses
-    assert r.totals()["applied"] == 2 * rounds and r.totals()["duplicates"] == 0
+    assert r.totals().applied == 2 * rounds and r.totals().duplicates == 0
     assert sum(file_counts(r).values()) == rounds
     lost = [rec for rec in caplog.records if "claim lost by" in rec.getMessage()]
     assert len(lost) == rounds and all(rec.levelno == logging.INFO for rec in lost)
@@ -91,7 +91,7 @@ def test_a_file_still_being_written_is_held_and_nothing_its_writer_adds_is_lost(
     second = deliver(first.claimed, "sweep", r, home, config)
     assert (second.status, second.outcomes, second.source) == ("done", {"APPLIED": 3}, "watch")
     assert second.archived.read_text() == text_of(lines)
-    assert r.totals()["applied"] == 6 and r.rejects() == []
+    assert r.totals().applied == 6 and r.rejects() == []
 
 
 def test_a_stop_mid_file_resumes_from_the_committed_line_counting_nothing_twice(inbox):
@@ -161,7 +161,7 @@ def test_an_unreadable_file_goes_to_rejected_with_a_reason_file(inbox, name, dat
     kept = (home.rejected / name).read_bytes()  # never deleted: kept without its phone numbers
     assert kept == scrub(name, data) and b"254712345678" not in kept
     assert why in (home.rejected / (name + ".reason")).read_text()
-    assert file_counts(r) == {"sweep": 1} and r.totals()["frames"] == 0
+    assert file_counts(r) == {"sweep": 1} and r.totals().frames == 0
     assert recent_files(r)[0]["state"] == "rejected"
 
 
@@ -169,9 +169,9 @@ def test_unreadable_lines_are_rejects_with_file_and_line(inbox):
     home, r = inbox
     data = f'{{"frame_id": "j-1", "frame": "{frame(1, "S", "MED", 2, 3)}"}}\n{{broken\n\n[1]\n'
     deliver(drop(home, "feed.jsonl", data, age=5), "cli", r, home, CONFIG)
-    assert sorted((x["file"], x["line"], x["outcome"]) for x in r.rejects()) == [
+    assert sorted((x.file, x.line, x.outcome) for x in r.rejects()) == [
         ("feed.jsonl", 2, "REJECT_BAD_FORMAT"), ("feed.jsonl", 4, "REJECT_BAD_FORMAT")]
-    assert r.totals()["applied"] == 1
+    assert r.totals().applied == 1
 
 
 def test_symlinks_fifos_folders_and_temp_names_are_skipped_untouched(inbox, tmp_path):
@@ -190,7 +190,7 @@ def test_symlinks_fifos_folders_and_temp_names_are_skipped_untouched(inbox, tmp_
         reasons[name] = result.reason
     assert reasons["link.txt"] == "symlink" and reasons["pipe"] == "FIFO" and reasons["sub"] == "directory"
     assert {reasons[n] for n in ("a.tmp", "b.part", "c.partial")} == {"temporary name"}
-    assert len(listing(home.inbox)) == 8 and r.totals()["frames"] == 0 and file_counts(r) == {}
+    assert len(listing(home.inbox)) == 8 and r.totals().frames == 0 and file_counts(r) == {}
 
 
 def test_device_files_and_sockets_are_never_read():

@@ -29,12 +29,12 @@ def test_a_renamed_file_is_applied_once_by_watch_and_its_resend_is_duplicates(ho
     r = service.receiver
     with service.sweep_paused():  # the observer's alone, however slow its events come
         drop(home, "session.txt", text_of(lines))
-        wait_for(lambda: r.totals()["applied"] == 3, what="the frames in the ledger")
+        wait_for(lambda: r.totals().applied == 3, what="the frames in the ledger")
         wait_for(lambda: archived(home) == ["session.txt"], what="the archive copy")
         drop(home, "resend.txt", text_of(lines))
         wait_for(lambda: archived(home) == ["resend.txt", "session.txt"], what="the re-send archived")
     assert r.per_source() == {"watch": {"APPLIED": 3, "DUPLICATE": 3}}
-    assert r.totals()["cases"] == 3
+    assert r.totals().cases == 3
     assert file_counts(r) == {"watch": 2}
     assert service.health()["claims_won"] == {"watch": 2}
 
@@ -66,7 +66,7 @@ def test_with_the_sweep_paused_the_observer_alone_carries_every_one_of_200_files
     assert file_counts(r) == {"watch": files}
     assert r.per_source() == {"watch": {"APPLIED": files * per_file}}
     totals = r.totals()
-    assert (totals["applied"], totals["duplicates"], totals["cases"]) == (files * per_file, 0, files * per_file)
+    assert (totals.applied, totals.duplicates, totals.cases) == (files * per_file, 0, files * per_file)
     assert service.health()["claims_won"] == {"watch": files}
     assert all(f["state"] == "done" for f in recent_files(r, limit=files))
 
@@ -86,12 +86,12 @@ def test_a_file_written_slowly_in_place_is_taken_whole(home, start):
                 assert service.sweep_now() == 0  # a sweep that looks mid-write leaves it
         first = service.health()["last_sweep"]
         wait_for(lambda: service.health()["last_sweep"] > first, what="a sweep after the last write")
-        assert service.receiver.totals()["frames"] == 0 and not list(claimed_dir(home).iterdir())
+        assert service.receiver.totals().frames == 0 and not list(claimed_dir(home).iterdir())
         old = time.time() - 601
         os.utime(path, (old, old))  # as if the writer had finished ten minutes ago; its close is the event
     wait_for(lambda: archived(home) == ["slow.txt"], what="the slow file archived")
     r = service.receiver
-    assert r.totals()["applied"] == 12 and r.rejects() == []
+    assert r.totals().applied == 12 and r.rejects() == []
     assert sum(file_counts(r).values()) == 1
     assert next(home.processed.rglob("slow.txt")).read_text() == text
 
@@ -104,7 +104,7 @@ def test_a_dead_observer_is_restarted_and_delivers_again(home, start):
     wait_for(lambda: service.observer.current is not first and service.health()["observer"] == "running",
              what="the observer restarted")
     drop(home, "after.txt", text_of(frame_lines("d", 2)))
-    wait_for(lambda: service.receiver.totals()["applied"] == 2, what="delivery by the new observer")
+    wait_for(lambda: service.receiver.totals().applied == 2, what="delivery by the new observer")
     assert file_counts(service.receiver) == {"watch": 1}
 
 
@@ -113,7 +113,7 @@ def test_the_sweep_covers_events_the_observer_never_saw(home, start):
     service.observer.stop()  # dead, and the monitor has not noticed yet
     drop(home, "missed.txt", text_of(frame_lines("z", 2)), age=5)
     took = service.sweep_now()  # 0 when the periodic sweep or a restarted observer won it first
-    wait_for(lambda: service.receiver.totals()["applied"] == 2, what="the file's delivery")
+    wait_for(lambda: service.receiver.totals().applied == 2, what="the file's delivery")
     counts = file_counts(service.receiver)
     assert sum(counts.values()) == 1, counts
     (winner,) = counts
@@ -134,7 +134,7 @@ def test_on_verdicts_sees_every_file_and_its_errors_never_stop_delivery(home, st
     wait_for(lambda: len(archived(home)) == 2, what="both files archived")
     assert ("a.txt", ["APPLIED"]) in seen and ("b.txt", ["APPLIED"]) in seen
     assert any("on_verdicts callback failed" in rec.getMessage() for rec in caplog.records)
-    assert service.receiver.totals()["applied"] == 2
+    assert service.receiver.totals().applied == 2
 
 
 def test_the_event_handler_never_raises(home, start, caplog):
@@ -172,7 +172,7 @@ def test_health_reports_both_paths_and_what_is_waiting(home, start):
     assert health["observer"] == "running" and health["sweep"] == "running"
     assert health["files_waiting"] == 1 and health["claims_lost"] == 0 and health["last_error"] is None
     assert service.sweep_now() == 0  # not settled: the sweep leaves it
-    assert service.receiver.totals()["frames"] == 0
+    assert service.receiver.totals().frames == 0
     service.stop()
     assert service.health()["observer"] == "off" and service.health()["sweep"] == "off"
 
@@ -191,7 +191,7 @@ def test_odd_things_in_the_inbox_are_skipped_logged_once_and_left_alone(home, st
     skips = [rec.getMessage() for rec in caplog.records if "skipping" in rec.getMessage()]
     assert sorted(skips) == ["inbox: skipping link.txt: symlink (never read)", "inbox: skipping pipe: FIFO (never read)"]
     assert sorted(p.name for p in home.inbox.iterdir()) == [".claimed", "link.txt", "pipe"]
-    assert service.health()["files_waiting"] == 0 and service.receiver.totals()["frames"] == 0
+   assert service.health()["files_waiting"] == 0 and service.receiver.totals().frames == 0
 
 
 def test_a_file_settles_once_the_services_clock_has_moved_on_by_the_settle_time(tmp_path):

@@ -118,8 +118,8 @@ def test_a_gateway_export_with_bom_crlf_and_phone_numbers_leaves_no_number_under
     wait_for(lambda: len([p for p in home.processed.rglob("*") if p.is_file()]) == 2, what="both files archived")
     assert watcher.signal(signal.SIGTERM) == 0
     with Receiver(str(home.db)) as r:
-        assert r.totals()["applied"] == 4 and r.totals()["rejects"] == 2
-        assert {x["file"] for x in r.rejects()} == {"export.csv"}
+        assert r.totals().applied == 4 and r.totals().rejects == 2
+        assert {x.file for x in r.rejects()} == {"export.csv"}
     log = (home.logs / "receiver.log").read_text()
     assert "claim won by watch: export.csv" in log and "SIGTERM received" in log
     assert "scheduled eviction run" in log and "file export.csv done by watch" in log

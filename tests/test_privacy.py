@@ -89,8 +89,8 @@ def test_watch_keeps_no_dashed_dotted_or_spaced_number_in_names_lines_copies_or_
     wait_for(lambda: len([p for p in home.processed.rglob("*") if p.is_file()]) == 3, what="the three files archived")
     assert watcher.signal(signal.SIGTERM) == 0
     with Receiver(str(home.db)) as r:
-        assert r.totals()["applied"] == 3 and r.totals()["rejects"] == 3
-        assert all(MASK in x["frame_text"] for x in r.rejects())
+        assert r.totals().applied == 3 and r.totals().rejects == 3
+        assert all(MASK in x.frame_text for x in r.rejects())
     traces = ["712345678", "733000111", "722444555"]
     found = []
     for path in every_file_under(home.root):

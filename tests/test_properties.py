@@ -85,14 +85,14 @@ def test_each_case_once_nothing_valid_lost(new_store, operations):
                 flush()
         flush()
 
-        ledger = {c["frame_id"].rsplit("-", 1)[0]: c for c in r.cases(limit=1000)}
+        ledger = {c.frame_id.rsplit("-", 1)[0]: c for c in r.cases(limit=1000)}
         # at most once: one ledger row per record, and nothing beyond the valid records
         assert r.count_cases() == len(ledger) == len(first_payload)
         for record, (site, need, hc, pri) in first_payload.items():
             case = ledger[f"r{record}"]  # nothing valid is lost
-            assert (case["site"], case["need"], case["headcount"], case["pri"]) == (site, need, hc, pri)
+            assert (case.site, case.need, case.headcount, case.pri) == (site, need, hc, pri)
         assert r.headcount_total() == sum(p[2] for p in first_payload.values())
-        assert r.totals()["frames"] == sum(sum(c.values()) for c in r.per_source().values())
+        assert r.totals().frames == sum(sum(c.values()) for c in r.per_source().values())
 
 
 @examples(300, fuzz=20_000)

@@ -23,8 +23,8 @@ def test_r9_full_resend_is_not_double_counted(receiver):
     receiver.ingest_many([session[2]], now=T0 + 120)  # partial re-send of WAT 12
     assert receiver.headcount_total() == 23
     ranking = receiver.ranking()
-    assert [c["need"] for c in ranking] == ["MED", "SHE", "WAT"]
-    assert receiver.totals()["duplicates"] == 4
+    assert [c.need for c in ranking] == ["MED", "SHE", "WAT"]
+    assert receiver.totals().duplicates == 4
 
 
 def test_r3_duplicate_counts_path_and_time(receiver):
@@ -44,10 +44,10 @@ def test_r5_conflict_is_quarantined_once_and_first_wins(receiver):
     assert (v1.outcome, v1.reason, v1.alert) == (Outcome.CONFLICT_QUARANTINED, "same_frame_id_different_payload", True)
     assert (v2.outcome, v2.reason, v2.alert) == (Outcome.CONFLICT_QUARANTINED, "already_quarantined", False)
     q = receiver.quarantine()
-    assert len(q) == 1 and q[0]["seen_count"] == 2
-    assert q[0]["first_text"] == MED and q[0]["frame_text"] == changed
+    assert len(q) == 1 and q[0].seen_count == 2
+    assert q[0].first_text == MED and q[0].frame_text == changed
     assert receiver.headcount_total() == 3
-    assert receiver.totals()["conflicts_open"] == 1
+    assert receiver.totals().conflicts_open == 1
 
 
 def test_conflicts_within_one_batch(receiver):
@@ -59,7 +59,7 @@ def test_conflicts_within_one_batch(receiver):
         ("CONFLICT_QUARANTINED", "already_quarantined"),
         ("DUPLICATE", "retransmit"),
     ]
-    assert receiver.quarantine()[0]["seen_count"] == 2
+    assert receiver.quarantine()[0].seen_count == 2
 
 
 def test_r12_rerank_and_same_case_conflict(receiver):
@@ -85,7 +85,7 @@ def test_r1_reject_leaves_no_state_then_good_copy_applies(receiver):
     assert not is_seen(receiver, "rec9")
     assert receiver.ingest("rec9", MED, now=T0 + 1).outcome is Outcome.APPLIED
     rejects = receiver.rejects()
-    assert rejects[0]["reason"] == "bad_trailer" and rejects[0]["frame_id"] == "rec9"
+    assert rejects[0].reason == "bad_trailer" and rejects[0].frame_id == "rec9"
 
 
 def test_reject_text_is_stored_escaped_and_bounded(receiver):
@@ -93,9 +93,9 @@ def test_reject_text_is_stored_escaped_and_bounded(receiver):
     v = receiver.ingest("x\x1b[2J", hostile, now=T0)
     assert v.outcome is Outcome.REJECT_BAD_FORMAT
     row = receiver.rejects()[0]
-    for value in (row["frame_id"], row["frame_text"], v.frame_id):
+    for value in (row.frame_id, row.frame_text, v.frame_id):
         assert value.isascii() and value.isprintable()
-    assert len(row["frame_text"]) < 260
+    assert len(row.frame_text) < 260
 
 
 def test_r11_after_eviction_duplicate_and_conflict(receiver):
@@ -115,12 +115,12 @@ def test_r7_eviction_is_by_age_and_logged(receiver):
     assert receiver.evict(now=T0 + 20 * DAY, started_by="schedule") == 0
     assert receiver.evictions() == []  # a scheduled run that removed nothing is not logged
     assert receiver.evict(now=T0 + 20 * DAY, started_by="cli") == 0
-    assert receiver.evictions()[0]["started_by"] == "cli"  # a manual run always is
+    assert receiver.evictions()[0].started_by == "cli"  # a manual run always is
     assert receiver.evict(now=T0 + 31 * DAY, started_by="schedule", chunk=2) == 5
     log = receiver.evictions()[0]
-    assert (log["removed"], log["oldest"], log["newest"], log["retention_seconds"]) == (5, T0, T0, 30 * DAY)
-    assert log["cutoff"] == T0 + 31 * DAY - 30 * DAY
-    assert receiver.totals()["seen_frames"] == 3
+    assert (log.removed, log.oldest, log.newest, log.retention_seconds) == (5, T0, T0, 30 * DAY)
+    assert log.cutoff == T0 + 31 * DAY - 30 * DAY
+    assert receiver.totals().seen_frames == 3
 
 
 def test_r7_retention_rules(receiver):
@@ -171,19 +171,19 @@ def test_within_hook_runs_in_the_same_transaction(receiver):
     with pytest.raises(RuntimeError):
         receiver.ingest_many([("k1-1", MED)], now=T0, within=boom)
     assert receiver.count_cases() == 0 and not is_seen(receiver, "k1-1")
-    assert receiver.totals()["frames"] == 0
+    assert receiver.totals().frames == 0
 
 
 def test_read_queries_page_and_sort(receiver):
     receiver.ingest_many([(f"r{i}-1", frame(1, f"S{i % 3}", "FOO" if i % 2 else "WAT", i + 1, 50 + i % 5)) for i in range(30)], now=T0)
     page = receiver.cases(limit=10, offset=10, sort="headcount", descending=False)
-    assert [c["headcount"] for c in page] == list(range(11, 21))
+    assert [c.headcount for c in page] == list(range(11, 21))
     assert receiver.count_cases("S1") == 10
     ranking = receiver.ranking(limit=5)
-    keys = [(-c["pri"], -c["headcount"]) for c in ranking]
-    assert keys == sorted(keys) and ranking[0]["rank"] == 1
+    keys = [(-c.pri, -c.headcount) for c in ranking]
+    assert keys == sorted(keys) and ranking[0].rank == 1
     by_need = receiver.headcount_by("need")
-    assert sum(x["headcount"] for x in by_need) == receiver.headcount_total() == sum(range(1, 31))
+    assert sum(x.headcount for x in by_need) == receiver.headcount_total() == sum(range(1, 31))
     with pytest.raises(ValueError):
         receiver.cases(sort="frame_text; drop table cases")
 

@@ -137,7 +137,7 @@ def test_figures_are_the_same_on_both_backends(receiver, tmp_path):
     receiver.ingest_many(items[40:], now=now - 600, source="cli")
     f = compute(receiver, parse_period("24h", None, now), "home", {}, now=now)
     t = receiver.totals()
-    assert (f.cases, f.people) == (t["cases"], t["headcount_total"]) == (60, sum(1 + i % 5 for i in range(60)))
+    assert (f.cases, f.people) == (t.cases, t.headcount_total) == (60, sum(1 + i % 5 for i in range(60)))
     assert [n for _, n in f.arrivals if n] == [40, 20] and len(f.arrivals) == 24
     assert {c.label: c.cases for c in f.waiting if c.cases} == {"1-6 hours": 40, "under 1 hour": 20}
     assert round(f.oldest_waiting) == 5 * 3600

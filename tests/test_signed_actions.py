@@ -97,8 +97,8 @@ def test_accept_correction_moves_ledger_history_totals_and_ranking(conflicted, t
     assert (target["status"], target["resolved_by"]) == ("accepted_correction", "bob")
     assert [q["status"] for q in after["quarantine"] if q["id"] != qid] == ["open"]
     with Receiver(str(home.db)) as r:
-        assert r.totals()["headcount_total"] == sum(c["headcount"] for c in r.cases())
-        assert {row["key"]: row["headcount"] for row in r.headcount_by("need")}["WAT"] == 14
+        assert r.totals().headcount_total == sum(c.headcount for c in r.cases())
+        assert {row.key: row.headcount for row in r.headcount_by("need")}["WAT"] == 14
         assert r.case_history(old["id"])[0]["headcount"] == 12
 
 

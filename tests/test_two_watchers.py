@@ -115,16 +115,16 @@ def test_two_watchers_on_one_home_claim_every_file_once_and_count_every_frame_on
         con.close()
     with Receiver(str(home.db)) as r:
         totals = r.totals()
-        assert totals["frames"] == lines_total  # no frame counted twice, none missed
-        assert totals["cases"] == totals["applied"] == r.count_cases() == len(versions)  # each case applied once
+        assert totals.frames == lines_total  # no frame counted twice, none missed
+        assert totals.cases == totals.applied == r.count_cases() == len(versions)  # each case applied once
         held: dict[str, set] = {}
         for c in r.cases(limit=10**6):
-            held.setdefault(c["case_key"], set()).add((c["site"], c["need"], c["headcount"], c["pri"]))
+            held.setdefault(c.case_key, set()).add((c.site, c.need, c.headcount, c.pri))
         for q in r.quarantine(limit=10**6):
-            site, need, hc, pri = q["frame_text"].split("|")[2:6]
-            held[q["case_key"]].add((site, need, int(hc), int(pri)))
+            site, need, hc, pri = q.frame_text.split("|")[2:6]
+            held[q.case_key].add((site, need, int(hc), int(pri)))
         assert held == versions  # no version of any case lost
-        pairs = [(q["frame_id"], q["frame_text"]) for q in r.quarantine(limit=10**6)]
+        pairs = [(q.frame_id, q.frame_text) for q in r.quarantine(limit=10**6)]
         assert len(pairs) == len(set(pairs))
         by_path = r.per_source()
         assert set(by_path) <= {"watch", "sweep"}

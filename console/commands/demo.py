@@ -141,12 +141,12 @@ def print_story(home: Home, samples: Path) -> int:
         t = receiver.totals()
         out.rule(Text("Ledger"), align="left")
         out.print(table("Dispatch ranking", ["rank", "frame_id", "site", "need", "headcount", "pri", "first seen"],
-                        [(c["rank"], c["frame_id"], c["site"], c["need"], c["headcount"], c["pri"],
-                          when(c["first_seen"])) for c in receiver.ranking(limit=20)]))
+                        [(c.rank, c.frame_id, c.site, c.need, c.headcount, c.pri,
+                          when(c.first_seen)) for c in receiver.ranking(limit=20)]))
         out.print(Text(
-            f"{t['cases']} cases, {t['headcount_total']} people, each applied once; "
-            f"{t['duplicates']} re-sent frames dropped as duplicates; "
-            f"{t['conflicts_open']} {'conflict' if t['conflicts_open'] == 1 else 'conflicts'} waiting in quarantine; "
-            f"{t['rejects']} {'reject' if t['rejects'] == 1 else 'rejects'}."
+            f"{t.cases} cases, {t.headcount_total} people, each applied once; "
+            f"{t.duplicates} re-sent frames dropped as duplicates; "
+            f"{t.conflicts_open} {'conflict' if t.conflicts_open == 1 else 'conflicts'} waiting in quarantine; "
+            f"{t.rejects} {'reject' if t.rejects == 1 else 'rejects'}."
         ), soft_wrap=True)
     return 0

@@ -6,6 +6,7 @@ from rich.text import Text
 
 from console.render import make_console, print_json, table
 from core.rules.retention import describe
+from core.store.records import Eviction
 
 from .audit import print_retention_fault
 from .common import add_paging, minute, plural, with_examples
@@ -23,17 +24,17 @@ def register(sub, common) -> None:
     p.set_defaults(handler=cmd_evict, writes=True)
 
 
-def _removed_range(e: dict) -> Text:
+def _removed_range(e: Eviction) -> Text:
     """When the removed frame ids were first seen: oldest over newest (once if the same minute)."""
-    if not e["removed"]:
+    if not e.removed:
         return Text("-")
-    oldest, newest = minute(e["oldest"]), minute(e["newest"])
+    oldest, newest = minute(e.oldest), minute(e.newest)
     return Text(oldest if oldest == newest else f"{oldest}\n{newest}")  # a line break, not text to escape
 
 
 def _eviction_rows(rows):
-    return [(minute(e["ran_at"]), describe(e["retention_seconds"]), minute(e["cutoff"]), e["removed"],
-             _removed_range(e), e["started_by"]) for e in rows]
+    return [(minute(e.ran_at), describe(e.retention_seconds), minute(e.cutoff), e.removed,
+             _removed_range(e), e.started_by) for e in rows]
 
 
 # Frame ids first seen before the cutoff were removed; --json has every time to the second.
@@ -44,7 +45,7 @@ def cmd_evictions(args, ctx) -> int:
     rows = ctx.receiver.evictions(limit=args.limit)
     if ctx.json:
         for row in rows:
-            print_json(row)
+            print_json(row.to_dict())
         return 0
     make_console().print(table("Eviction log", EVICTION_COLUMNS, _eviction_rows(rows),
                                codes=("ran at", "policy", "cutoff", "removed", "first seen of those removed",

@@ -22,11 +22,11 @@ def cmd_files(args, ctx) -> int:
     rows = inbox_files(ctx.receiver, state=args.state, limit=args.limit, offset=args.offset)
     if ctx.json:
         for row in rows:
-            print_json(row)
+            print_json(row.to_dict())
         return 0
     title = f"Inbox files{' (' + args.state + ')' if args.state else ''}: {len(rows)} shown, newest first"
     make_console().print(table(title, ["file", "state", "path", "frames", "lines", "reason", "kept as", "claimed"], [
-        (r["name"], r["state"], r["path"], r["frames"], r["lines"], r["reason"] or "-", r["archived_as"] or "-",
-         when(r["claimed_at"])) for r in rows
+        (r.name, r.state, r.path, r.frames, r.lines, r.reason or "-", r.archived_as or "-",
+         when(r.claimed_at)) for r in rows
     ], codes=("state", "path", "frames", "lines"), drop=("claimed", "lines")))
     return 0

@@ -184,8 +184,8 @@ def cmd_ingest(args, ctx) -> int:
         for note in notes:
             out.print(safe(note, 400))
         out.print(summary_table(tally))
-        out.print(Text(f"ledger: {plural(t['cases'], 'case')}, {plural(t['headcount_total'], 'person', 'people')}; "
-                       f"{plural(t['conflicts_open'], 'conflict')} open"))
+        out.print(Text(f"ledger: {plural(t.cases, 'case')}, {plural(t.headcount_total, 'person', 'people')}; "
+                       f"{plural(t.conflicts_open, 'conflict')} open"))
     return 0
 
 
@@ -195,8 +195,8 @@ def _texts_of_bad_trailers(receiver, verdicts, texts: dict) -> None:
     missing = {(v.file, v.line) for v in verdicts if v.reason == "bad_trailer" and (v.file, v.line) not in texts}
     if missing:
         for row in receiver.rejects(limit=len(missing)):
-            if (row["file"], row["line"]) in missing:
-                texts.setdefault((row["file"], row["line"]), row["frame_text"])
+            if (row.file, row.line) in missing:
+                texts.setdefault((row.file, row.line), row.frame_text)
 
 
 def _why(verdict, texts: dict) -> str:

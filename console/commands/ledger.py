@@ -50,14 +50,14 @@ def cmd_cases(args, ctx) -> int:
                    since=args.since, until=args.until)
     if ctx.json:
         for row in rows:
-            print_json(row)
+            print_json(row.to_dict())
         return 0
     total = r.count_cases(args.filter, since=args.since, until=args.until)
     make_console().print(table(
         window("Cases", args.offset, len(rows), total),
         ["frame_id", "site", "need", "people", "pri", "first seen", "version", "status"],
-        [(c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"], minute(c["first_seen"]),
-          c["version"], status_words(c["status"], c["disputed"])) for c in rows],
+        [(c.frame_id, c.site, need_words(c.need), c.headcount, c.pri, minute(c.first_seen),
+          c.version, status_words(c.status, c.disputed)) for c in rows],
         codes=("frame_id", "site", "people", "pri", "version", "status"),
         drop=("version", "first seen", "pri"),  # never the need, the people or the status
     ))
@@ -70,14 +70,14 @@ def cmd_ranking(args, ctx) -> int:
     rows = ctx.receiver.ranking(limit=args.limit, offset=args.offset, include_done=args.all)
     if ctx.json:
         for row in rows:
-            print_json(row)
+            print_json(row.to_dict())
         return 0
     make_console().print(table(
         window("Dispatch ranking" + (" (every case)" if args.all else " (open and dispatched cases)"),
                args.offset, len(rows), ctx.receiver.count_ranked(include_done=args.all)),
         ["rank", "frame_id", "site", "need", "people", "pri", "status", "first seen"],
-        [(c["rank"], c["frame_id"], c["site"], need_words(c["need"]), c["headcount"], c["pri"],
-          status_words(c["status"], c["disputed"]), minute(c["first_seen"])) for c in rows],
+        [(c.rank, c.frame_id, c.site, need_words(c.need), c.headcount, c.pri,
+          status_words(c.status, c.disputed), minute(c.first_seen)) for c in rows],
         codes=("rank", "frame_id", "site", "people", "pri", "status"),
         drop=("first seen",),
     ))

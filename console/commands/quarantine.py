@@ -7,6 +7,7 @@ from rich.text import Text
 from console.render import make_console, print_json, safe, table
 from core.rules.explain import reason_words
 from core.rules.words import resolution_words
+from core.store.records import Conflict
 
 from .common import add_paging, with_examples
 
@@ -24,15 +25,15 @@ def cmd_quarantine(args, ctx) -> int:
     rows = ctx.receiver.quarantine(status=None if args.all else "open", limit=args.limit)
     if ctx.json:
         for row in rows:
-            print_json(row)
+            print_json(row.to_dict())
         return 0
     columns = ["id", "frame_id", "ledger now / new version", "what differs", "seen"]
     if args.all:
         columns.append("status")
     make_console().print(table(
         "Quarantine" + ("" if args.all else " (open)"), columns,
-        [(q["id"], q["frame_id"], _versions(q), reason_words(q["reason"]), q["seen_count"],
-          *((resolution_words(q["status"], short=True),) if args.all else ())) for q in rows],
+        [(q.id, q.frame_id, _versions(q), reason_words(q.reason), q.seen_count,
+          *((resolution_words(q.status, short=True),) if args.all else ())) for q in rows],
         codes=("id", "frame_id", "ledger now / new version", "seen", "status"), drop=("seen",),
     ))
     if rows and not args.all:
@@ -41,11 +42,11 @@ def cmd_quarantine(args, ctx) -> int:
     return 0
 
 
-def _versions(q: dict) -> Text:
+def _versions(q: Conflict) -> Text:
     """The newcomer under what the ledger holds for the case now: the version a decision keeps or
     replaces, which an accepted correction may have changed since the conflict's recorded first."""
-    if q["ledger_text"] is not None:
-        left = safe("ledger: " + q["ledger_text"])
+    if q.ledger_text is not None:
+        left = safe("ledger: " + q.ledger_text)
     else:
-        left = safe("first:  " + q["first_text"])
-    return left + Text("\n") + safe("new:    " + q["frame_text"])
+        left = safe("first:  " + q.first_text)
+    return left + Text("\n") + safe("new:    " + q.frame_text)

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from console.render import make_console, print_json, safe, table, when
 from core.rules.explain import explain_reject
+from core.store.records import Reject
 
 from .common import add_paging, with_examples
 
@@ -25,21 +26,21 @@ def cmd_rejects(args, ctx) -> int:
     rows = ctx.receiver.rejects(limit=args.limit)
     if ctx.json:
         for row in rows:
-            print_json(row)
+            print_json(row.to_dict())
         return 0
     make_console().print(table(
         "Rejects (newest first)", ["file:line, when", "frame_id", "the line, and what was wrong"],
-        [(reject_where(x) + Text("\n" + when(x["ts"]), style="dim"), x["frame_id"],
-          safe(x["frame_text"], 200) + Text("\n") + Text(explain_reject(x["frame_id"], x["frame_text"], x["reason"]),
-                                                          style="bold"))
+        [(reject_where(x) + Text("\n" + when(x.ts), style="dim"), x.frame_id,
+          safe(x.frame_text, 200) + Text("\n") + Text(explain_reject(x.frame_id, x.frame_text, x.reason),
+                                                       style="bold"))
          for x in rows],
         codes=("file:line, when", "frame_id"),
     ))
     return 0
 
 
-def reject_where(x: dict) -> Text:
-    name = os.path.basename(x["file"] or "")
+def reject_where(x: Reject) -> Text:
+    name = os.path.basename(x.file or "")
     if not name:
-        return safe(f"({x['source']})")
-    return safe(name, 60) + Text(f":{x['line']}" if x["line"] is not None else "")
+        return safe(f"({x.source})")
+    return safe(name, 60) + Text(f":{x.line}" if x.line is not None else "")

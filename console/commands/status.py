@@ -36,7 +36,7 @@ def cmd_status(args, ctx) -> int:
     paused = pause.paused(ctx.home, r.db)
     loose = looser_than_private(ctx.home.root)  # the home's own parts others could read or write
     if ctx.json:
-        print_json({**t, "per_source": per_source, "files_per_path": files, "retention": policy,
+        print_json({**t.to_dict(), "per_source": per_source, "files_per_path": files, "retention": policy,
                     "files_rejected": states["rejected"], "files_by_state": states,
                     "home": str(ctx.home.root), "health": health, "gateways": gateways,
                     "home_open_to_others": loose, "backup": backup,
@@ -46,7 +46,7 @@ def cmd_status(args, ctx) -> int:
     out = make_console()
     out.print(Text.assemble("home ", safe(str(ctx.home.root), 1000)))  # a path may hold any byte
     out.print(table("Totals", ["cases", "people", "duplicates", "conflicts open", "rejects", "frame ids kept"], [
-        (t["cases"], t["headcount_total"], t["duplicates"], t["conflicts_open"], t["rejects"], t["seen_frames"]),
+        (t.cases, t.headcount_total, t.duplicates, t.conflicts_open, t.rejects, t.seen_frames),
     ]))
     out.print(table_or_none("Frames per arrival path", ["path", *PATH_WORDS.values()], [
         (PATH_NAMES.get(src, src), *(counts.get(o, 0) for o in PATH_WORDS))
@@ -58,7 +58,7 @@ def cmd_status(args, ctx) -> int:
     print_gateway_status(out, gateways)
     out.print(Text("files: " + ", ".join(f"{n} {state}" for state, n in states.items())
                    + ("  (ussd-console files --state rejected)" if states["rejected"] else "")))
-    by_status = t["cases_by_status"]
+    by_status = t.cases_by_status
     out.print(Text("cases by status: " + ", ".join(f"{k} {v}" for k, v in by_status.items())))
     out.print(Text(f"retention: {retention_words(policy)}"))
     print_retention_fault(policy)

@@ -26,6 +26,7 @@ from console.ui_text import PRI, need, reason, stamp, status
 from core.rules.words import resolution_words
 from core.signing.case_story import case_story
 from core.signing.keys import ActionError
+from core.store.records import Case
 
 
 def _table(title: str, columns: list[str]) -> Table:
@@ -139,4 +140,4 @@ class CaseScreen(ModalScreen[None]):
     def action_mark(self, status: str) -> None:
         if self.story is None:
             return
-        self.post_message(MarkRequest(self.story["case"], status))
+        self.post_message(MarkRequest(Case(**self.story["case"]), status))

@@ -14,20 +14,21 @@ from textual.widgets import Button, Footer, Static
 from console.render import safe
 from console.ui_text import stamp
 from core.rules.explain import explain_reject, outcome_words
+from core.store.records import Reject
 
 
-def reject_details(row: dict) -> Table:
+def reject_details(row: Reject) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
-    grid.add_row("What was wrong", Text(explain_reject(row["frame_id"], row["frame_text"], row["reason"]),
+    grid.add_row("What was wrong", Text(explain_reject(row.frame_id, row.frame_text, row.reason),
                                         style="bold"))
-    grid.add_row("Outcome", Text(outcome_words(row["outcome"])))
-    grid.add_row("File", safe(row["file"], 300))
-    grid.add_row("Line", Text("-" if row["line"] is None else str(row["line"])))
-    grid.add_row("Frame id", safe(row["frame_id"], 200))
-    grid.add_row("Arrived", Text(f"{stamp(row['ts'])} via ") + safe(row["source"], 16))
-    grid.add_row("The line", safe(row["frame_text"], 1000))  # whole, escaped: control bytes show as \\x1b
+    grid.add_row("Outcome", Text(outcome_words(row.outcome)))
+    grid.add_row("File", safe(row.file, 300))
+    grid.add_row("Line", Text("-" if row.line is None else str(row.line)))
+    grid.add_row("Frame id", safe(row.frame_id, 200))
+    grid.add_row("Arrived", Text(f"{stamp(row.ts)} via ") + safe(row.source, 16))
+    grid.add_row("The line", safe(row.frame_text, 1000))  # whole, escaped: control bytes show as \\x1b
     return grid
 
 

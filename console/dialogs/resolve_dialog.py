@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from core.signing import actions
+from core.store.records import Conflict
 
 from .sign_form import SignForm
 
@@ -15,11 +16,11 @@ LABELS = {
 class ResolveDialog(SignForm):
     """No form field of its own: the preview shows the first and the newcomer in full."""
 
-    def __init__(self, item: dict, action: str, home, **kwargs):
+    def __init__(self, item: Conflict, action: str, home, **kwargs):
         if action not in actions.DECISIONS:
             raise ValueError(f"unknown decision {action!r}")
-        super().__init__(home, actions.resolution(action), {"quarantine_id": item["id"]},
-                         title=f"Resolve conflict #{item['id']}: {LABELS[action]}", sign_label="Sign and resolve",
+        super().__init__(home, actions.resolution(action), {"quarantine_id": item.id},
+                         title=f"Resolve conflict #{item.id}: {LABELS[action]}", sign_label="Sign and resolve",
                          **kwargs)
         self.item = item
         self.decision = action

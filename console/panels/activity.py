@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import NamedTuple
 
 from rich.table import Table
 from rich.text import Text
@@ -16,6 +17,7 @@ from console.widgets.keyed_table import KeyedTable, shorten_middle
 from core.gateways.accounts import counts as gateway_counts
 from core.inbox import file_counts, inbox_files
 from core.rules.explain import explain_reject
+from core.store.records import Activity, InboxFile, Reject
 
 from console import actions
 
@@ -76,6 +78,21 @@ PATH_OUTCOMES = [
 ]
 
 
+class ActivityData(NamedTuple):
+    """One load of the Activity screen."""
+
+    feed: list[Activity]
+    arrivals: list[int]
+    per_source: dict[str, dict[str, int]]  # path -> outcome code -> frames
+    rejects: list[Reject]
+    files: dict[str, int]  # path -> files
+    rejected_files: list[InboxFile]
+    gateways: dict[str, dict]
+
+
+REJECTED_CODES = ("REJECT_BAD_FORMAT", "REJECT_BAD_CRC")
+
+
 def clock_time(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%H:%M:%S")
 
@@ -100,7 +117,7 @@ def per_path_table(per_source: dict, files: dict, claims_lost: int | None, gatew
     for source in sorted(set(per_source) | set(files)):
         counts = per_source.get(source, {})
         frames = sum(counts.values())
-        rejected = counts.get("REJECT_BAD_FORMAT", 0) + counts.get("REJECT_BAD_CRC", 0)
+        rejected = sum(counts.get(code, 0) for code in REJECTED_CODES)
         grid.add_row(
             safe(source, 16), Text(count(frames)),
             *(Text(count(counts.get(code, 0))) for code, _ in PATH_OUTCOMES),
@@ -147,7 +164,7 @@ class ActivityPanel(Panel):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.rejects: dict[str, dict] = {}
+        self.rejects: dict[str, Reject] = {}
 
     def compose(self):
         yield Static(id="arrivals-label")
@@ -165,19 +182,19 @@ class ActivityPanel(Panel):
         return True  # the sparkline's window moves with the clock
 
     @staticmethod
-    def load(receiver, params, now):
-        return {
-            "feed": receiver.activity(limit=PAGE),
-            "arrivals": receiver.arrivals_per_minute(MINUTES, now=now),
-            "per_source": receiver.per_source(),
-            "rejects": receiver.rejects(limit=PAGE),
-            "files": file_counts(receiver),
-            "rejected_files": inbox_files(receiver, state="rejected", limit=PAGE),
-            "gateways": gateway_counts(receiver.db),
-        }
+    def load(receiver, params, now) -> ActivityData:
+        return ActivityData(
+            feed=receiver.activity(limit=PAGE),
+            arrivals=receiver.arrivals_per_minute(MINUTES, now=now),
+            per_source=receiver.per_source(),
+            rejects=receiver.rejects(limit=PAGE),
+            files=file_counts(receiver),
+            rejected_files=inbox_files(receiver, state="rejected", limit=PAGE),
+            gateways=gateway_counts(receiver.db),
+        )
 
-    def show(self, data) -> None:
-        arrivals = data["arrivals"]
+    def show(self, data: ActivityData) -> None:
+        arrivals = data.arrivals
         label = Text("Arrivals per minute, last hour: ", style="bold")
         label.append(f"this minute {count(arrivals[-1] if arrivals else 0)}, "
                      f"peak {count(max(arrivals, default=0))}, hour total {count(sum(arrivals))}")
@@ -185,33 +202,33 @@ class ActivityPanel(Panel):
         self.query_one("#arrivals", Sparkline).data = arrivals
         health = self.app.health or {}
         self.query_one("#per-path", Static).update(
-            per_path_table(data["per_source"], data["files"], health.get("claims_lost"), data.get("gateways"))
+            per_path_table(data.per_source, data.files, health.get("claims_lost"), data.gateways)
         )
         self.query_one("#feed-table", KeyedTable).sync([
-            (str(a["id"]), (
-                Text(clock_time(a["ts"])), outcome(a["outcome"]), reason(a["reason"]), safe(a["frame_id"], 64),
-                where(a["file"], a["line"]), safe(a["source"], 16),
+            (str(a.id), (
+                Text(clock_time(a.ts)), outcome(a.outcome), reason(a.reason), safe(a.frame_id, 64),
+                where(a.file, a.line), safe(a.source, 16),
             ))
-            for a in data["feed"]
+            for a in data.feed
         ])
-        self.rejects = {str(r["id"]): r for r in data["rejects"]}
+        self.rejects = {str(r.id): r for r in data.rejects}
         self.query_one("#rejects-table", KeyedTable).sync([
-            (str(r["id"]), (
-                Text(stamp(r["ts"])), where(r["file"], r["line"]), safe(r["frame_id"], 64),
-                Text(explain_reject(r["frame_id"], r["frame_text"], r["reason"])), safe(r["frame_text"], 80),
+            (str(r.id), (
+                Text(stamp(r.ts)), where(r.file, r.line), safe(r.frame_id, 64),
+                Text(explain_reject(r.frame_id, r.frame_text, r.reason)), safe(r.frame_text, 80),
             ))
-            for r in data["rejects"]
+            for r in data.rejects
         ])
         # Shown only when there is one: on a small terminal the feed keeps its room otherwise.
-        any_rejected = bool(data["rejected_files"])
+        any_rejected = bool(data.rejected_files)
         self.query_one("#rejected-files-label", Static).display = any_rejected
         self.query_one("#rejected-files-table", KeyedTable).display = any_rejected
         self.query_one("#rejected-files-table", KeyedTable).sync([
-            (f"{f['archived_as'] or f['name']}@{f['claimed_at']}", (
-                Text(stamp(f["finished_at"] or f["claimed_at"])), basename(f["name"], 32), safe(f["path"], 16),
-                safe(f["reason"] or "-", 120), safe(f["archived_as"] or "-", 48),
+            (f"{f.archived_as or f.name}@{f.claimed_at}", (
+                Text(stamp(f.finished_at or f.claimed_at)), basename(f.name, 32), safe(f.path, 16),
+                safe(f.reason or "-", 120), safe(f.archived_as or "-", 48),
             ))
-            for f in data["rejected_files"]
+            for f in data.rejected_files
         ])
 
     @on(DataTable.RowSelected, "#rejects-table")

@@ -15,11 +15,12 @@ from textual.widgets import DataTable, Input
 from console.render import safe
 from console.ui_text import need, need_code, number, short_stamp, stamp, status
 from console.widgets.keyed_table import CaseTable, KeyedTable
+from core.store.records import Case
 
 from console import actions
 
 from .case_rows import CaseRows
-from .panel import PAGE, InfoLine, Panel, window_text
+from .panel import PAGE, InfoLine, Page, Panel, window_text
 
 COLUMNS = [
     ("frame_id", "frame id"),
@@ -70,7 +71,7 @@ class CasesPanel(CaseRows, Panel):
         self.sort = "first_seen"
         self.descending = True
         self.filter = ""
-        self.rows: dict[str, dict] = {}
+        self.rows: dict[str, Case] = {}
         self._filter_timer = None
 
     def compose(self):
@@ -83,32 +84,33 @@ class CasesPanel(CaseRows, Panel):
         return (self.sort, self.descending, self.filter, self.page_offset)
 
     @staticmethod
-    def load(receiver, params, now):
+    def load(receiver, params, now) -> Page:
         sort, descending, text, offset = params
         text = text or None
         if sort == "first_seen":
             rows = receiver.cases_by_arrival(limit=PAGE, offset=offset, descending=descending, filter=text)
         else:
             rows = receiver.cases(limit=PAGE, offset=offset, sort=SORTS[sort], descending=descending, filter=text)
-        return {"rows": rows, "total": receiver.count_cases(text)}
+        return Page(rows, receiver.count_cases(text))
 
-    def show(self, data) -> None:
-        self.total = data["total"]
+    def show(self, data: Page) -> None:
+        self.total = data.total
         table = self.query_one(KeyedTable)
-        self.rows = {str(c["id"]): c for c in data["rows"]}
+        self.rows = {str(c.id): c for c in data.rows}
         # At 80 columns the need's name goes (its code stays; history and the filter know the name),
         # so that "open ! DISPUTED", the version and the path fit whole.
         narrow = self.app.size.width < 110
         now = self.app.clock()
         table.sync([
-            (str(c["id"]), (
-                safe(c["frame_id"], 64), safe(c["site"], 8), need_code(c["need"]) if narrow else need(c["need"]),
-                number(c["headcount"]), number(c["pri"]), status(c["status"], c["disputed"]),
-                Text(short_stamp(c["first_seen"], now) if narrow else stamp(c["first_seen"])), number(c["version"]), safe(c["source"], NARROW_PATH if narrow else 16),
+            (str(c.id), (
+                safe(c.frame_id, 64), safe(c.site, 8), need_code(c.need) if narrow else need(c.need),
+                number(c.headcount), number(c.pri), status(c.status, c.disputed),
+                Text(short_stamp(c.first_seen, now) if narrow else stamp(c.first_seen)), number(c.version),
+                safe(c.source, NARROW_PATH if narrow else 16),
             ))
-            for c in data["rows"]
+            for c in data.rows
         ])
-        self._show_info(len(data["rows"]))
+        self._show_info(len(data.rows))
 
     def _show_info(self, shown: int | None = None) -> None:
         shown = len(self.query_one(KeyedTable).row_keys) if shown is None else shown

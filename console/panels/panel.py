@@ -16,7 +16,7 @@ cursor and scroll stay put while the store changes underneath.
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, Hashable
+from typing import Any, ClassVar, Hashable, NamedTuple
 
 from rich.text import Text
 from textual.actions import SkipAction
@@ -30,6 +30,13 @@ from console.widgets.keyed_table import KeyedTable
 
 PAGE = 200  # rows a table holds at most: one window of the store, never the whole table
 SLOW_FACTOR = 4  # a load that took t seconds waits at least SLOW_FACTOR * t before it repeats
+
+
+class Page(NamedTuple):
+    """One window of rows and how many the store holds: what a paged screen loads."""
+
+    rows: list
+    total: int
 
 
 class InfoLine(Static):

@@ -20,11 +20,12 @@ from console.render import safe
 from console.ui_text import PRI, RESOLUTION_WORDS, count, need, number, reason, stamp
 from console.widgets.keyed_table import KeyedTable
 from core.rules.frame import Frame, parse
+from core.store.records import Conflict
 
 from console import actions
 from console.messages import OpenCase, ResolveRequest
 
-from .panel import PAGE, InfoLine, Panel, window_text
+from .panel import PAGE, InfoLine, Page, Panel, window_text
 
 COLUMNS = [
     ("id", "#"),
@@ -52,19 +53,19 @@ def _frame(frame_id: str, text: str) -> Frame | None:
     return parsed if isinstance(parsed, Frame) else None
 
 
-def left_side(item: dict) -> tuple[str, str, str]:
+def left_side(item: Conflict) -> tuple[str, str, str]:
     """What the newcomer is compared with: the case as the ledger holds it now (an accepted
     correction may have changed it since the conflict was raised), else the recorded first."""
-    if item.get("ledger_text") is not None:
-        return "ledger now", item["ledger_frame_id"], item["ledger_text"]
-    return "first (applied)", item["first_frame_id"], item["first_text"]
+    if item.ledger_text is not None:
+        return "ledger now", item.ledger_frame_id, item.ledger_text
+    return "first (applied)", item.first_frame_id, item.first_text
 
 
-def compare(item: dict) -> Table:
+def compare(item: Conflict) -> Table:
     """The ledger's version and the newcomer (held) field by field; ``≠`` marks a difference."""
     side, left_id, left_text = left_side(item)
     first = _frame(left_id, left_text)
-    newcomer = _frame(item["frame_id"], item["frame_text"])
+    newcomer = _frame(item.frame_id, item.frame_text)
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), expand=False, show_edge=False, pad_edge=False)
     table.add_column("", width=1)
     table.add_column("field")
@@ -72,7 +73,7 @@ def compare(item: dict) -> Table:
     table.add_column("new version (held)")
     for label, get in FIELDS:
         a = get(first, left_id)
-        b = get(newcomer, item["frame_id"])
+        b = get(newcomer, item.frame_id)
         differs = a != b
         style = "bold reverse" if differs else ""
         show = need if label == "need" else safe
@@ -81,16 +82,16 @@ def compare(item: dict) -> Table:
         cell_a.stylize(style)
         cell_b.stylize(style)
         table.add_row(Text("≠" if differs else " ", style="bold"), Text(label), cell_a, cell_b)
-    table.add_row(Text(" "), Text("frame"), safe(left_text, 40), safe(item["frame_text"], 40))
+    table.add_row(Text(" "), Text("frame"), safe(left_text, 40), safe(item.frame_text, 40))
     return table
 
 
-def summary(item: dict) -> Text:
-    out = Text(f"#{item['id']} ", style="bold")
-    out.append_text(reason(item["reason"]))
-    out.append(f" | seen {count(item['seen_count'])}x, first {stamp(item['first_seen'])}, "
-               f"last {stamp(item['last_seen'])} via ")
-    out.append_text(safe(item["source"], 16))
+def summary(item: Conflict) -> Text:
+    out = Text(f"#{item.id} ", style="bold")
+    out.append_text(reason(item.reason))
+    out.append(f" | seen {count(item.seen_count)}x, first {stamp(item.first_seen)}, "
+               f"last {stamp(item.last_seen)} via ")
+    out.append_text(safe(item.source, 16))
     return out
 
 
@@ -102,7 +103,7 @@ class QuarantinePanel(Panel):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.items: dict[str, dict] = {}
+        self.items: dict[str, Conflict] = {}
         self.show_resolved = False
 
     def compose(self):
@@ -114,22 +115,19 @@ class QuarantinePanel(Panel):
         return (self.page_offset, self.show_resolved)
 
     @staticmethod
-    def load(receiver, params, now):
+    def load(receiver, params, now) -> Page:
         offset, resolved = params
-        return {
-            "rows": receiver.quarantine(status=None if resolved else "open", limit=PAGE, offset=offset),
-            "total": receiver.count_quarantine() if resolved else receiver.totals()["conflicts_open"],
-        }
+        status = None if resolved else "open"
+        return Page(receiver.quarantine(status=status, limit=PAGE, offset=offset), receiver.count_quarantine(status))
 
-    def show(self, data) -> None:
-        rows = data["rows"]
-        self.total = data["total"]
-        self.items = {str(q["id"]): q for q in rows}
+    def show(self, data: Page) -> None:
+        rows = data.rows
+        self.total = data.total
+        self.items = {str(q.id): q for q in rows}
         self.query_one(KeyedTable).sync([
-            (str(q["id"]), (
-                number(q["id"]), safe(q["frame_id"], 64), reason(q["reason"]),
-                number(q["seen_count"]), Text(stamp(q["last_seen"])),
-                Text(STATUS_WORDS.get(q["status"], q["status"]), style="bold" if q["status"] == "open" else ""),
+            (str(q.id), (
+                number(q.id), safe(q.frame_id, 64), reason(q.reason), number(q.seen_count), Text(stamp(q.last_seen)),
+                Text(STATUS_WORDS.get(q.status, q.status), style="bold" if q.status == "open" else ""),
             ))
             for q in rows
         ])
@@ -143,7 +141,7 @@ class QuarantinePanel(Panel):
         self.query_one("#quarantine-info", InfoLine).update(info)
         self._show_detail()
 
-    def selected(self) -> dict | None:
+    def selected(self) -> Conflict | None:
         key = self.query_one(KeyedTable).cursor_key
         return self.items.get(key) if key is not None else None
 
@@ -157,9 +155,9 @@ class QuarantinePanel(Panel):
         out = Table.grid()
         out.add_row(summary(item))
         out.add_row(compare(item))
-        if item["status"] != "open":
-            out.add_row(Text(f"resolved: {STATUS_WORDS.get(item['status'], item['status'])} by ")
-                        + safe(item["resolved_by"], 32) + Text(f" at {stamp(item['resolved_at'])}"))
+        if item.status != "open":
+            out.add_row(Text(f"resolved: {STATUS_WORDS.get(item.status, item.status)} by ")
+                        + safe(item.resolved_by, 32) + Text(f" at {stamp(item.resolved_at)}"))
         out.add_row(Text("≠ differs | k keep first, a accept correction (signed) | Enter: the case", style="dim"))
         detail.update(out)
 
@@ -177,11 +175,11 @@ class QuarantinePanel(Panel):
     def _open(self, event: DataTable.RowSelected) -> None:
         item = self.items.get(event.row_key.value)
         if item is not None:
-            self.post_message(OpenCase(case_key=item["case_key"]))
+            self.post_message(OpenCase(case_key=item.case_key))
 
     def action_history(self) -> None:
         item = self.selected()
-        self.post_message(OpenCase(case_key=item["case_key"]) if item else OpenCase())
+        self.post_message(OpenCase(case_key=item.case_key) if item else OpenCase())
 
     def action_resolve(self, action: str) -> None:
         self.post_message(ResolveRequest(self.selected(), action))

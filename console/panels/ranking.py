@@ -8,6 +8,7 @@ the case's history; D, S, C and O mark it (signed).
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from rich.text import Text
 from textual.containers import Horizontal, Vertical
@@ -16,6 +17,7 @@ from console.render import safe
 from console.ui_text import day_only, number, stamp, status
 from console.widgets.bars import Bars
 from console.widgets.keyed_table import KeyedTable
+from core.store.records import HeadcountGroup, RankedCase
 
 from console import actions
 
@@ -36,6 +38,22 @@ BARS_LIMIT = 50  # groups fetched for the bars; the widget shows the largest few
 KEEP_ROWS = 10  # under the table (80 columns), the bars give way before the table shows fewer rows
 
 
+class HeadcountBars(NamedTuple):
+    """People by need and by site, and what reading them cost (they scan every case)."""
+
+    by_need: list[HeadcountGroup]
+    by_site: list[HeadcountGroup]
+    cost: float
+
+
+class RankingData(NamedTuple):
+    """One load of the Ranking screen: a page of the dispatch order, and the bars when they were due."""
+
+    rows: list[RankedCase]
+    total: int
+    bars: HeadcountBars | None
+
+
 def bars_fit(height: int, rows: int, bars: int) -> bool:
     """Whether the bars (``bars`` lines) go under the table in a panel ``height`` lines high, with
     the table still showing its ``rows`` (up to ``KEEP_ROWS``) below the info line and its header."""
@@ -53,7 +71,7 @@ class RankingPanel(CaseRows, Panel):
         self.bars_version: int | None = None
         self.bars_at = 0.0
         self.bars_cost = 0.0
-        self.rows: dict[str, dict] = {}
+        self.rows: dict[str, RankedCase] = {}
 
     def compose(self):
         with Horizontal(id="ranking-body"):
@@ -97,38 +115,37 @@ class RankingPanel(CaseRows, Panel):
         return min(waits) if waits else None
 
     def loaded(self, params, version, now, started, data):
-        if data.get("bars_cost") is not None:
+        if data.bars is not None:
             self.bars_version = version
             self.bars_at = time.monotonic()
-            self.bars_cost = data["bars_cost"]
+            self.bars_cost = data.bars.cost
         super().loaded(params[:-1], version, now, started, data)
 
     @staticmethod
-    def load(receiver, params, now):
+    def load(receiver, params, now) -> RankingData:
         offset, with_bars = params
-        data = {"rows": receiver.ranking(limit=PAGE, offset=offset), "total": receiver.count_ranked()}
+        rows, total, bars = receiver.ranking(limit=PAGE, offset=offset), receiver.count_ranked(), None
         if with_bars:
             started = time.monotonic()
-            data["by_need"] = receiver.headcount_by("need", limit=BARS_LIMIT, include_done=False)
-            data["by_site"] = receiver.headcount_by("site", limit=BARS_LIMIT, include_done=False)
-            data["bars_cost"] = time.monotonic() - started
-        return data
+            by_need = receiver.headcount_by("need", limit=BARS_LIMIT, include_done=False)
+            by_site = receiver.headcount_by("site", limit=BARS_LIMIT, include_done=False)
+            bars = HeadcountBars(by_need, by_site, time.monotonic() - started)
+        return RankingData(rows, total, bars)
 
-    def show(self, data) -> None:
-        self.total = data["total"]
-        rows = data["rows"]
-        self.rows = {str(c["id"]): c for c in rows}
+    def show(self, data: RankingData) -> None:
+        self.total = data.total
+        rows = data.rows
+        self.rows = {str(c.id): c for c in rows}
         self.query_one(KeyedTable).sync([
-            (str(c["id"]), (
-                number(c["rank"]), safe(c["frame_id"], 64), safe(c["site"], 8), safe(c["need"], 8),
-                number(c["headcount"]), number(c["pri"]), status(c["status"], c["disputed"]),
-                Text(stamp(c["first_seen"])),
+            (str(c.id), (
+                number(c.rank), safe(c.frame_id, 64), safe(c.site, 8), safe(c.need, 8),
+                number(c.headcount), number(c.pri), status(c.status, c.disputed), Text(stamp(c.first_seen)),
             ))
             for c in rows
         ])
-        if "by_need" in data:
-            self.query_one("#bars-need", Bars).rows = tuple((r["key"], r["headcount"]) for r in data["by_need"])
-            self.query_one("#bars-site", Bars).rows = tuple((r["key"], r["headcount"]) for r in data["by_site"])
+        if data.bars is not None:
+            self.query_one("#bars-need", Bars).rows = tuple((r.key, r.headcount) for r in data.bars.by_need)
+            self.query_one("#bars-site", Bars).rows = tuple((r.key, r.headcount) for r in data.bars.by_site)
         self._fit_bars()
         info = window_text(self.page_offset, len(rows), self.total, "dispatch order")
         info.append(" | highest pri(ority) first; Enter: history", style="dim")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import PurePath
+from typing import NamedTuple
 
 from rich.table import Table
 from rich.text import Text
@@ -11,8 +12,10 @@ from textual.widgets import Static
 from console.render import safe
 from console.ui_text import count, number, stamp
 from console.widgets.keyed_table import KeyedTable
+from core.backup.schedule import BackupListing
 from core.backup.schedule import listing as backup_listing
 from core.rules.retention import EXCEPTION_BELOW, FLOOR_SECONDS, describe
+from core.store.records import Eviction, Policy, PolicyChange, Witnesses
 
 from console import actions
 
@@ -41,19 +44,29 @@ BACKUP_COLUMNS = [
 ]
 
 
-def policy_text(policy: dict) -> Text:
-    out = Text(describe(policy["retention_seconds"]), style="bold")
-    if policy["set_by"] == "default":
+class RetentionData(NamedTuple):
+    """One load of the Retention screen."""
+
+    policy: Policy
+    history: list[PolicyChange]
+    witnesses: Witnesses
+    evictions: list[Eviction]
+    backups: BackupListing
+
+
+def policy_text(policy: Policy) -> Text:
+    out = Text(describe(policy.retention_seconds), style="bold")
+    if policy.set_by == "default":
         out.append(" (default)")
-    elif policy["is_exception"]:
+    elif policy.is_exception:
         out.append(" SIGNED EXCEPTION", style="bold reverse")
         out.append(" by ")
-        out.append_text(safe(policy["set_by"], 24))
-        out.append(f" at {stamp(policy['set_at'])}")
+        out.append_text(safe(policy.set_by, 24))
+        out.append(f" at {stamp(policy.set_at)}")
     else:
         out.append(" set by ")
-        out.append_text(safe(policy["set_by"], 24))
-        out.append(f" at {stamp(policy['set_at'])}")
+        out.append_text(safe(policy.set_by, 24))
+        out.append(f" at {stamp(policy.set_at)}")
     return out
 
 
@@ -81,73 +94,72 @@ class RetentionPanel(Panel):
         return (self.app.next_eviction_at, self.app.home)
 
     @staticmethod
-    def load(receiver, params, now):
-        return {
-            "policy": receiver.retention(),
-            "history": receiver.retention_history(limit=50),
-            "witnesses": receiver.witnesses(now),
-            "evictions": receiver.evictions(limit=100),
-            "backups": backup_listing(params[1]),
-        }
+    def load(receiver, params, now) -> RetentionData:
+        return RetentionData(
+            policy=receiver.retention_policy(),
+            history=receiver.retention_history(limit=50),
+            witnesses=receiver.witnesses(now),
+            evictions=receiver.evictions(limit=100),
+            backups=backup_listing(params[1]),
+        )
 
-    def show(self, data) -> None:
-        policy, witnesses = data["policy"], data["witnesses"]
+    def show(self, data: RetentionData) -> None:
+        policy, witnesses = data.policy, data.witnesses
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column()
-        if policy.get("fault"):
-            grid.add_row(Text("FAULT", style="bold reverse"), safe(policy["fault"], 400))
+        if policy.fault:
+            grid.add_row(Text("FAULT", style="bold reverse"), safe(policy.fault, 400))
         grid.add_row("Policy in force", policy_text(policy))
-        if policy.get("reason"):
-            grid.add_row("Reason", safe(policy["reason"], 120))
+        if policy.reason:
+            grid.add_row("Reason", safe(policy.reason, 120))
         grid.add_row("Rule", Text(f"under {describe(EXCEPTION_BELOW)} needs a signed exception; "
                                   f"never under {FLOOR_SECONDS // 3600} hours"))
-        oldest = witnesses["oldest"]
+        oldest = witnesses.oldest
         # "Frame ids kept" in words: the ids remembered so that a re-sent frame is caught as a duplicate.
-        kept = Text(f"{count(witnesses['kept'])}, to catch re-sends")  # one line at 80 columns
+        kept = Text(f"{count(witnesses.kept)}, to catch re-sends")  # one line at 80 columns
         if oldest is not None:
-            kept.append(f"; oldest {stamp(oldest)} goes {stamp(oldest + policy['retention_seconds'])}")
+            kept.append(f"; oldest {stamp(oldest)} goes {stamp(oldest + policy.retention_seconds)}")
         grid.add_row("Frame ids kept", kept)
-        grid.add_row("Due now", Text(f"{count(witnesses['due'])} older than the cutoff {stamp(witnesses['cutoff'])}"))
+        grid.add_row("Due now", Text(f"{count(witnesses.due)} older than the cutoff {stamp(witnesses.cutoff)}"))
         due_at = self.app.next_eviction_at
         grid.add_row("Next eviction", Text(
             (f"{stamp(due_at)} (hourly, by this console)" if due_at else "not scheduled by this console")
             + "; e: evict now (cases stay)"
         ))
         self.query_one("#retention-summary", Static).update(grid)
-        exceptions = [p for p in data["history"] if p["is_exception"]]
+        exceptions = [p for p in data.history if p.is_exception]
         self.query_one("#exceptions-none").display = not exceptions
         self.query_one("#exceptions-table").display = bool(exceptions)
         self.query_one("#exceptions-table", KeyedTable).sync([
-            (str(p["id"]), (Text(stamp(p["set_at"])), Text(describe(p["retention_seconds"])),
-                            safe(p["set_by"], 24), safe(p["reason"], 60)))
+            (str(p.id), (Text(stamp(p.set_at)), Text(describe(p.retention_seconds)),
+                          safe(p.set_by, 24), safe(p.reason, 60)))
             for p in exceptions
         ])
         self.query_one("#evictions-table", KeyedTable).sync([
-            (str(e["id"]), (Text(stamp(e["ran_at"])), Text(describe(e["retention_seconds"])),
-                            Text(stamp(e["cutoff"])), number(e["removed"]), Text(stamp(e["oldest"])),
-                            Text(stamp(e["newest"])), safe(e["started_by"], 24)))
-            for e in data["evictions"]
+            (str(e.id), (Text(stamp(e.ran_at)), Text(describe(e.retention_seconds)), Text(stamp(e.cutoff)),
+                         number(e.removed), Text(stamp(e.oldest)), Text(stamp(e.newest)), safe(e.started_by, 24)))
+            for e in data.evictions
         ])
-        self._show_backups(data["backups"])
+        self._show_backups(data.backups)
         # Focused before this first show, the exceptions table may just have been hidden with the
         # keyboard on it: hand the keyboard to the table on display, as focus_main does.
         if self.app.focused in (None, self.query_one("#exceptions-table")) and self.app.panel() is self:
             self.focus_main()
 
-    def _show_backups(self, backups: dict) -> None:
+    def _show_backups(self, backups: BackupListing) -> None:
         line = Text()
-        if backups["fault"]:
+        if backups.fault:
             line.append("FAULT", style="bold reverse")
             line.append(" ")
-            line.append_text(safe(backups["fault"], 300))
+            line.append_text(safe(backups.fault, 300))
             line.append("\n")
-        if backups["folder"] is not None:
-            line.append(f"{count(len(backups['rows']))} in ")
-            line.append_text(safe(backups["folder"], 200))
-            line.append(f"; every {describe(backups['every'])}, keeping {backups['keep']}" if backups["every"]
+        if backups.folder is not None:
+            line.append(f"{count(len(backups.rows))} in ")
+            line.append_text(safe(backups.folder, 200))
+            line.append(f"; every {describe(backups.every)}, keeping {backups.keep}" if backups.every
                         else "; not scheduled ([backup] every in config.toml)")
-        last = backups.get("last_verified")
+        last = backups.last_verified
         if last:  # wherever it was written: a stick elsewhere counts as much as the folder here
             where = PurePath(last["file"])
             line.append("\nlast verified: ")
@@ -156,9 +168,9 @@ class RetentionPanel(Panel):
             line.append_text(safe(str(where.parent), 200))
             line.append(f", made {stamp(last['at'])}")
         self.query_one("#backups-summary", Static).update(line)
-        self.query_one("#backups-table").display = bool(backups["rows"])
+        self.query_one("#backups-table").display = bool(backups.rows)
         self.query_one("#backups-table", KeyedTable).sync([
-            (b["file"], (Text(stamp(b["at"])), safe(b["file"], 60), Text(f"{b['size']:,} B"),
-                         Text("verified" if b["verified"] else "NOT VERIFIED", style="" if b["verified"] else "bold")))
-            for b in backups["rows"]
+            (b.file, (Text(stamp(b.at)), safe(b.file, 60), Text(f"{b.size:,} B"),
+                      Text("verified" if b.verified else "NOT VERIFIED", style="" if b.verified else "bold")))
+            for b in backups.rows
         ])

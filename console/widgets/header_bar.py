@@ -21,6 +21,7 @@ from core.alerts.pause import paused as alerts_paused
 from core.backup.schedule import warning as backup_warning
 from core.inbox.heartbeat import live
 from core.rules.text import escape_text
+from core.store.records import Totals
 
 OBSERVER = {
     "running": ("watch ok", "ok"),
@@ -69,7 +70,7 @@ class HeaderBar(Widget):
         super().__init__(**kwargs)
         self.home = escape_text(home, 200)
         self.clock = clock
-        self.totals: dict | None = None
+        self.totals: Totals | None = None
         self.health: dict | None = None
         self.service = False
         self.error: str | None = None
@@ -115,7 +116,7 @@ class HeaderBar(Widget):
         self.takers = takers
         self.refresh()
 
-    def show(self, totals: dict | None, health: dict | None, service: bool, error: str | None = None) -> None:
+    def show(self, totals: Totals | None, health: dict | None, service: bool, error: str | None = None) -> None:
         if totals is not None:
             self.totals = totals
         self.health = health
@@ -192,14 +193,14 @@ class HeaderBar(Widget):
             out.append("reading the store...", style=self._style("dim"))
             return out
         # The alert comes first, so huge totals at 80 columns can only push the counts off the end.
-        open_ = t["conflicts_open"]
+        open_ = t.conflicts_open
         if open_:
             word = "CONFLICT" if open_ == 1 else "CONFLICTS"
             out.append(f" ! {count(open_)} {word} OPEN ", style=self._style("alert"))
             out.append(" ")
         else:
             out.append("conflicts 0 | ")
-        if t.get("retention_fault"):
+        if t.retention_fault:
             out.append(" ! RETENTION FAULT ", style=self._style("alert"))
             out.append(" ")
         if self.backup:
@@ -208,7 +209,7 @@ class HeaderBar(Widget):
         if self.paused:
             out.append(" ! ALERTS PAUSED ", style=self._style("alert"))  # since a restore: `alerts resume`
             out.append(" ")
-        out.append(f"cases {count(t['cases'])} | people {count(t['headcount_total'])} | "
-                   f"duplicates {count(t['duplicates'])} | rejects {count(t['rejects'])}")
+        out.append(f"cases {count(t.cases)} | people {count(t.headcount_total)} | "
+                   f"duplicates {count(t.duplicates)} | rejects {count(t.rejects)}")
         out.truncate(max(self.size.width, 20), overflow="ellipsis")
         return out

@@ -101,8 +101,8 @@ def describe_receiver(receiver, schema: int) -> dict:
         "schema_version": schema,
         "home_id": home_id(receiver.db),  # the home it is of, and how far its chain went: what makes it count
         "audit_head": {"count": head.count, "hash": head.hash},
-        "counts": {"cases": totals["cases"], "frames_kept": totals["seen_frames"],
-                   "conflicts_open": totals["conflicts_open"], "audit_entries": head.count},
+        "counts": {"cases": totals.cases, "frames_kept": totals.seen_frames,
+                   "conflicts_open": totals.conflicts_open, "audit_entries": head.count},
         "checkpoint": cp.line() if cp is not None else None,
         "audit_problem": None if cp is not None else result.why,
     }

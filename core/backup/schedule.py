@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from core.home import replace_private, sync_folder
 from core.rules.text import one_line
@@ -178,13 +178,34 @@ def note_verified(home, file: Path, at: float | None = None, folder: Path | None
     _write_state(home, state)
 
 
-def listing(home) -> dict:
+class BackupFile(NamedTuple):
+    """One backup in the backup folder."""
+
+    file: str  # its name
+    at: float  # written at (its modification time)
+    size: int
+    encrypted: bool
+    verified: bool
+
+
+class BackupListing(NamedTuple):
+    """The backup folder as the console lists it: ``folder`` None when the settings do not load
+    (``fault`` says why); ``last_verified`` is the state file's record, wherever it was written."""
+
+    folder: str | None
+    rows: list[BackupFile]
+    fault: str | None
+    every: float | None
+    keep: int | None
+    last_verified: dict | None
+
+
+def listing(home) -> BackupListing:
     """The backups in the backup folder, newest first, each verified or not: the console's list."""
     try:
         config = load_backup_config(home.config)
     except ValueError as exc:
-        return {"folder": None, "rows": [], "fault": one_line(exc), "every": None, "keep": None,
-                "last_verified": None}
+        return BackupListing(folder=None, rows=[], fault=one_line(exc), every=None, keep=None, last_verified=None)
     folder = config.folder(home)
     verified = verified_backups(home, folder)
     rows = []
@@ -193,12 +214,12 @@ def listing(home) -> dict:
             info = path.stat()
         except OSError:
             continue
-        rows.append({"file": path.name, "at": info.st_mtime, "size": info.st_size,
-                     "encrypted": path.name.endswith(archive.SUFFIX_AGE), "verified": path.name in verified})
+        rows.append(BackupFile(file=path.name, at=info.st_mtime, size=info.st_size,
+                               encrypted=path.name.endswith(archive.SUFFIX_AGE), verified=path.name in verified))
     shown = "<home>/backups" if config.dir is None else str(folder)  # the home's own path is in the header
     b = status(home)
-    return {"folder": shown, "rows": rows, "fault": b["fault"], "every": config.every,
-            "keep": config.keep, "last_verified": b["last_verified"]}
+    return BackupListing(folder=shown, rows=rows, fault=b["fault"], every=config.every, keep=config.keep,
+                         last_verified=b["last_verified"])
 
 
 def words(b: dict) -> str:

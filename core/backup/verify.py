@@ -312,7 +312,7 @@ def _check_audit(receiver, manifest: dict, trust=None) -> str | None:
     if audit.head(receiver).count != entries:
         raise BackupError(f"the audit log holds {audit.head(receiver).count} entries, the manifest "
                           f"recorded {entries}")
-    cases = receiver.totals()["cases"]
+    cases = receiver.totals().cases
     if cases != manifest.get("counts", {}).get("cases"):
         raise BackupError(f"the store holds {cases} cases, the manifest recorded "
                           f"{manifest.get('counts', {}).get('cases')}")

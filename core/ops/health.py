@@ -12,6 +12,7 @@ from __future__ import annotations
 from core.home import files_waiting
 from core.inbox.heartbeat import live
 from core.store import outbox
+from core.store.records import Totals
 
 # The worst of several processes' states wins, so one broken receiver is never hidden by a good one.
 _OBSERVER_ORDER = ("dead", "restarting", "running", "off")
@@ -49,10 +50,10 @@ def gather(home, receiver, targets: list[str] | None = None) -> dict:
     }
 
 
-def one_line(h: dict, totals: dict) -> str:
+def one_line(h: dict, totals: Totals) -> str:
     """systemd's STATUS=: what an operator wants from `systemctl status` at a glance."""
-    bits = [f"observer {h['observer']}", f"sweep {h['sweep']}", f"{totals['cases']} cases",
-            f"{totals['conflicts_open']} conflicts open", f"{h['outbox_pending']} alerts pending"]
+    bits = [f"observer {h['observer']}", f"sweep {h['sweep']}", f"{totals.cases} cases",
+            f"{totals.conflicts_open} conflicts open", f"{h['outbox_pending']} alerts pending"]
     if h["faults_open"]:
         bits.append(f"{h['faults_open']} fault(s): {h['faults'][0][:80]}")
     return "; ".join(bits)

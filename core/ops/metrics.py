@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from core.home import private_folder, replace_private
+from core.store.records import Totals
 
 WRITE_EVERY = 15.0
 FILE_NAME = "ussd_console.prom"
@@ -26,7 +27,7 @@ def metrics_path(home):
 class _Snapshot:
     """A one-shot collector over figures gathered just before the write."""
 
-    def __init__(self, health: dict, totals: dict, per_source: dict, files: dict):
+    def __init__(self, health: dict, totals: Totals, per_source: dict, files: dict):
         self.health, self.totals, self.per_source, self.files = health, totals, per_source, files
 
     def collect(self):
@@ -45,9 +46,9 @@ class _Snapshot:
         yield gauge("ussd_outbox_pending", "alert deliveries not yet made", h["outbox_pending"])
         yield gauge("ussd_faults_open", "faults in force in the running receivers", h["faults_open"])
         yield gauge("ussd_files_waiting", "files in the inbox and its claimed folder", h["files_waiting"])
-        yield gauge("ussd_cases", "cases in the applied ledger", t["cases"])
-        yield gauge("ussd_people", "people counted over all cases", t["headcount_total"])
-        yield gauge("ussd_conflicts_open", "conflicts waiting for an operator", t["conflicts_open"])
+        yield gauge("ussd_cases", "cases in the applied ledger", t.cases)
+        yield gauge("ussd_people", "people counted over all cases", t.headcount_total)
+        yield gauge("ussd_conflicts_open", "conflicts waiting for an operator", t.conflicts_open)
         frames = CounterMetricFamily("ussd_frames", "frames decided, by arrival path and outcome", labels=["path", "outcome"])
         for path, counts in sorted(self.per_source.items()):
             for outcome, n in sorted(counts.items()):

@@ -88,10 +88,10 @@ def _is_pg(receiver) -> bool:
 def _ranking(receiver, period: Period) -> list[dict]:
     rows = receiver.ranking(limit=RANKING_SHOWN if not period.site else 1000)
     if period.site:
-        rows = [r for r in rows if r["site"] == period.site][:RANKING_SHOWN]
-    return [{"rank": r["rank"], "frame_id": _text(r["frame_id"]), "site": _text(r["site"]), "need": r["need"],
-             "need_name": NEED_NAMES.get(r["need"], ""), "people": r["headcount"], "pri": r["pri"],
-             "status": r["status"], "disputed": bool(r["disputed"]), "first_seen": r["first_seen"]}
+        rows = [r for r in rows if r.site == period.site][:RANKING_SHOWN]
+    return [{"rank": r.rank, "frame_id": _text(r.frame_id), "site": _text(r.site), "need": r.need,
+             "need_name": NEED_NAMES.get(r.need, ""), "people": r.headcount, "pri": r.pri,
+             "status": r.status, "disputed": bool(r.disputed), "first_seen": r.first_seen}
             for r in rows]
 
 

@@ -10,9 +10,12 @@ inside ``Receiver.ingest_many``'s transaction through its ``within`` hook.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from peewee import BigIntegerField, DoubleField, IntegerField, IntegrityError, Model, TextField, fn
 
 from .database import write_transaction
+from .records import InboxFile, InboxFileRow
 
 PROGRESS_FIELDS = ("state", "line", "offset", "frames", "source", "name", "format", "archived_as", "reason")
 
@@ -128,22 +131,26 @@ SHOWN_STATES = {"done": "processed", "rejected": "rejected", "claimed": "claimed
 _STORED_STATES = {shown: stored for stored, shown in SHOWN_STATES.items()}
 
 
-def inbox_files(receiver, state: str | None = None, limit: int = 200, offset: int = 0) -> list[dict]:
-    """Inbox files newest first, optionally of one shown state (processed, rejected, claimed, vanished).
-
-    Each row: ``name``, ``state``, ``path`` (the delivery path that carried it),
-    ``frames``, ``lines``, ``reason``, ``archived_as``, ``claimed_at``, ``finished_at``.
-    """
+def inbox_files(receiver, state: str | None = None, limit: int = 200, offset: int = 0) -> list[InboxFile]:
+    """Inbox files newest first, optionally of one shown state (processed, rejected, claimed, vanished),
+    each with its shown state and the delivery path that carried it."""
     F = receiver.m.InboxFile
     query = F.select(F.name, F.state, F.source, F.frames, F.line, F.reason, F.archived_as, F.claimed_at,
                      F.finished_at, F.format)
     if state is not None:
         query = query.where(F.state == _STORED_STATES.get(state, state))
     rows = query.order_by(F.claimed_at.desc(), F.claim.desc()).limit(limit).offset(offset).dicts()
-    return [{"name": r["name"], "state": SHOWN_STATES.get(r["state"], r["state"]), "path": r["source"],
-             "frames": r["frames"], "lines": r["line"], "format": r["format"], "reason": r["reason"],
-             "archived_as": r["archived_as"], "claimed_at": r["claimed_at"], "finished_at": r["finished_at"]}
+    return [InboxFile(name=r["name"], state=SHOWN_STATES.get(r["state"], r["state"]), path=r["source"],
+                      frames=r["frames"], lines=r["line"], format=r["format"], reason=r["reason"],
+                      archived_as=r["archived_as"], claimed_at=r["claimed_at"], finished_at=r["finished_at"])
             for r in rows]
+
+
+def inbox_file_rows(receiver) -> Iterable[InboxFileRow]:
+    """Every inbox file in the order claimed, streamed from one cursor (the files export)."""
+    F = receiver.m.InboxFile
+    q = F.select(*(getattr(F, name) for name in InboxFileRow._fields)).order_by(F.claimed_at, F.claim)
+    return (InboxFileRow(*row) for row in q.tuples().iterator())
 
 
 def files_by_state(receiver) -> dict[str, int]:

@@ -1,4 +1,8 @@
-"""Read queries: plain data for the command line and the console, never a write."""
+"""Read queries for the command line, the console and the exports, never a write.
+
+What a panel, an export or a command reads comes back as a named record (``records.py``); the
+dicts that remain are counts keyed by what they count (per path, per outcome, per status).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from core.rules.frame import NEED_NAMES
 from core.rules.lifecycle import OPEN, RANKED, STATUSES
 
 from .models import RANKED_SQL
+from .records import (Activity, Case, Conflict, ConflictRow, Eviction, ExportCase, HeadcountGroup, Policy,
+                      PolicyChange, RankedCase, RankingRow, Reject, RejectRow, Totals, Witnesses)
 
 # Cases per status other than open, kept in ``totals`` by the signed mark that moves
 # them (so counting stays O(1) on a big store); open is all cases minus these.
@@ -33,6 +39,10 @@ class LedgerReads:
         """
         return self.policy(self)
 
+    def retention_policy(self) -> Policy:
+        """``retention`` as a record: what the console's Retention screen shows."""
+        return Policy(**self.retention())
+
     def _total(self, name: str) -> int:
         """A total summed over its writers' rows (``totals.add_counts``)."""
         T = self.m.Total
@@ -49,27 +59,27 @@ class LedgerReads:
             out.setdefault(source, {})[outcome] = int(count)
         return out
 
-    def totals(self) -> dict:
+    def totals(self) -> Totals:
         """Header and ``status`` figures, all O(1) or indexed."""
         by_outcome: Tally = Tally()
         for counts in self.per_source().values():
             by_outcome.update(counts)
         Q = self.m.Quarantine
         policy = self.retention()
-        return {
-            "cases": self._total("cases"),
-            "headcount_total": self._total("headcount"),
-            "duplicates": by_outcome["DUPLICATE"],
-            "conflicts": by_outcome["CONFLICT_QUARANTINED"],
-            "conflicts_open": Q.select().where(Q.status == "open").count(),
-            "rejects": by_outcome["REJECT_BAD_FORMAT"] + by_outcome["REJECT_BAD_CRC"],
-            "applied": by_outcome["APPLIED"],
-            "frames": sum(by_outcome.values()),
-            "seen_frames": self._total("seen_frames"),
-            "retention_days": round(policy["retention_seconds"] / 86400, 3),
-            "retention_fault": policy["fault"],
-            "cases_by_status": self.cases_by_status(),
-        }
+        return Totals(
+            cases=self._total("cases"),
+            headcount_total=self._total("headcount"),
+            duplicates=by_outcome["DUPLICATE"],
+            conflicts=by_outcome["CONFLICT_QUARANTINED"],
+            conflicts_open=Q.select().where(Q.status == "open").count(),
+            rejects=by_outcome["REJECT_BAD_FORMAT"] + by_outcome["REJECT_BAD_CRC"],
+            applied=by_outcome["APPLIED"],
+            frames=sum(by_outcome.values()),
+            seen_frames=self._total("seen_frames"),
+            retention_days=round(policy["retention_seconds"] / 86400, 3),
+            retention_fault=policy["fault"],
+            cases_by_status=self.cases_by_status(),
+        )
 
     def cases_by_status(self) -> dict[str, int]:
         T = self.m.Total
@@ -134,7 +144,7 @@ class LedgerReads:
 
     def cases(self, limit: int = 100, offset: int = 0, sort: str = "first_seen",
               descending: bool = True, filter: str | None = None,
-              since: float | None = None, until: float | None = None) -> list[dict]:
+              since: float | None = None, until: float | None = None) -> list[Case]:
         """One page of the applied ledger."""
         C = self.m.Case
         if sort not in self.CASE_SORTS:
@@ -142,7 +152,7 @@ class LedgerReads:
         col = getattr(C, sort)
         order = [col.desc() if descending else col.asc(), C.id.desc() if descending else C.id.asc()]
         q = self._case_filter(C.select(), filter, since, until).order_by(*order).limit(limit).offset(offset)
-        return self.mark_disputed(list(q.dicts()))
+        return [Case(**row) for row in self.mark_disputed(list(q.dicts()))]
 
     def count_cases(self, filter: str | None = None, since: float | None = None, until: float | None = None) -> int:
         if not filter and since is None and until is None:
@@ -160,19 +170,18 @@ class LedgerReads:
             q = q.where(SQL(RANKED_SQL))
         return q.order_by(C.pri.desc(), C.headcount.desc(), C.first_seen.asc(), C.id.asc())
 
-    def ranking(self, limit: int = 100, offset: int = 0, include_done: bool = False) -> list[dict]:
+    def ranking(self, limit: int = 100, offset: int = 0, include_done: bool = False) -> list[RankedCase]:
         """The dispatch order (pri desc, headcount desc, first seen) of open and dispatched
         cases, or of every case with ``include_done``; each row says its status and whether
         it is disputed."""
         C = self.m.Case
         fields = (C.id, C.case_key, C.frame_id, C.site, C.need, C.headcount, C.pri, C.first_seen, C.status)
         rows = self.mark_disputed(list(self._ranking_query(fields, include_done).limit(limit).offset(offset).dicts()))
-        for i, row in enumerate(rows, start=offset + 1):
-            row["rank"] = i
+        for row in rows:
             del row["case_key"]
-        return rows
+        return [RankedCase(**row, rank=i) for i, row in enumerate(rows, start=offset + 1)]
 
-    def headcount_by(self, field: str, limit: int = 20, include_done: bool = True) -> list[dict]:
+    def headcount_by(self, field: str, limit: int = 20, include_done: bool = True) -> list[HeadcountGroup]:
         """Headcount per need or per site, largest first; of the ranked cases only without ``include_done``."""
         C = self.m.Case
         if field not in ("need", "site"):
@@ -182,9 +191,9 @@ class LedgerReads:
         q = C.select(col.alias("key"), total.alias("headcount"), fn.COUNT(C.id).alias("cases"))
         if not include_done:
             q = q.where(SQL(RANKED_SQL))
-        return list(q.group_by(col).order_by(total.desc(), col).limit(limit).dicts())
+        return [HeadcountGroup(*row) for row in q.group_by(col).order_by(total.desc(), col).limit(limit).tuples()]
 
-    def quarantine(self, status: str | None = "open", limit: int = 100, offset: int = 0) -> list[dict]:
+    def quarantine(self, status: str | None = "open", limit: int = 100, offset: int = 0) -> list[Conflict]:
         """Conflicts, newest first. ``first_frame_id``/``first_text`` are what the ledger held when
         the conflict was raised (history); ``ledger_frame_id``/``ledger_text`` are what it holds for
         the case now, which an accepted correction may have changed since (None if no such case)."""
@@ -193,24 +202,29 @@ class LedgerReads:
              .join(C, JOIN.LEFT_OUTER, on=(C.case_key == Q.case_key)))
         if status:
             q = q.where(Q.status == status)
-        return list(q.order_by(Q.id.desc()).limit(limit).offset(offset).dicts())
+        return [Conflict(**row) for row in q.order_by(Q.id.desc()).limit(limit).offset(offset).dicts()]
 
-    def count_quarantine(self) -> int:
-        """Every conflict ever quarantined, open or resolved."""
-        return self.m.Quarantine.select().count()
+    def count_quarantine(self, status: str | None = None) -> int:
+        """Conflicts ever quarantined, open or resolved, or those of one ``status``."""
+        Q = self.m.Quarantine
+        q = Q.select()
+        if status:
+            q = q.where(Q.status == status)
+        return q.count()
 
-    def rejects(self, limit: int = 100, offset: int = 0) -> list[dict]:
+    def rejects(self, limit: int = 100, offset: int = 0) -> list[Reject]:
         R = self.m.Reject
-        return list(R.select().order_by(R.id.desc()).limit(limit).offset(offset).dicts())
+        return [Reject(**row) for row in R.select().order_by(R.id.desc()).limit(limit).offset(offset).dicts()]
 
-    def evictions(self, limit: int = 50) -> list[dict]:
+    def evictions(self, limit: int = 50) -> list[Eviction]:
         E = self.m.Eviction
-        return list(E.select().order_by(E.id.desc()).limit(limit).dicts())
+        return [Eviction(**row) for row in E.select().order_by(E.id.desc()).limit(limit).dicts()]
 
-    def activity(self, limit: int = 200, after_id: int = 0) -> list[dict]:
+    def activity(self, limit: int = 200, after_id: int = 0) -> list[Activity]:
         """Newest first; ``after_id`` fetches only what is new since the last look."""
         A = self.m.Activity
-        return list(A.select().where(A.id > after_id).order_by(A.id.desc()).limit(limit).dicts())
+        return [Activity(**row) for row in
+                A.select().where(A.id > after_id).order_by(A.id.desc()).limit(limit).dicts()]
 
     def arrivals_per_minute(self, minutes: int = 60, now: float | None = None) -> list[int]:
         """Frames per minute over the last ``minutes`` minutes, oldest first (all paths)."""
@@ -233,33 +247,55 @@ class LedgerReads:
         return self.db.data_version()
 
     def cases_by_arrival(self, limit: int = 100, offset: int = 0, descending: bool = True,
-                         filter: str | None = None) -> list[dict]:
+                         filter: str | None = None) -> list[Case]:
         """One page of the ledger in arrival (rowid) order, which stays instant on a big store."""
         C = self.m.Case
         order = C.id.desc() if descending else C.id.asc()
         q = self._case_filter(C.select(), filter).order_by(order).limit(limit).offset(offset)
-        return self.mark_disputed(list(q.dicts()))
+        return [Case(**row) for row in self.mark_disputed(list(q.dicts()))]
 
-    def retention_history(self, limit: int = 50) -> list[dict]:
+    def retention_history(self, limit: int = 50) -> list[PolicyChange]:
         """Every policy change, newest first (exceptions are the rows with ``is_exception``)."""
         P = self.m.Policy
-        return list(P.select().order_by(P.id.desc()).limit(limit).dicts())
+        return [PolicyChange(**row) for row in P.select().order_by(P.id.desc()).limit(limit).dicts()]
 
-    def witnesses(self, now: float | None = None) -> dict:
+    def witnesses(self, now: float | None = None) -> Witnesses:
         """Dedup witnesses kept, the oldest one's age, and how many the policy has expired now."""
         S = self.m.SeenFrame
         now = time.time() if now is None else float(now)
         cutoff = now - self.retention_seconds()
         oldest = S.select(fn.MIN(S.first_seen)).scalar()
         due = S.select().where(S.first_seen < cutoff).count()
-        return {"kept": self._total("seen_frames"), "oldest": oldest, "cutoff": cutoff, "due": due}
+        return Witnesses(kept=self._total("seen_frames"), oldest=oldest, cutoff=cutoff, due=due)
 
-    def ranking_rows(self, include_done: bool = False) -> Iterable[tuple]:
-        """The whole dispatch order streamed from one cursor (for exports), as
-        ``(frame_id, site, need, headcount, pri, first_seen, status, disputed)``;
-        paging by offset would cost quadratic time on a big store."""
+    # -- whole tables streamed from one cursor, for the exports ----------------------------
+    # Paging by offset would cost quadratic time on a big store.
+    def ranking_rows(self, include_done: bool = False) -> Iterable[RankingRow]:
+        """The whole dispatch order."""
         C = self.m.Case
         keys, ids = self.open_conflict_refs()
         fields = (C.frame_id, C.site, C.need, C.headcount, C.pri, C.first_seen, C.status, C.case_key)
         for *row, key in self._ranking_query(fields, include_done).tuples().iterator():
-            yield (*row, key in keys or row[0] in ids)
+            yield RankingRow(*row, key in keys or row[0] in ids)
+
+    def case_rows(self) -> Iterable[ExportCase]:
+        """Every case in arrival order, each saying whether an open conflict concerns it."""
+        C = self.m.Case
+        keys, ids = self.open_conflict_refs()
+        q = C.select(C.frame_id, C.case_key, C.site, C.need, C.headcount, C.pri, C.status, C.version,
+                     C.first_seen, C.updated_at, C.source, C.frame_text).order_by(C.id)
+        for fid, key, site, need, hc, pri, status, version, first_seen, updated, source, text in q.tuples().iterator():
+            yield ExportCase(fid, site, need, hc, pri, status, key in keys or fid in ids, version, first_seen,
+                             updated, source, text)
+
+    def conflict_rows(self) -> Iterable[ConflictRow]:
+        """Every conflict, open and resolved, oldest first."""
+        Q = self.m.Quarantine
+        q = Q.select(*(getattr(Q, name) for name in ConflictRow._fields)).order_by(Q.id)
+        return (ConflictRow(*row) for row in q.tuples().iterator())
+
+    def reject_rows(self) -> Iterable[RejectRow]:
+        """Every reject, oldest first."""
+        R = self.m.Reject
+        q = R.select(*(getattr(R, name) for name in RejectRow._fields)).order_by(R.id)
+        return (RejectRow(*row) for row in q.tuples().iterator())

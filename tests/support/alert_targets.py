@@ -130,4 +130,4 @@ def deliveries(home, state=None) -> list[dict]:
 
 def conflicts(home) -> int:
     with Receiver(str(home.db)) as r:
-        return r.totals()["conflicts_open"]
+        return r.totals().conflicts_open

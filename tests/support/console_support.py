@@ -117,8 +117,8 @@ def _panel_state(app) -> str:
     if panel is None:
         return f"tab {active!r}: its panel is not mounted"
     return (f"tab {active!r}: loaded {panel.loaded_params!r} for {panel.params()!r}, loading={panel.loading}, "
-            f"loaded version {panel.loaded_version!r} of {app.version!r}, refreshes {app.refreshes}, "
-            f"refresh pending {app.refresh_pending}, error {app.error!r}")
+            f"loaded version {panel.loaded_version!r} of {app.refresher.version!r}, refreshes {app.refreshes}, "
+            f"refresh pending {app.refresh_pending}, error {app.refresher.error!r}")
 
 
 def run_async(test):

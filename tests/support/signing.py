@@ -85,15 +85,15 @@ def snapshot(home) -> dict:
             "audit": rows(a.AuditEntry, a.AuditEntry.id),
             "head": rows(a.AuditHead, a.AuditHead.id),
             "operators": rows(a.Operator, a.Operator.id),
-            "ranking": [(c["frame_id"], c["headcount"], c["pri"]) for c in r.ranking()],
+            "ranking": [(c.frame_id, c.headcount, c.pri) for c in r.ranking()],
         }
 
 
 def quarantine_id(home, frame_id: str, text: str) -> int:
     with Receiver(str(home.db)) as r:
         for q in r.quarantine(status=None, limit=1000):
-            if q["frame_id"] == frame_id and q["frame_text"] == text:
-                return q["id"]
+            if q.frame_id == frame_id and q.frame_text == text:
+                return q.id
     raise AssertionError(f"{frame_id} {text} is not in quarantine")
 
 

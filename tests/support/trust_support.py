@@ -47,7 +47,7 @@ def add(home, target, tmp_path, name: str, approver: str | None = None) -> None:
 
 def qid(target, item) -> int:
     with Receiver(target) as r:
-        return next(q["id"] for q in r.quarantine(status=None, limit=100) if (q["frame_id"], q["frame_text"]) == item)
+        return next(q.id for q in r.quarantine(status=None, limit=100) if (q.frame_id, q.frame_text) == item)
 
 
 def story(home, target, tmp_path, retire_carol: bool = True) -> None:

@@ -138,7 +138,7 @@ def test_case_story_lists_every_version_after_an_accepted_correction(signed, hom
     r = signed
     r.ingest(*A1_FIX, now=T0 + 5)
     (q,) = r.quarantine()
-   assert case_story(r, "A-1")["open_conflicts"][0]["id"] == q.id
+    assert case_story(r, "A-1")["open_conflicts"][0]["id"] == q.id
     signed_action.sign(home, r, actions.resolution("accept_correction"), {"quarantine_id": q.id},
                        operator="alice", passphrase=PASS,
                        reason="site radioed 7")

@@ -163,7 +163,7 @@ async def test_a_conflict_is_compared_with_the_case_as_the_ledger_holds_it_now(s
     with Receiver(str(sample_home.db)) as r:
         r.ingest_many([("kak01-3", later, "late.txt", 1)], source="cli")
         add_operator(sample_home, r, "alice", PASS)
-       fix = next(q for q in r.quarantine() if q.frame_id == "kak01-1")
+        fix = next(q for q in r.quarantine() if q.frame_id == "kak01-1")
         signed_action.sign(sample_home, r, resolution("accept_correction"), {"quarantine_id": fix.id},
                            operator="alice", passphrase=PASS, reason="radio")
         ledger_now = r.cases(filter="kak01-1")[0].frame_text

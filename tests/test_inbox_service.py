@@ -191,7 +191,7 @@ def test_odd_things_in_the_inbox_are_skipped_logged_once_and_left_alone(home, st
     skips = [rec.getMessage() for rec in caplog.records if "skipping" in rec.getMessage()]
     assert sorted(skips) == ["inbox: skipping link.txt: symlink (never read)", "inbox: skipping pipe: FIFO (never read)"]
     assert sorted(p.name for p in home.inbox.iterdir()) == [".claimed", "link.txt", "pipe"]
-   assert service.health()["files_waiting"] == 0 and service.receiver.totals().frames == 0
+    assert service.health()["files_waiting"] == 0 and service.receiver.totals().frames == 0
 
 
 def test_a_file_settles_once_the_services_clock_has_moved_on_by_the_settle_time(tmp_path):

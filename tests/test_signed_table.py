@@ -5,6 +5,8 @@ is checked by ``disagreements``, and a test shows it names a copy changed behind
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import io
 from pathlib import Path
 
@@ -83,10 +85,10 @@ def test_the_console_and_its_dialogs_sign_the_table_entries():
     signed = {a.signed for a in actions.ACTIONS if a.signed}
     assert signed == {MARK.id, KEEP.id, ACCEPT.id, RETENTION.id}
     assert all(signed_actions.BY_ID[s].role == a.role for a in actions.ACTIONS if a.signed for s in [a.signed])
-    case = {"frame_id": "kak01-1"}
+    case, item = SimpleNamespace(frame_id="kak01-1"), SimpleNamespace(id=3)  # the records' fields the dialogs read
     assert MarkDialog(case, "served", home=None).signed is MARK
-    assert ResolveDialog({"id": 3}, "keep_first", home=None).signed is KEEP
-    assert ResolveDialog({"id": 3}, "accept_correction", home=None).signed is ACCEPT
+    assert ResolveDialog(item, "keep_first", home=None).signed is KEEP
+    assert ResolveDialog(item, "accept_correction", home=None).signed is ACCEPT
     assert ExceptionDialog({"retention_seconds": 30 * 86400}, home=None).signed is RETENTION
 
 

@@ -94,7 +94,7 @@ def preview(receiver, action: SignedAction, args: dict, operator: str, reason: s
     """What ``operator`` would sign for ``action`` with ``args`` now, or a one-line refusal."""
     target, payload = action.plan(receiver, operator, **args)
     if action.itself(receiver, operator, args):
-        fingerprint = payload["fingerprint"]
+        fingerprint = payload["fingerprint"]  # the key the action registers signs it
     else:
         fingerprint = active_operator(receiver, operator).fingerprint
         roles.require(receiver, operator, action.id)

@@ -37,6 +37,7 @@ test: $(STAMP)
 	./scripts/ensure-postgres
 	./scripts/ensure-age
 	./scripts/ensure-chromium
+	./scripts/ensure-poppler
 	$(BIN)/python -m compileall -q -j 0 core console tests tools
 	$(NO_PYC_WRITES) $(BIN)/python -m pytest -n auto
 
@@ -51,6 +52,7 @@ screenshots: $(STAMP)
 	$(BIN)/python -m tools.screenshots
 	./scripts/ensure-chromium
 	$(BIN)/python -m tools.browser_shot
+	$(BIN)/python -m tools.report_shot
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

@@ -47,12 +47,14 @@ SCOPE_TITLES: dict[str, str] = {
     "tables": "Every screen with a table",
     **{tab: f"{n} {title}" for n, (tab, title) in enumerate(TABS, start=1)},
     "case": "A case's history (Enter on a case)",
+    "overview": "The Overview (o)",
 }
 TAB_IDS = tuple(tab for tab, _title in TABS)
 # Keys the modal screens keep for themselves (their own BINDINGS, not remappable): a key moved onto
 # one of them would be ambiguous there. "dialogs": the signing, confirm and export dialogs.
 LOCAL_KEYS = {
     "case": {"escape": "close", "q": "close"},
+    "overview": {"escape": "close", "q": "close"},
     "dialogs": {"escape": "cancel", "ctrl+s": "sign", "enter": "enter", "y": "yes", "n": "no"},
 }
 # What a tab holds beyond its name, in words, and the commands of ussd-console it shows in the console.
@@ -172,6 +174,9 @@ ACTIONS: tuple[Action, ...] = (
            title="Dismiss the notifications", words=("clear", "hide", "notes"), priority=True),
     Action("lock_key", "ctrl+l", "lock_key", "Lock the signing key", ("app",),
            title="Lock the signing key now", words=("passphrase", "signing")),
+    Action("overview", "o", "overview", "Overview", ("app",),
+           title="Overview: today's arrivals per hour and people by need, and today's report",
+           words=("summary", "charts", "sparkline", "today", "report")),
     Action("quit", "q", "ask_quit", "Quit", ("app",), title="Quit the console", words=("exit", "close"),
            show=True),
     Action("next_widget", "tab", "app.focus_next", "Next widget (shift+tab: previous)", ("app",), fixed=True),
@@ -230,6 +235,10 @@ ACTIONS: tuple[Action, ...] = (
            title="Change the retention policy (below 30 days: an exception)",
            words=("retention", "exception", "policy", "days"), signed=RETENTION.id, show=True,
            cli=("retention",)),
+    # -- the Overview -----------------------------------------------------------------------
+    Action("write_report", "r", "write_report", "Write today's report", ("overview",),
+           title="Write today's situation report (HTML, to the home's reports/) and say where",
+           words=("report", "situation", "html", "coordinator"), show=True, cli=("report",)),
     # -- Activity ---------------------------------------------------------------------------
     Action("reject_details", "enter", "", "The whole rejected line and what was wrong", ("activity",),
            title="Details of the selected reject", words=("reject", "why"), fixed=True),

@@ -441,6 +441,12 @@ class ConsoleApp(CaseActions, OperatorActions, App):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.keymap))
 
+    def action_overview(self) -> None:
+        from .dialogs.overview_screen import OverviewScreen  # its figures module is needed only here
+
+        if not isinstance(self.screen, OverviewScreen):
+            self.push_screen(OverviewScreen())
+
     def action_command_palette(self) -> None:
         if self.use_command_palette and not PlainPalette.is_open(self):
             self.push_screen(PlainPalette(id="--command-palette"))

@@ -20,6 +20,7 @@ from typing import IO, Iterable
 from console.errors import CommandError
 from core.home import private_folder, sync_folder
 from core.rules.cells import guard
+from core.rules.hxl import hashtag_row
 
 from .export_views import VIEWS, View
 
@@ -89,11 +90,14 @@ def _rows(receiver, v: View) -> Iterable[list]:
         yield from v.trailer(receiver)
 
 
-def write_csv(receiver, name: str, out: IO[str]) -> int:
-    """The view as CSV rows on ``out``; return the number of rows under the header."""
+def write_csv(receiver, name: str, out: IO[str], hxl: bool = False) -> int:
+    """The view as CSV rows on ``out`` (with ``hxl``, HXL's hashtag row under the header); return
+    the number of rows under the header (the hashtag row not counted)."""
     v = view(name)
     writer = csv.writer(out)
     writer.writerow(v.header)
+    if hxl:
+        writer.writerow(hashtag_row(v.header))
     n = 0
     for row in _rows(receiver, v):
         writer.writerow([_cell(x) for x in row])
@@ -101,7 +105,7 @@ def write_csv(receiver, name: str, out: IO[str]) -> int:
     return n
 
 
-def _write_xlsx(receiver, name: str, path: str) -> int:
+def _write_xlsx(receiver, name: str, path: str, hxl: bool = False) -> int:
     import xlsxwriter
 
     v = view(name)
@@ -111,19 +115,21 @@ def _write_xlsx(receiver, name: str, path: str) -> int:
     sheet = book.add_worksheet(name)
     bold = book.add_format({"bold": True})
     sheet.write_row(0, 0, v.header, bold)
+    if hxl:
+        sheet.write_row(1, 0, hashtag_row(v.header), bold)
     n = 0
     for n, row in enumerate(_rows(receiver, v), start=1):
         for col, value in enumerate(row):
             value = _cell(value)
             if isinstance(value, str):
-                sheet.write_string(n, col, value)
+                sheet.write_string(n + int(hxl), col, value)
             else:
-                sheet.write_number(n, col, value)
+                sheet.write_number(n + int(hxl), col, value)
     book.close()
     return n
 
 
-def write_export(receiver, name: str, target: Path, fmt: str = "csv", force: bool = False) -> int:
+def write_export(receiver, name: str, target: Path, fmt: str = "csv", force: bool = False, hxl: bool = False) -> int:
     """Write view ``name`` to ``target`` atomically; return the number of rows written."""
     view(name)
     target = check_target(Path(target), force)
@@ -131,13 +137,13 @@ def write_export(receiver, name: str, target: Path, fmt: str = "csv", force: boo
     try:
         if fmt == "xlsx":
             os.close(fd)
-            rows = _write_xlsx(receiver, name, tmp)
+            rows = _write_xlsx(receiver, name, tmp, hxl)
             fd = os.open(tmp, os.O_RDONLY)
             os.fsync(fd)
             os.close(fd)
         else:
             with os.fdopen(fd, "w", newline="", encoding="utf-8") as out:
-                rows = write_csv(receiver, name, out)
+                rows = write_csv(receiver, name, out, hxl)
                 out.flush()
                 os.fsync(out.fileno())
         _place(tmp, target, force)

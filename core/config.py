@@ -16,7 +16,7 @@ The inbox settings live in an ``[inbox]`` table::
     evict_every = 3600.0        # seconds between scheduled evictions in `ussd-console watch`
     observer = true             # the watchdog push path; false leaves only the sweep
     sweep = true                # the sweep pull path; false leaves only the observer
-    batch_lines = 5000          # frames per transaction (a crash redoes at most one batch)
+    batch_lines = 100000        # frames per transaction (a crash redoes at most one batch)
     id_columns = ["ref"]        # this site's frame id column(s), on top of frame_id, frameid, frame_key
     text_columns = []           # this site's frame text column(s), on top of text, message, body ...
     phone_columns = []          # more columns that hold phone numbers (never read, dropped from copies)
@@ -54,7 +54,7 @@ class InboxConfig:
     evict_every: float = 3600.0
     observer: bool = True
     sweep: bool = True
-    batch_lines: int = 5000
+    batch_lines: int = 100_000  # ``HANDOVER_FRAMES``
     id_columns: tuple[str, ...] = ()
     text_columns: tuple[str, ...] = ()
     phone_columns: tuple[str, ...] = ()
@@ -107,8 +107,9 @@ _RULES: dict[str, tuple[type, float | None, float | None]] = {
     "text_columns": (list, 0, 32),
     "phone_columns": (list, 0, 32),
     "unlock_minutes": (float, 0.0, 720.0),  # [console]; at most a long shift
-    "every": (float, 1.0, 30 * 86400.0),  # [backup]: seconds between scheduled backups (core.backup.config)
-    "keep": (int, 1, 10_000),  # [backup]: backups kept in the folder
+    "every": (float, 1.0, 30 * 86400.0),  # [backup], [report]: seconds between scheduled backups or reports
+    "keep": (int, 1, 10_000),  # [backup], [report]: backups or reports kept in the folder
+    "at": (str, 0, 24 * 60 - 1),  # [report]: the time of day "HH:MM" reports are made at (core.report.config)
     "countersign": (tuple, 0, 3),  # [signing]: kinds of action a second admin approves (_CHOICES)
     "countersign_hours": (float, 1.0, 720.0),  # [signing]: a held request expires after this long
 }
@@ -142,6 +143,12 @@ def check_setting(key: str, value: Any, section: str = "inbox") -> None:
             if not any(c.isalnum() for c in v) or len(v) > 64:
                 raise ValueError(f"{section} setting {key}: {v!r} is not a column name "
                                  "(1-64 characters, a letter or digit among them)")
+        return
+    if kind is str:  # a time of day, "HH:MM"
+        hours, _, minutes = value.partition(":") if isinstance(value, str) else ("", "", "")
+        if not (hours.isdigit() and minutes.isdigit() and len(minutes) == 2 and len(hours) <= 2
+                and low <= int(hours) * 60 + int(minutes) <= high and int(minutes) < 60):
+            raise ValueError(f"{section} setting {key} must be a time of day like \"07:00\", not {value!r}")
         return
     if kind is bool:
         if not isinstance(value, bool):

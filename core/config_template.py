@@ -26,7 +26,7 @@ TEMPLATE = """\
 # evict_every = 3600.0              # seconds between scheduled evictions in `ussd-console watch`
 # observer = true                   # the file-watch push path; false leaves only the sweep
 # sweep = true                      # the sweep pull path; false leaves only the observer
-# batch_lines = 5000                # frames per transaction (a crash redoes at most one batch)
+# batch_lines = 100000              # frames per transaction (a crash redoes at most one batch)
 # id_columns = []                   # this site's frame id column(s), on top of frame_id, frameid, frame_key
 # text_columns = []                 # this site's frame text column(s), on top of text, message, body ...
 # phone_columns = []                # more columns that hold phone numbers (never read, dropped from copies)
@@ -51,6 +51,12 @@ TEMPLATE = """\
 # keep = 14                         # backups kept in the folder; older ones go after a new one verified
 # recipients = []                   # age public keys ("age1...") backups are encrypted to; none: not encrypted
 
+# [report]                          # the situation report `watch` writes (docs/admin.md, situation reports)
+# every = "1d"                      # not set by default: watch writes no scheduled reports; here once a day ("12h", "7d")
+# at = "07:00"                      # not set by default: every `every` from the last report; here each day at 07:00
+# dir = "/srv/ussd-reports"         # not set by default: reports go to reports/ in this home
+# keep = 30                         # reports kept in the folder (an HTML and a PDF each); older ones go
+
 # [gateways]                        # gateways posting to `watch` (docs/gateways/README.md)
 # listen = "127.0.0.1:8580"         # not set by default: watch does not listen; HOST:PORT, or a port on loopback
 # tls_cert = "tls/cert.pem"         # not set by default: plain HTTP; with tls_key, HTTPS (a path in this home)
@@ -67,7 +73,7 @@ TEMPLATE = """\
 # url = "http://127.0.0.1:9000/hooks/ussd"  # not set by default: each event is POSTed there as JSON
 # token_file = "alert-token"        # not set by default: its first line is sent as "Authorization: Bearer ..."
 # headers = { "X-Hook-Secret" = "change-me" }  # not set by default: more headers for the url target
-# events = ["conflict", "file_rejected", "fault", "fault_cleared", "checkpoint"]  # the kinds sent
+# events = ["conflict", "file_rejected", "fault", "fault_cleared", "checkpoint", "report"]  # the kinds sent
 # timeout = 10.0                    # seconds a target may take before the attempt counts as failed
 # retry_first = 2.0                 # seconds before the first retry; each next one waits twice as long...
 # retry_cap = 300.0                 # ...up to this

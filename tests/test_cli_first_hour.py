@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from core.store.ledger import HANDOVER_FRAMES
 from tests.support.helpers import ROOT, frame
 from tests.support.inbox_helpers import wait_for
 
@@ -78,7 +79,8 @@ def big_feed(path, n: int):
 def test_ctrl_c_during_a_big_ingest_says_what_was_committed_and_that_a_rerun_is_safe(tmp_path):
     import signal
 
-    feed = big_feed(tmp_path / "big.txt", 45_000)  # three batches of at most 20,000
+    n = 2 * HANDOVER_FRAMES + 5_000  # three calls of the ingest, of at most HANDOVER_FRAMES each
+    feed = big_feed(tmp_path / "big.txt", n)
     hold = tmp_path / "hold"
     hold.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("USSD_CONSOLE_HOME", "USSD_CONSOLE_DB")}
@@ -104,14 +106,14 @@ def test_ctrl_c_during_a_big_ingest_says_what_was_committed_and_that_a_rerun_is_
             proc.kill()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert "20,000 frames committed before the stop (of 45,000)" in err
+    assert f"{HANDOVER_FRAMES:,} frames committed before the stop (of {n:,})" in err
     assert "re-running the same command is safe" in err
 
     again = ussd("--home", "home", "ingest", str(feed), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "20,000" in again.stdout and "sent again" in again.stdout  # the committed part comes back as duplicates
+    assert f"{HANDOVER_FRAMES:,}" in again.stdout and "sent again" in again.stdout  # the committed part comes back as duplicates
     status = json.loads(ussd("--home", "home", "status", "--json", cwd=tmp_path).stdout)
-    assert status["cases"] == 45_000 and status["applied"] == 45_000
+    assert status["cases"] == n and status["applied"] == n
 
 
 # -- a listing piped into a reader that stops early (`| head`) ------------------------------------

@@ -20,6 +20,7 @@ from core.alerts.config import AlertsConfig, load_alerts_config
 from core.backup import config as backup_config
 from core.config_template import TEMPLATE
 from core.gateways import config as gateways_config
+from core.report import config as report_config
 from core.home import Home
 
 SETTING = re.compile(r"^# (?=\[|[a-z_]+ = )")
@@ -58,6 +59,7 @@ def known_keys() -> dict[str, set[str]]:
         "signing": fields(config.SigningConfig),
         "logs": fields(config.LogConfig),
         "backup": set(backup_config.KNOWN),
+        "report": set(report_config.KNOWN),
         "gateways": set(gateways_config.KNOWN),
         "alerts": fields(AlertsConfig),
         "serve": set(serve.SERVE_KEYS),
@@ -104,6 +106,8 @@ def test_uncommented_the_template_loads_with_every_default(full):
     same_defaults("signing", config.load_signing_config(path), config.SigningConfig())
     same_defaults("logs", config.load_log_config(path), config.LogConfig())
     same_defaults("backup", backup_config.load_backup_config(path), backup_config.load_backup_config(empty))
+    same_defaults("report", report_config.load_report_config(path), report_config.load_report_config(empty))
+    assert report_config.load_report_config(path).every == 86400.0
     gateways = gateways_config.load_gateways_config(path)
     assert gateways_config.load_gateways_config(empty) is None  # not set: watch does not listen
     same_defaults("gateways", gateways, gateways_config.GatewaysConfig(),

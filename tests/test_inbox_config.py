@@ -15,6 +15,16 @@ def test_defaults_without_a_file(tmp_path):
     assert config.observer and config.sweep
 
 
+def test_every_delivery_path_hands_the_ingest_one_bound():
+    """The inbox's default batch, ``ingest``'s slices and the gateway committer's group are each one
+    ingest call (one transaction) of at most ``HANDOVER_FRAMES``, the bound measured for memory."""
+    from console.commands.ingest import BATCH
+    from core.gateways.committer import GROUP_FRAMES
+    from core.store.ledger import HANDOVER_FRAMES
+
+    assert InboxConfig().batch_lines == BATCH == GROUP_FRAMES == HANDOVER_FRAMES == 100_000
+
+
 def test_file_values_then_flags_override(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text("[inbox]\nsweep_interval = 5\nkeep_originals = true\nsettle_time = 0.5\n")

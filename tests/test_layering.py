@@ -213,6 +213,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("alerts",),  # below the inbox: the inbox service runs the alert deliverer for its own faults
     ("gateways", "inbox"),
     ("ops", "backup"),
+    ("report",),  # the situation report reads the health figures and the backups' state
     ("console",),
 )
 

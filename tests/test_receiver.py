@@ -156,10 +156,8 @@ def test_batch_equals_one_at_a_time(new_store):
         assert a.totals() == b.totals()
 
 
-def test_many_chunks_share_state(receiver, monkeypatch):
-    import core.store.ledger as mod
-
-    monkeypatch.setattr(mod, "CHUNK", 3)
+def test_many_chunks_share_state(receiver):
+    receiver.chunk_frames = 3
     items = [(f"r{i % 4}-1", frame(1, "S", "FOO", i % 4, 1)) for i in range(10)]
     vs = receiver.ingest_many(items, now=T0)
     assert [v.outcome.value for v in vs].count("APPLIED") == 4

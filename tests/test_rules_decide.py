@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from core.rules.batch import BatchState, Facts, Offer, QuarantineRow, decide_batch
+from core.rules.batch import BatchState, Facts, Offer, QuarantineRow, decide_batch, decide_batch_fast
 from core.rules.decide import CaseRef, Outcome, decide, payload_from_key, payload_key, reject
 from core.rules.frame import Frame, Rejected, parse
 from core.rules.retention import DAY, RetentionError, check_retention
@@ -122,6 +122,23 @@ def test_r9_a_resent_session_is_counted_once():
     assert writes.added_headcount == 23 and writes.added_cases == 3
     assert writes.outcomes == {"APPLIED": 3, "DUPLICATE": 4}
     assert writes.seen_bumps == {"S-1": 1, "T-2": 1, "U-3": 2}
+
+
+def test_r9_a_batch_counts_the_resends_of_its_own_new_witnesses_in_their_rows():
+    """The fast path writes a new witness with its re-sends in its count (one row, no update after),
+    as the reference's row plus its bumps; a witness stored before the batch keeps its bump. Both
+    kinds of new witness: a first arrival's, and a re-rank's (recorded by ``decide``)."""
+    old, s1, s2 = frame(1, "Ifo", "FOO", 4, 10), frame(1, "Kakuma1", "MED", 3, 90), frame(2, "Kakuma1", "MED", 3, 90)
+    offers = [Offer(*pair) for pair in [("S-1", s1), ("S-1", s1), ("OLD-1", old), ("S-2", s2), ("S-2", s2), ("S-1", s1)]]
+    facts = Facts({"OLD-1": old}, set(), {"rec:OLD": CaseRef("OLD-1", old, parse("OLD-1", old).payload)}, {}, {})
+    parsed = [parse(o.frame_id, o.text) for o in offers]
+    reference, fast = (way(offers, parsed, facts, 100.0, "api") for way in (decide_batch, decide_batch_fast))
+    assert reference[0] == fast[0]
+    assert [v.reason for v in fast[0]] == ["new", "retransmit", "retransmit", "rerank", "retransmit", "retransmit"]
+    assert [(r.frame_id, r.seen_count) for r in reference[1].seen_rows] == [("S-1", 1), ("S-2", 1)]
+    assert reference[1].seen_bumps == {"S-1": 2, "OLD-1": 1, "S-2": 1}
+    assert [(r.frame_id, r.seen_count) for r in fast[1].seen_rows] == [("S-1", 3), ("S-2", 2)]
+    assert fast[1].seen_bumps == {"OLD-1": 1} and fast[1].folded == {"S-1": 3, "S-2": 2}
 
 
 def test_r10_a_conflict_is_queued_never_dropped():

@@ -69,6 +69,22 @@ async def case_history(app, p, out: Path) -> Path:
     return target
 
 
+async def overview(app, p, out: Path) -> Path:
+    """The Overview (o): today's arrivals per hour and people by need."""
+    from console.dialogs.overview_screen import OverviewScreen
+
+    await p.press("o")
+    for _ in range(200):
+        if isinstance(app.screen, OverviewScreen) and app.screen.figures is not None:
+            break
+        await p.pause(0.05)
+    await p.pause()
+    target = out / "overview.svg"
+    target.write_text(app.export_screenshot(title="ussd-console: the overview"), encoding="utf-8")
+    await p.press("escape")
+    return target
+
+
 def take(out: Path, size: tuple[int, int]) -> list[Path]:
     from console.app import ConsoleApp
 
@@ -93,6 +109,7 @@ def take(out: Path, size: tuple[int, int]) -> list[Path]:
                 if name == "help":
                     await p.press("escape")
             written.append(await case_history(app, p, out))
+            written.append(await overview(app, p, out))
             written.append(await signing_dialog(app, p, out))
             app.exit()
 

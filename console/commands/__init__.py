@@ -32,6 +32,7 @@ COMMANDS = {
     "audit": "console.commands.audit",
     "case": "console.commands.cases",
     "export": "console.commands.export",
+    "report": "console.commands.report",
     "watch": "console.commands.watch",
     "alerts": "console.commands.alerts",
     "serve": "console.commands.serve",

@@ -19,13 +19,15 @@ from .common import with_examples
 def register(sub, common) -> None:
     p = sub.add_parser("export", parents=[common], help="write a view as CSV or .xlsx (" + ", ".join(VIEWS) + ")",
                        **with_examples("ussd-console export ranking", "ussd-console export cases --out cases.xlsx",
-                                       "ussd-console export rejects --out - | head"))
+                                       "ussd-console export rejects --out - | head", "ussd-console export cases --hxl --out cases-hxl.csv"))
     p.add_argument("view", metavar="VIEW", choices=list(VIEWS), help=", ".join(VIEWS))
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="csv or xlsx (default: from the --out name, else csv)")
     p.add_argument("--out", metavar="PATH", default=None,
                    help="the file to write (default <home>/exports/<view>-<time>.<format>; - for CSV on stdout)")
     p.add_argument("--force", action="store_true", help="replace an existing file")
+    p.add_argument("--hxl", action="store_true",
+                   help="add the HXL hashtag row under the header (#meta+id, #loc, #sector, #affected, #date ...)")
     p.set_defaults(handler=cmd_export)
 
 
@@ -35,14 +37,14 @@ def cmd_export(args, ctx) -> int:
         if fmt != "csv":
             raise CommandError("only CSV can go to stdout; give --out PATH for .xlsx")
         try:
-            write_csv(ctx.receiver, args.view, sys.stdout)
+            write_csv(ctx.receiver, args.view, sys.stdout, hxl=args.hxl)
             sys.stdout.flush()
         except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
             stdout_closed()
         return 0
     receiver = ctx.receiver
     target = Path(args.out) if args.out else default_target(ctx.home.exports, args.view, fmt, time.time())
-    rows = write_export(receiver, args.view, target, fmt, force=args.force)
+    rows = write_export(receiver, args.view, target, fmt, force=args.force, hxl=args.hxl)
     if ctx.json:
         print_json({"view": args.view, "format": fmt, "path": str(target), "rows": rows})
     else:

@@ -19,12 +19,13 @@ from core.inbox import claimed_dir, deliver_until_done, hold_after_commit, quiet
 from core.inbox.spreadsheets import sheet_rows
 from core.rules.explain import explain_reject, outcome_words, reason_words
 from core.rules.formats import FormatError, read_items, spreadsheet_kind, table_items
+from core.store.ledger import HANDOVER_FRAMES
 
 from .common import examples, plural
 
 PRINT_LIMIT = 1000  # per-frame rows printed for people; --json prints every one
 PROGRESS_FROM = 5000  # frames; smaller files finish before a bar is worth drawing
-BATCH = 20_000
+BATCH = HANDOVER_FRAMES  # frames per call of the ingest: one transaction each
 
 
 def register(sub, common) -> None:

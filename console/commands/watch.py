@@ -20,6 +20,8 @@ import time
 from core.alerts import load_alerts_config
 from core.backup.config import load_backup_config
 from core.backup.schedule import BackupSchedule
+from core.report.config import load_report_config
+from core.report.schedule import ReportSchedule
 from core.config import load_inbox_config, load_log_config
 from core.home import LOG_FORMAT
 from core.inbox import InboxService, prepare_home
@@ -130,6 +132,7 @@ def cmd_watch(args, ctx) -> int:
     gateways = load_gateways_config(home.config, getattr(args, "listen", None))  # None: no listener
     logs = load_log_config(home.config)
     backup = load_backup_config(home.config)
+    report = load_report_config(home.config)
     prepare_home(home)
     handlers = _setup_logging(home, logs)
     stop = threading.Event()
@@ -157,10 +160,12 @@ def cmd_watch(args, ctx) -> int:
         schedule = EvictionSchedule(config.evict_every, time.monotonic())
         supervision = Supervision(home, service, notifier, sorted(alerts.targets))
         backups = BackupSchedule.for_service(home, ctx.store_target, service, backup)
+        reports = ReportSchedule.for_service(home, ctx.store_target, service, sorted(alerts.targets), report)
         while not stop.is_set():
             with out_of_files_is_a_fault(service.faults):
                 supervision.tick()
                 backups.tick()
+                reports.tick()
             if schedule.due(time.monotonic()):
                 try:
                     removed = service.receiver.evict(started_by="schedule")

@@ -7,7 +7,7 @@
     url = "http://127.0.0.1:9000/hooks/ussd"              # POST application/json (user:pass@ is Basic auth)
     token_file = "/etc/ussd/alert-token"  # optional: its first line is sent as "Authorization: Bearer ..."
     headers = { "X-Hook-Secret" = "..." } # optional: more headers for the url target
-    events = ["conflict", "file_rejected", "fault", "fault_cleared", "checkpoint"]
+    events = ["conflict", "file_rejected", "fault", "fault_cleared", "checkpoint", "report"]
     timeout = 10.0       # seconds a target may take before the attempt counts as failed
     retry_first = 2.0    # seconds before the first retry; each next one waits twice as long...
     retry_cap = 300.0    # ...up to this

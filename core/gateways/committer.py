@@ -20,6 +20,7 @@ from core.rules.text import one_line
 from core.store import gateway_tables
 from core.store.commit_hold import hold_after_commit
 from core.store.database import write_transaction
+from core.store.ledger import HANDOVER_FRAMES
 from core.store.outbox import record as record_event
 from core.receiver import Receiver
 
@@ -29,7 +30,7 @@ from .spool import spool
 
 log = logging.getLogger("ussd.gateways")
 
-GROUP_FRAMES = 5000  # frames per group commit at most (well below the ingest's chunk)
+GROUP_FRAMES = HANDOVER_FRAMES  # frames per group commit at most: the posts already waiting, one ingest call
 IDLE_FLUSH = 1.0  # seconds an idle committer waits before writing refused counts
 HOLD_LABEL = "gateway"  # the hold-after-commit hook's label (tests pause between commit and answer)
 

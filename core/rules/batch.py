@@ -51,9 +51,15 @@ class Offer(NamedTuple):
     line: int | None = None
 
 
+_offer = _builder(Offer)
+_TUPLES, _FOUR = frozenset((tuple, Offer)), {4}
+
+
 def as_offers(items: Iterable[Sequence]) -> list[Offer]:
     """Items as ``Offer``s; a plain ``(frame_id, text)`` or ``(frame_id, text, file, line)``
     tuple is taken too and converted here, once, at the API boundary."""
+    if items.__class__ is list and items and set(map(type, items)) <= _TUPLES and set(map(len, items)) == _FOUR:
+        return list(map(_offer, items))  # an inbox file's items, or offers: in C
     offers = []
     append = offers.append
     for item in items:
@@ -168,6 +174,7 @@ _case_ref, _reject_row, _activity_row = _builder(CaseRef), _builder(RejectRow), 
 # Named fields read in bulk (C-level getters, as fast as indexing): of frames and verdicts, and of offers.
 _frame_id, _outcome, _file, _line = (attrgetter("frame_id"), attrgetter("outcome"), attrgetter("file"),
                                      attrgetter("line"))
+_row_id = itemgetter(0)  # a witness row's frame id
 _last_two = itemgetter(slice(-2, None))  # a witness's crc8: the trailer's two hex digits
 
 
@@ -188,12 +195,13 @@ class Writes(NamedTuple):
     case_rows: list[CaseRow]
     reject_rows: list[RejectRow]
     activity_rows: list[ActivityRow]  # the newest verdicts only: older ones would be pruned at once
-    seen_bumps: dict[str, int]  # frame_id -> retransmits counted against its witness
+    seen_bumps: dict[str, int]  # frame_id -> retransmits counted against its stored witness
     new_quarantine: list[QuarantineRow]
     quarantine_bumps: dict[tuple[str, str], int]  # (frame_id, text) -> repeats of a queued conflict
     outcomes: Tally  # outcome name -> frames
     added_cases: int
     added_headcount: int
+    folded: dict[str, int]  # frame_id -> seen_count of a new witness whose re-sends are in its row
 
 
 def _masked(value, limit: int) -> str:
@@ -238,6 +246,7 @@ class BatchState:
         self.new_quarantine: dict[tuple[str, str], QuarantineRow] = {}
         self.quarantine_bumps: dict[tuple[str, str], int] = {}
         self.added_cases = self.added_headcount = 0
+        self.folded: dict[str, int] = {}  # id of a new witness -> its count, re-sends in (``fold_resends``)
         self.verdicts: list[Verdict] = []  # in offer order
         # A file label comes from outside (a path given to `ingest`): stored escaped unless it is
         # printable ASCII already (the inbox's labels are). Every offer of one file carries the
@@ -335,6 +344,8 @@ class BatchState:
         key_add = keys.add
         bumps = self.seen_bumps
         bumps_get = bumps.get
+        again = self.folded  # id of a frame applied here -> its count with its re-sends so far
+        again_get = again.get
         applied, applied_at, resent, resent_at, slow_at = [], [], [], [], []
         applied_add, applied_at_add, resent_add, resent_at_add, slow_add = (
             applied.append, applied_at.append, resent.append, resent_at.append, slow_at.append)
@@ -352,8 +363,14 @@ class BatchState:
                             new_texts[frame_id] = parsed.text
                             applied_add(parsed)
                             applied_at_add(i)
-                        key_add(key)
-                        continue
+                    elif witness == parsed.text and not (settled and settled.get(key)):
+                        again[frame_id] = again_get(frame_id, 1) + 1  # counted in its new row
+                        resent_add(parsed)
+                        resent_at_add(i)
+                    else:
+                        slow_add(i)
+                    key_add(key)
+                    continue
                 if witness == parsed.text and not (settled and settled.get(key)):
                     bumps[frame_id] = bumps_get(frame_id, 0) + 1
                     resent_add(parsed)
@@ -372,7 +389,7 @@ class BatchState:
                 self.seen[frame.frame_id] = frame.text
                 cases[frame.case_key] = _case_ref((frame.frame_id, frame.text, frame.payload))
             self.seen_rows.extend(map(_seen_row, zip(ids, texts, map(_last_two, texts), repeat(now), repeat(now),
-                                                     repeat(1), repeat(source))))
+                                                     map(again_get, ids, repeat(1)), repeat(source))))
             applied_rows = list(map(_case_row, zip(akeys, ids, texts, seqs, sites, needs, heads, pris, repeat(now),
                                                    repeat(now), repeat(source), repeat(1))))
             self.added_cases += len(applied)
@@ -407,7 +424,25 @@ class BatchState:
                 del self.case_rows[first_row:]
         self.case_rows.extend(applied_rows)
         self.verdicts.extend(out)
+        self.fold_resends()
         return self.verdicts
+
+    def fold_resends(self) -> None:
+        """Re-sends of a witness new in this batch counted in its new row, not as a bump: the
+        same row as inserting it with a count of one and adding the bumps (one clock and source
+        per batch), one write instead of two. ``decide_all`` counts its own applied frames' as it
+        goes (``folded``); this takes in those ``decide`` counted. Stored witnesses keep bumps."""
+        bumps, rows = self.seen_bumps, self.seen_rows
+        if not bumps or not rows:
+            return
+        extra = list(map(bumps.pop, map(_row_id, rows), repeat(0)))  # in C: 0 for a row with none
+        if not any(extra):
+            return
+        folded = self.folded
+        for i in compress(range(len(rows)), extra):
+            row = rows[i]
+            rows[i] = _seen_row((*row[:5], row[5] + extra[i], row[6]))
+            folded[row[0]] = row[5] + extra[i]
 
     def _shown_files(self, offers: Sequence[Offer]) -> tuple[str | None, list | None]:
         """The file label each offer's verdict shows (as ``decide`` shows it): ``(label, None)``
@@ -442,7 +477,7 @@ class BatchState:
         return Writes(self.seen_rows, self.case_rows, self.reject_rows, activity, self.seen_bumps,
                       list(self.new_quarantine.values()), self.quarantine_bumps,
                       Tally(map(_VALUE_OF.__getitem__, map(_outcome, verdicts))), self.added_cases,
-                      self.added_headcount)
+                      self.added_headcount, self.folded)
 
 
 def decide_batch(offers: Sequence[Offer], results: Sequence, facts: Facts, now: float,

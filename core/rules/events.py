@@ -20,10 +20,11 @@ FILE_REJECTED = "file_rejected"
 FAULT = "fault"
 FAULT_CLEARED = "fault_cleared"
 CHECKPOINT = "checkpoint"
+REPORT = "report"
 TEST = "test"
 
 # What `[alerts] events = [...]` may name; `test` is sent by `alerts test` alone.
-KINDS = (CONFLICT, FILE_REJECTED, FAULT, FAULT_CLEARED, CHECKPOINT)
+KINDS = (CONFLICT, FILE_REJECTED, FAULT, FAULT_CLEARED, CHECKPOINT, REPORT)
 
 SUMMARY_MAX = 300
 
@@ -84,6 +85,14 @@ def checkpoint(count: int, head_hash: str, line: str | None = None, operators: d
         details["problem"] = problem or "the log does not verify"
         summary = f"Audit log at {count} entries does NOT verify: {details['problem']}"
     return Event(CHECKPOINT, _line(summary), details)
+
+
+def report(file: str, pdf: str, cases: int, people: int, since: float, until: float) -> Event:
+    """A scheduled situation report written (``file`` the HTML, ``pdf`` the PDF beside it)."""
+    details = {"file": escape_text(file, 500), "pdf": escape_text(pdf, 500), "cases": int(cases),
+               "people": int(people), "since": since, "until": until}
+    return Event(REPORT, _line(f"Situation report: {cases:,} new cases, {people:,} people; {details['file']}"),
+                 details)
 
 
 def test(home: str) -> Event:

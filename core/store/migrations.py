@@ -114,6 +114,25 @@ def _v23_one_rank_index(db: Database, m) -> None:
     db.execute_sql("DROP INDEX IF EXISTS cases_pri_headcount_first_seen")
 
 
+def _v26_witnesses_without_rowid(db: Database, m) -> None:
+    """SQLite: ``seen_frames`` rebuilt as a WITHOUT ROWID table, its rows kept in the b-tree of
+    their frame id (a rowid table kept them in one b-tree and the key in another: a first arrival
+    wrote both). Rows, columns and the ``first_seen`` index (eviction walks it) are as they were.
+    PostgreSQL keeps its table: a heap and its key's index either way. A store created since the
+    model said so already has it (step 1 builds tables from the models)."""
+    if db.dialect != "sqlite":
+        return
+    made = db.execute_sql("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'seen_frames'").fetchone()
+    if made is None or "WITHOUT ROWID" in made[0].upper():
+        return
+    db.execute_sql("ALTER TABLE seen_frames RENAME TO seen_frames_v25")
+    db.execute_sql("DROP INDEX IF EXISTS seen_frames_first_seen")
+    db.create_tables([m.SeenFrame])
+    listed = ", ".join(f'"{f.column_name}"' for f in m.SeenFrame._meta.sorted_fields)
+    db.execute_sql(f"INSERT INTO seen_frames ({listed}) SELECT {listed} FROM seen_frames_v25 ORDER BY frame_id")
+    db.execute_sql("DROP TABLE seen_frames_v25")
+
+
 # Append only: a released store is upgraded by running the steps it lacks, in order. Signing's
 # steps (3 and 4) are its own, in ``core.signing.migrations``.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -127,6 +146,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (24, "gateway message ids keep the content they first carried (a reused id is not a retry)",
      _v24_gateway_message_contents),
     (25, "the home's id, made once and kept in its store (a backup names the home it is of)", _v25_home_id),
+    (26, "dedup witnesses in one b-tree each (SQLite: seen_frames WITHOUT ROWID)", _v26_witnesses_without_rowid),
 ]
 
 

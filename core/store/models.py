@@ -61,6 +61,9 @@ def bind_models(db: Database) -> SimpleNamespace:
 
         class Meta:
             table_name = "seen_frames"
+            # SQLite: the rows live in their key's own b-tree (one b-tree a witness, not a rowid
+            # table and its key's index); migration 26 rebuilds an older store's table so.
+            without_rowid = db.dialect == "sqlite"
 
     class Case(Base):
         """The applied ledger: one row per case, never evicted."""

@@ -101,6 +101,10 @@ def record(db: Database, event: Event, at: float | None = None) -> str:
     return event_id
 
 
+# ``json.dumps(details, sort_keys=True)`` made once: ``dumps`` with any option builds an encoder per call.
+_details = json.JSONEncoder(sort_keys=True).encode
+
+
 def record_many(db: Database, events: list[Event], at: float) -> None:
     """``record`` for a batch's events at once (the ingest's conflicts): one multi-row insert, since
     building a query per event cost more than deciding the frames that caused them."""
@@ -108,8 +112,7 @@ def record_many(db: Database, events: list[Event], at: float) -> None:
         E = outbox_models(db).AlertEvent
         columns = ("event_id", "kind", "at", "summary", "details", "fanned")
         db.insert_rows(E._meta.table_name, [E._meta.fields[c].column_name for c in columns],
-                       [(uuid.uuid4().hex, e.kind, float(at), e.summary, json.dumps(e.details, sort_keys=True), False)
-                        for e in events])
+                       [(uuid.uuid4().hex, e.kind, float(at), e.summary, _details(e.details), False) for e in events])
 
 
 def record_now(db: Database, events: list[Event]) -> None:

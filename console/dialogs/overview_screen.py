@@ -1,0 +1,138 @@
+"""The Overview (o): arrivals per hour as a sparkline and people by need as bars, for today, drawn
+with Textual's own widgets (``Sparkline``, ``ProgressBar``) with every number written beside
+them, so it reads at 80x24 and under NO_COLOR; r writes today's situation report and says where.
+
+The figures are the situation report's own (``core.report.figures``), read on the store thread.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Label, ProgressBar, Sparkline, Static
+
+from console import actions
+from console.render import safe
+from core.report.period import Period
+
+NEEDS_SHOWN = 6
+
+
+def today(now: float) -> Period:
+    """From local midnight to now: "today" as the operator's clock says it."""
+    midnight = dt.datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
+    return Period(midnight, max(now, midnight + 1))
+
+
+def _targets(home) -> list[str]:
+    from core.alerts import load_alerts_config
+
+    try:
+        return sorted(load_alerts_config(home.config).targets)
+    except ValueError:
+        return []
+
+
+def _figures(receiver, home, now: float):
+    from core.report.figures import compute
+
+    return compute(receiver, today(now), str(home.root), {}, now=now)
+
+
+def _write(receiver, home, now: float):
+    from core.report.write import default_target, write_report
+
+    target = default_target(Path(home.root) / "reports", "html", now)
+    return write_report(home, receiver, today(now), "html", target, _targets(home), now)
+
+
+def _people_cases(people: int, cases: int) -> str:
+    return f"{people:,} {'person' if people == 1 else 'people'}, {cases:,} {'case' if cases == 1 else 'cases'}"
+
+
+class OverviewScreen(ModalScreen[None]):
+    CSS_PATH = Path(__file__).with_name("overview_screen.tcss")
+    BINDINGS = [Binding("escape,q", "close", "Close"), *actions.bindings("overview")]
+
+    def __init__(self):
+        super().__init__()
+        self.figures = None
+        self.written: Path | None = None
+
+    def compose(self):
+        with Vertical(id="overview-box"):
+            with VerticalScroll(id="overview-scroll"):
+                yield Static(Text("reading today's figures...", style="dim"), id="overview-head")
+                yield Label("Arrivals per hour", id="ov-arrivals-title", classes="title")
+                yield Sparkline([], id="ov-arrivals")
+                yield Static("", id="ov-arrivals-scale")
+                yield Label("People by need", id="ov-needs-title", classes="title")
+                yield Vertical(id="ov-needs")
+                yield Static("", id="overview-note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#overview-box").border_title = "overview: today"
+        self.load()
+
+    @work(exclusive=True, group="overview")
+    async def load(self) -> None:
+        now = self.app.clock()
+        f = await self.app.view.run(lambda r: _figures(r, self.app.home, now))
+        self.figures = f
+        by = {c.key: c.cases for c in f.by_status}
+        self.query_one("#overview-head", Static).update(Text(
+            f"{f.cases:,} new cases, {f.people:,} people today | open {by.get('open', 0):,}, dispatched "
+            f"{by.get('dispatched', 0):,}, served {by.get('served', 0):,}, closed {by.get('closed', 0):,} | "
+            f"conflicts open {f.conflicts['still_open']:,}"))
+        counts = [n for _, n in f.arrivals]
+        self.query_one("#ov-arrivals", Sparkline).data = counts
+        busiest = max(range(len(counts)), key=counts.__getitem__) if any(counts) else None
+        scale = (f"00:00 .. {dt.datetime.fromtimestamp(f.until).strftime('%H:%M')}, one bar an hour; most "
+                 + (f"{counts[busiest]:,} at {dt.datetime.fromtimestamp(f.arrivals[busiest][0]).strftime('%H:00')}"
+                    if busiest is not None else "none: no arrivals yet today"))
+        self.query_one("#ov-arrivals-scale", Static).update(Text(scale, style="dim"))
+        needs = self.query_one("#ov-needs", Vertical)
+        await needs.remove_children()
+        top = max((c.people for c in f.by_need), default=0) or 1
+        rows = []
+        for c in f.by_need[:NEEDS_SHOWN]:
+            bar = ProgressBar(total=top, show_eta=False, show_percentage=False, classes="need-bar")
+            bar.progress = c.people
+            rows.append(Horizontal(Label(safe(c.label, 12), classes="need-name"), bar,
+                                   Label(_people_cases(c.people, c.cases), classes="need-count"),
+                                   classes="need-row"))
+        if rows:
+            await needs.mount_all(rows)
+        else:
+            await needs.mount(Label("none yet today", classes="need-count"))
+        self._say()
+
+    def _say(self) -> None:
+        key = actions.key_label(actions.keys_of(actions.BY_ID["write_report"], getattr(self.app, "keymap", {})))
+        words = f"{key} writes today's report (HTML) to the home's reports/"
+        if self.written is not None:
+            words = "report written to " + str(self.written)
+        self.query_one("#overview-note", Static).update(Text.assemble(safe(words, 600)))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    @work(exclusive=True, group="overview-report")
+    async def action_write_report(self) -> None:
+        now = self.app.clock()
+        try:
+            done = await self.app.view.run(lambda r: _write(r, self.app.home, now))
+        except Exception as exc:  # noqa: BLE001 - a full disk or a planted link is said, never a crash
+            self.notify(f"The report could not be written: {exc}", severity="error", markup=False)
+            return
+        self.written = done.file
+        self._say()
+        self.notify(f"Report written to {done.file} ({done.cases:,} cases, {done.people:,} people)",
+                    title="Report", markup=False)

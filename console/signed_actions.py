@@ -12,10 +12,18 @@ from __future__ import annotations
 
 from core.alerts.resume import RESUME
 from core.gateways import signed as gateways
-from core.signing import actions, decisions, held, marks, operator_changes
+from core.signing import actions, decisions, held, marks, operator_add, operator_changes
 from core.signing.backup_record import RECORD_KEY
 from core.signing.signed_action import SignedAction
 
+
+def entry(action_id: str) -> SignedAction:
+    """The table's entry of an action id (a held request's action, for the decisions on it)."""
+    return BY_ID[action_id]
+
+
+APPROVE = decisions.approving(entry)
+REJECT = decisions.rejecting(entry)
 SIGNED_ACTIONS: tuple[SignedAction, ...] = (
     actions.KEEP,
     actions.ACCEPT,
@@ -23,15 +31,15 @@ SIGNED_ACTIONS: tuple[SignedAction, ...] = (
     actions.RETENTION,
     gateways.ADD,
     gateways.RETIRE,
-    operator_changes.ADD,
+    operator_add.ADD,
     operator_changes.RETIRE,
     operator_changes.GRANT,
     operator_changes.REVOKE,
     operator_changes.ADOPT,
     RECORD_KEY,
     RESUME,
-    decisions.APPROVE,
-    decisions.REJECT,
+    APPROVE,
+    REJECT,
 )
 BY_ID: dict[str, SignedAction] = {a.id: a for a in SIGNED_ACTIONS}
 assert len(BY_ID) == len(SIGNED_ACTIONS), "a signed action is declared twice"

@@ -61,7 +61,7 @@ class InboxConfig:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _check(f.name, getattr(self, f.name))
+            check_setting(f.name, getattr(self, f.name))
         for key in _NAME_LISTS:
             object.__setattr__(self, key, tuple(getattr(self, key)))  # TOML gives a list
         _check_column_names(self)
@@ -122,7 +122,9 @@ _CHOICES = {"countersign": COUNTERSIGN_KINDS}
 _NAME_LISTS = ("id_columns", "text_columns", "phone_columns")
 
 
-def _check(key: str, value: Any, section: str = "inbox") -> None:
+def check_setting(key: str, value: Any, section: str = "inbox") -> None:
+    """One setting against the rules table (``_RULES``); a bad value is a ValueError naming its
+    section and key. Every section's loader checks through it, ``[backup]``'s too."""
     kind, low, high = _RULES[key]
     if kind is tuple:
         choices = _CHOICES[key]
@@ -208,7 +210,7 @@ class ConsoleConfig:
     keys: Mapping[str, str] = dataclasses.field(default_factory=dict)  # [console.keys]: action id -> key(s)
 
     def __post_init__(self) -> None:
-        _check("unlock_minutes", self.unlock_minutes, section="console")
+        check_setting("unlock_minutes", self.unlock_minutes, section="console")
         if not isinstance(self.keys, dict):
             raise ValueError("'keys' must be a table ([console.keys]) of action id = \"key\"")
         for action_id, key in self.keys.items():
@@ -240,7 +242,7 @@ class SigningConfig:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _check(f.name, getattr(self, f.name), section="signing")
+            check_setting(f.name, getattr(self, f.name), section="signing")
         object.__setattr__(self, "countersign", tuple(self.countersign))  # TOML gives a list
 
 

@@ -13,7 +13,8 @@ from core.home import Home
 from core.signing import actions, audit, marks, signed_action
 from core.signing.case_story import case_story
 from core.signing.keys import ActionError
-from core.signing.operators import add_operator, load_signer
+from core.signing.operator_add import add_operator
+from core.signing.operators import load_signer
 from core.signing.session import SigningSession
 from core.store import migrations
 from tests.support.helpers import frame, is_seen

@@ -7,7 +7,8 @@ import sys
 from core import Receiver
 from core.signing.audit import verify
 from core.home import Home
-from core.signing.operators import add_operator, load_signer
+from core.signing.operator_add import add_operator
+from core.signing.operators import load_signer
 from tests.support.helpers import ROOT
 from tests.support.signing import PASSPHRASES
 

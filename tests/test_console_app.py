@@ -18,7 +18,7 @@ from console.widgets.keyed_table import KeyedTable
 from console.panels.panel import PAGE
 from core import Receiver
 from core.signing import actions, signed_action
-from core.signing.operators import add_operator
+from core.signing.operator_add import add_operator
 from tests.support.console_support import fixed_app, press_and_settle, run_async, until
 from tests.support.helpers import frame
 from tests.support.console_pilot import cells, static_text

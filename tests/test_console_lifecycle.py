@@ -19,7 +19,7 @@ from core import Receiver
 from core.signing import audit
 from core.signing import signed_action
 from core.signing.actions import resolution
-from core.signing.operators import add_operator
+from core.signing.operator_add import add_operator
 from tests.support.console_support import fixed_app, press_and_settle, run_async, until
 from tools.sample_store import add_lifecycle
 from tests.support.helpers import frame

@@ -7,7 +7,8 @@ from textual.widgets import Label, Select, Static
 from console.dialogs.exception_dialog import ExceptionDialog
 from console.dialogs.resolve_dialog import ResolveDialog
 from core import Receiver
-from core.signing.operators import add_operator, load_signer
+from core.signing.operator_add import add_operator
+from core.signing.operators import load_signer
 from core.signing.roles import RESOLVER
 from tests.support.console_support import fixed_app, run_async, until
 from tests.support.signing import PASS, PASSPHRASES

@@ -16,7 +16,8 @@ import pytest
 from core import Receiver
 from core.rules.retention import DAY
 from core.signing import actions, audit, countersign, signed_action
-from core.signing.operators import add_operator, load_signer
+from core.signing.operator_add import add_operator
+from core.signing.operators import load_signer
 from core.signing.roles import ADMIN, DISPATCHER, RESOLVER
 
 from .support.signing import PASSPHRASES, passfile, snapshot

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from console import signed_actions
 from console.dialogs.exception_dialog import ExceptionDialog
 from core import Receiver
 from core.signing import countersign
-from core.signing.operators import add_operator, load_signer
+from core.signing.operator_add import add_operator
+from core.signing.operators import load_signer
 from core.signing.roles import ADMIN
 from tests.support.console_support import fixed_app, notes_on_screen, run_async, until
 from tests.support.signing import PASS, PASSPHRASES
@@ -28,7 +30,7 @@ async def test_a_held_retention_change_is_a_notification_with_its_request(sample
         await until(lambda: app.screen is not dialog)
         notes = await until(lambda: [n for n in notes_on_screen(app) if "waiting for a second admin" in n])
     with Receiver(str(sample_home.db)) as r:
-        [held] = countersign.pending(r)
+        [held] = countersign.pending(r, signed_actions.BY_ID)
         assert r.retention_seconds() == before
     [note] = notes
     assert f"request {held['id']}" in note

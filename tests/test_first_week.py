@@ -22,7 +22,7 @@ from core import Receiver
 from core.home import Home
 from core.rules.words import RESOLUTIONS
 from core.signing.case_story import case_story
-from core.signing.operators import add_operator
+from core.signing.operator_add import add_operator
 from tests.support.console_support import fixed_app, run_async, until
 from tests.support.helpers import ROOT
 from tests.support.signing import PASS, add_operators, cli, json_lines, sign

@@ -13,7 +13,8 @@ from cryptography.hazmat.primitives import serialization
 from core import Receiver
 from core.signing.keys import ActionError, key_path
 from core.signing import operator_changes, signed_action
-from core.signing.operators import add_operator, list_operators, load_signer
+from core.signing.operator_add import add_operator
+from core.signing.operators import list_operators, load_signer
 from core.signing.roles import ROLES
 
 from .support.signing import PASSPHRASES, add_operators, cli, json_lines, passfile, sign

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from core import Receiver
-from core.signing import audit, operators
+from core.signing import audit, operator_add
 from core.signing.roles import DISPATCHER, RESOLVER
 
 from .support.signing import A1, A1_FIX, B1_FIX, B2, C1, PASSPHRASES, passfile, snapshot
@@ -184,13 +184,13 @@ def unlock_any(home, name):
 # -- a home from before roles ---------------------------------------------------------
 def test_a_home_from_before_roles_keeps_every_role_and_its_old_checkpoint(home, tmp_path, monkeypatch):
     target = str(home.db)
-    original = operators.add_payload
+    original = operator_add.add_payload
 
     def before_roles(seq, prev_hash, name, key, sponsor, roles=None):
         return original(seq, prev_hash, name, key, sponsor)  # the payload without a roles field
 
     with monkeypatch.context() as m:
-        m.setattr(operators, "add_payload", before_roles)
+        m.setattr(operator_add, "add_payload", before_roles)
         story(home, target, tmp_path, retire_carol=False)  # operators, resolutions, a retention exception
         assert signed(home, target, tmp_path, "carol", "case", "mark", "C-1", "dispatched") == 0
         with Receiver(target) as r:

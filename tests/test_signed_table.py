@@ -17,7 +17,7 @@ from console.dialogs.exception_dialog import ExceptionDialog
 from console.dialogs.help_screen import who_may_table
 from console.dialogs.mark_dialog import MarkDialog
 from console.dialogs.resolve_dialog import ResolveDialog
-from core.signing import roles
+from core.signing import held, roles, signed_action
 from core.signing.actions import ACCEPT, KEEP, RETENTION
 from core.signing.marks import MARK
 
@@ -92,10 +92,16 @@ def test_the_console_and_its_dialogs_sign_the_table_entries():
     assert ExceptionDialog({"retention_seconds": 30 * 86400}, home=None).signed is RETENTION
 
 
-def test_each_action_the_sign_path_takes_plans_and_applies():
-    """An action signed through ``signed_action.sign`` has a plan and an apply of its own; the others
-    (an operator's new key, a held request's decision) say they sign through their own module."""
-    own = {a.id for a in signed_actions.SIGNED_ACTIONS if a.own_path}
-    assert own == {"operator.add", "countersign.approve", "countersign.reject"}
+def test_every_action_signs_through_the_one_path():
+    """No action keeps a transaction of its own: each has a plan, an apply and its preview's
+    lines; only the first operator's add signs with the key it registers (``signs_itself``), and
+    each action a second admin can be asked to approve says what it would do and how it rechecks."""
+    assert not hasattr(signed_action.SignedAction, "own_path")
+    assert {a.id for a in signed_actions.SIGNED_ACTIONS if a.signs_itself} == {"operator.add"}
     for action in signed_actions.SIGNED_ACTIONS:
-        assert action.own_path or action.lines is not None, f"{action.id} shows no preview"
+        assert callable(action.plan) and callable(action.apply) and callable(action.lines), action.id
+    for action_id in held.KIND_OF:
+        entry = signed_actions.BY_ID[action_id]
+        assert entry.what is not None, action_id
+        if action_id not in (roles.OPERATOR_GRANT, roles.OPERATOR_REVOKE):  # the role rules recheck those
+            assert entry.recheck is not None, action_id

@@ -15,7 +15,7 @@ from core.home import Home
 from core.rules.formats import read_items
 from core.signing.marks import MARK
 from core.signing.signed_action import sign
-from core.signing.operators import add_operator
+from core.signing.operator_add import add_operator
 
 # 2024-05-02 09:30:00 UTC: the fixed "now" of the pictures.
 FIXED_NOW = 1714642200.0

@@ -9,6 +9,7 @@ import datetime as dt
 from rich.text import Text
 
 from console.render import table, when
+from core.alerts import load_alerts_config
 from core.rules.frame import NEED_NAMES
 from core.rules.retention import describe
 
@@ -109,3 +110,11 @@ def retention_words(policy: dict) -> str:
         return f"{describe(policy['retention_seconds'])} (the default)"
     kind = "signed exception" if policy["is_exception"] else "set"
     return f"{describe(policy['retention_seconds'])} ({kind} by {policy['set_by']})"
+
+
+def alert_targets(home) -> list[str]:
+    """The home's alert targets by name, for ``status`` and ``report``; none when ``[alerts]`` is bad."""
+    try:
+        return sorted(load_alerts_config(home.config).targets)
+    except ValueError:
+        return []  # status still answers; watch and the console refuse the bad setting with its key

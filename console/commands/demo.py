@@ -93,7 +93,7 @@ DEMO_PASSPHRASE = "demo passphrase"  # a throwaway home's throwaway key, shown o
 
 def run_console(home: Home, samples: Path, pace: float) -> int:
     from console.app import ConsoleApp
-    from core.signing.operators import add_operator
+    from core.signing.operator_add import add_operator
 
     with Receiver(str(home.db)) as receiver:  # someone to sign with in the throwaway home
         add_operator(home, receiver, DEMO_OPERATOR, DEMO_PASSPHRASE)

@@ -17,7 +17,8 @@ from core.rules.retention import describe
 from core.signing import actions, audit, countersign
 from core.signing.keys import check_name, key_path, short_fingerprint
 from core.signing import operator_changes
-from core.signing.operators import ADD_REASON, add_operator, list_operators, site_names
+from core.signing.operator_add import add_operator
+from core.signing.operators import ADD_REASON, list_operators, site_names
 from core.signing.roles import ROLES
 from core.signing.passphrases import ADVICE, PASSPHRASE_MIN, weakness
 

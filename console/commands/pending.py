@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from console import signed_actions
 from console.render import make_console, print_json, safe, table
-from core.signing import countersign, decisions
+from core.signing import countersign
 
-from .common import minute
-from .common import with_examples
-from .signing import signer_name, signing_parser, signing_reason, unlock
+from .common import minute, with_examples
+from .signing import run_signed, signing_parser
 
 
 def register(sub, common) -> None:
@@ -35,7 +35,7 @@ def register(sub, common) -> None:
 
 
 def cmd_pending(args, ctx) -> int:
-    rows = countersign.pending(ctx.receiver)
+    rows = countersign.pending(ctx.receiver, signed_actions.BY_ID)
     if ctx.json:
         for row in rows:
             print_json(row)
@@ -55,28 +55,26 @@ def cmd_pending(args, ctx) -> int:
 
 
 def cmd_decide(args, ctx) -> int:
-    receiver = ctx.receiver
-    name, reason = signer_name(args), signing_reason(args)
-    request = countersign.decide_check(receiver, args.id, name, args.verb)  # refused before the passphrase
-    if not ctx.json:
-        out = make_console()
-        out.print(Text(f"About to sign: {args.verb} request {request.seq} by {request.operator}:", style="bold"))
-        out.print(Text("  ") + safe(countersign.what(request), 300), soft_wrap=True)
-        out.print(Text("  their reason: ") + safe(request.reason, 500), soft_wrap=True)
-    signer = unlock(ctx, args, name)
-    if args.verb == "approve":
-        result = countersign.approve(receiver, args.id, signer, reason)
-    else:
-        result = countersign.reject(ctx.home, receiver, args.id, signer, reason)
+    decision = signed_actions.APPROVE if args.verb == "approve" else signed_actions.REJECT
+    return run_signed(ctx, args, decision, {"request_id": args.id}, done=lambda result: _decided(ctx, result))
+
+
+def _decided(ctx, result: dict) -> int:
+    """The decision as it has always printed: its request first, then the entry (and a rejected
+    operator's key file, set aside)."""
+    key = "approved" if "approved" in result else "rejected"
+    head = {k: result[k] for k in (key, "action", "what", "requested_by")}
+    out = {**head, "entry": result["entry"], **{k: v for k, v in result.items() if k not in head and k != "entry"}}
+    if key == "rejected":
+        out["key_file_moved_to"] = countersign.set_aside(ctx.home, countersign.requests(ctx.receiver)[result[key]])
     if ctx.json:
-        print_json(result)
+        print_json(out)
         return 0
-    entry = result["entry"]
-    out = make_console()
-    decision = decisions.APPROVE if args.verb == "approve" else decisions.REJECT
-    out.print(safe(decision.summary(result), 600), soft_wrap=True)
-    if result.get("key_file_moved_to"):
-        out.print(Text(f"the key file of the operator it would have added is kept at {result['key_file_moved_to']}"),
+    action, entry, console = signed_actions.BY_ID[result["entry"]["action"]], out["entry"], make_console()
+    console.print(safe(action.summary(out), 600), soft_wrap=True)
+    if out.get("key_file_moved_to"):
+        console.print(Text(f"the key file of the operator it would have added is kept at {out['key_file_moved_to']}"),
+                      soft_wrap=True)
+    console.print(Text(f"signed audit entry #{entry['seq']} by {entry['operator']}; head {entry['hash']}"),
                   soft_wrap=True)
-    out.print(Text(f"signed audit entry #{entry['seq']} by {entry['operator']}; head {entry['hash']}"), soft_wrap=True)
     return 0

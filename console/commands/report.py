@@ -11,8 +11,7 @@ from console.errors import CommandError
 from console.render import make_console, print_json, safe
 from core.report.period import parse_period
 
-from .common import with_examples
-from .status import _alert_targets
+from .common import alert_targets, with_examples
 
 
 def register(sub, common) -> None:
@@ -62,7 +61,7 @@ def cmd_report(args, ctx) -> int:
     fmt = _format(args.to, args.format)
     receiver = ctx.receiver  # first: a missing home is an error before any reports folder is made
     target = _target(args.to, args.force) if args.to else default_target(ctx.home.root / "reports", fmt, now)
-    done = write_report(ctx.home, receiver, period, fmt, target, _alert_targets(ctx.home), now)
+    done = write_report(ctx.home, receiver, period, fmt, target, alert_targets(ctx.home), now)
     if ctx.json:
         print_json({"file": str(done.file), "format": done.format, "cases": done.cases, "people": done.people})
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from console.render import make_console, print_json, safe, table, when
-from core.alerts import load_alerts_config, pause
+from core.alerts import pause
 from core.backup.schedule import status as backup_status, words as backup_words
 from core.home import looser_than_private
 from core.inbox import file_counts, files_by_state
@@ -13,7 +13,7 @@ from core.ops.health import gather
 from core.rules.words import NO_RECEIVER
 
 from .audit import print_retention_fault
-from .common import retention_words, table_or_none, with_examples
+from .common import alert_targets, retention_words, table_or_none, with_examples
 from .gateway import gateway_status, print_gateway_status
 
 
@@ -30,7 +30,7 @@ def cmd_status(args, ctx) -> int:
     files = file_counts(r)
     states = files_by_state(r)
     policy = r.retention()
-    health = gather(ctx.home, r, _alert_targets(ctx.home))
+    health = gather(ctx.home, r, alert_targets(ctx.home))
     gateways = gateway_status(r)
     backup = backup_status(ctx.home)
     paused = pause.paused(ctx.home, r.db)
@@ -80,13 +80,6 @@ PATH_WORDS = {
     "REJECT_BAD_FORMAT": "bad format",
     "REJECT_BAD_CRC": "bad checksum",
 }
-
-
-def _alert_targets(home) -> list[str]:
-    try:
-        return sorted(load_alerts_config(home.config).targets)
-    except ValueError:
-        return []  # status still answers; watch and the console refuse the bad setting with its key
 
 
 def _health_line(h: dict) -> Text:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import _check, read_toml
+from core.config import check_setting, read_toml
 
 KNOWN = ("dir", "every", "keep", "recipients")
 
@@ -56,9 +56,9 @@ def load_backup_config(config_path: Path) -> BackupConfig:
         raise ValueError(f"{where}: backup setting dir must be a folder path, not {folder!r}")
     try:
         if "every" in table:
-            _check("every", table["every"], section="backup")
+            check_setting("every", table["every"], section="backup")
         if "keep" in table:
-            _check("keep", table["keep"], section="backup")
+            check_setting("keep", table["keep"], section="backup")
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     return BackupConfig(dir=folder, every=float(table["every"]) if "every" in table else None,

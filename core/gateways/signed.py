@@ -55,8 +55,19 @@ def _apply_add(receiver, payload: dict, entry: dict, at: float) -> dict:
     return {"name": payload["name"], "kind": payload["kind"]}
 
 
+def _add_what(p: dict) -> str:
+    return f"add gateway {p.get('name')} ({p.get('kind')})"
+
+
+def _add_recheck(receiver, p: dict, rid: int) -> str | None:
+    G = gateway_models(receiver.db).Gateway
+    if G.select().where(G.name == p["name"]).exists():
+        return f"gateway {p['name']} exists already; reject request #{rid}"
+    return None
+
+
 def _add_lines(receiver, payload: dict) -> list[str]:
-    lines = [f"add gateway {payload['name']} ({payload['kind']}): its posts are offered to the ledger"]
+    lines = [f"{_add_what(payload)}: its posts are offered to the ledger"]
     if payload["secret_file"]:
         lines.append(f"its posts are checked with the secret in {payload['secret_file']}")
     if payload["public_url"]:
@@ -85,6 +96,18 @@ def _plan_retire(receiver, by, name) -> tuple[str, dict]:
     return f"gateway:{name}", {"name": name, "token_hash": row.token_hash}
 
 
+def _retire_what(p: dict) -> str:
+    return f"retire gateway {p.get('name')}"
+
+
+def _retire_recheck(receiver, p: dict, rid: int) -> str | None:
+    G = gateway_models(receiver.db).Gateway
+    row = G.get_or_none(G.name == p["name"])
+    if row is None or row.retired_at is not None or row.token_hash != p["token_hash"]:
+        return f"gateway {p['name']} is no longer the active account request #{rid} retires; reject it"
+    return None
+
+
 def _apply_retire(receiver, payload: dict, entry: dict, at: float) -> dict:
     retire_account(receiver.db, payload["name"], at=at, seq=entry["seq"])
     return {"name": payload["name"], "retired_at": at}
@@ -93,12 +116,13 @@ def _apply_retire(receiver, payload: dict, entry: dict, at: float) -> dict:
 ADD = SignedAction(
     GATEWAY_ADD, roles.ADMIN, "Add a gateway", "gateway add",
     summary=lambda done: f"gateway {done['name']} ({done['kind']}) added",
-    plan=_plan_add, apply=_apply_add, lines=_add_lines,
+    plan=_plan_add, apply=_apply_add, lines=_add_lines, what=_add_what, recheck=_add_recheck,
 )
 # Its path answers 404 from then on; its counts stay.
 RETIRE = SignedAction(
     GATEWAY_RETIRE, roles.ADMIN, "Retire a gateway", "gateway retire",
     summary=lambda done: f"gateway {done['name']} retired",
     plan=_plan_retire, apply=_apply_retire,
-    lines=lambda receiver, payload: [f"retire gateway {payload['name']}: its path answers 404 from then on"],
+    lines=lambda receiver, payload: [f"{_retire_what(payload)}: its path answers 404 from then on"],
+    what=_retire_what, recheck=_retire_recheck,
 )

@@ -17,7 +17,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import _check, read_toml
+from core.config import check_setting, read_toml
 
 from .period import span_seconds
 
@@ -55,7 +55,7 @@ def _every(value, where: str) -> float:
                              f"not {value!r}")
         value = seconds
     try:
-        _check("every", value, section="report")
+        check_setting("every", value, section="report")
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     return float(value)
@@ -75,7 +75,7 @@ def load_report_config(config_path: Path) -> ReportConfig:
     try:
         for key in ("at", "keep"):
             if key in table:
-                _check(key, table[key], section="report")
+                check_setting(key, table[key], section="report")
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     every = _every(table["every"], where) if "every" in table else None

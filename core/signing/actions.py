@@ -191,9 +191,20 @@ def resolution(decision: object) -> SignedAction:
     return RESOLUTIONS[_decision(decision)]
 
 
+def _retention_what(p: dict) -> str:
+    return f"change retention from {describe(p.get('from_seconds', 0))} to {describe(p.get('to_seconds', 0))}"
+
+
+def _retention_recheck(receiver, p: dict, rid: int) -> str | None:
+    current = receiver.retention_seconds()
+    if current != p["from_seconds"]:
+        return (f"retention is {describe(current)} now, not the {describe(p['from_seconds'])} request #{rid} "
+                "changes; reject it")
+    return None
+
+
 def _retention_lines(receiver, payload: dict) -> list[str]:
-    frm, to = payload["from_seconds"], payload["to_seconds"]
-    what = [f"change retention from {describe(frm)} to {describe(to)}"]
+    what = [_retention_what(payload)]
     if payload["exception"]:
         what.append("this is a signed exception: below 30 days, frame ids are forgotten sooner, so an old"
                     " re-send is caught only by its case")
@@ -216,6 +227,7 @@ def _retention_now(done: dict) -> str:
 RETENTION = SignedAction(
     RETENTION_ACTION, roles.ADMIN, "Change retention (and sign an exception below 30 days)", "retention set DAYS",
     summary=_retention_now, plan=_plan_retention, apply=_apply_retention, lines=_retention_lines,
+    what=_retention_what, recheck=_retention_recheck,
 )
 
 

@@ -2,10 +2,12 @@
 
 Opt-in per kind of action with ``[signing] countersign`` in ``config.toml``
 (``core.config.SigningConfig``). A held action is signed as a request and
-nothing applies (``hold``); ``approve`` by another admin signs an entry bound
+nothing applies (``hold``); an approval by another admin signs an entry bound
 to the request's hash and applies the action in the same transaction, as the
-requester's action at the approval's point of the chain; ``reject`` closes
-it. The log's rules are in ``held``; ``audit verify`` replays them.
+requester's action at the approval's point of the chain; a rejection closes
+it. Both are signed actions (``decisions``); what a held action says and
+writes is its own entry's (``SignedAction.what``, ``recheck``, ``apply``).
+The log's rules are in ``held``; ``audit verify`` replays them.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import Mapping
 
 from core.config import SigningConfig, load_signing_config
-from core.rules.retention import describe as describe_seconds
 from core.store.database import write_transaction
-from core.store.gateway_tables import add_account, gateway_models, retire_account
 
 from . import audit, held, roles
 from .audit_models import audit_models
@@ -91,37 +92,29 @@ def requests(receiver) -> dict[int, held.Request]:
     return out
 
 
-def what(request: held.Request) -> str:
-    """One line saying what a held request would do."""
-    p, action = request.payload, request.action
-    if action == "retention.set":
-        return f"change retention from {describe_seconds(p.get('from_seconds', 0))} to {describe_seconds(p.get('to_seconds', 0))}"
-    if action == "gateway.add":
-        return f"add gateway {p.get('name')} ({p.get('kind')})"
-    if action == "gateway.retire":
-        return f"retire gateway {p.get('name')}"
-    if action == "operator.add":
-        return f"add operator {p.get('name')} (roles: {', '.join(p.get('roles') or roles.ROLES)})"
-    if action == "operator.retire":
-        return f"retire operator {p.get('name')}"
-    if action == roles.OPERATOR_GRANT:
-        return f"grant {p.get('name')} the {p.get('role')} role"
-    return f"revoke the {p.get('role')} role from {p.get('name')}"
+def what(request: held.Request, action) -> str:
+    """One line saying what a held request would do: the held action's own words
+    (``SignedAction.what``; ``action`` is its entry in the table of signed actions)."""
+    try:
+        return action.what(request.payload)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return f"{request.action} {request.target}"
 
 
-def as_dict(request: held.Request, now: float) -> dict:
+def as_dict(request: held.Request, now: float, action) -> dict:
     state = request.state
     if state == held.WAITING and request.expired(now):
         state = "expired"
-    return {"id": request.seq, "action": request.action, "target": request.target, "what": what(request),
+    return {"id": request.seq, "action": request.action, "target": request.target, "what": what(request, action),
             "requested_by": request.operator, "requested_at": request.at, "reason": request.reason,
             "expires_at": request.expires_at, "status": state, "request_hash": request.hash}
 
 
-def pending(receiver, now: float | None = None) -> list[dict]:
-    """The requests still waiting for a second admin (expired ones say so), oldest first."""
+def pending(receiver, actions: Mapping, now: float | None = None) -> list[dict]:
+    """The requests still waiting for a second admin (expired ones say so), oldest first;
+    ``actions`` is the table of signed actions by id, whose words say what each would do."""
     at = time.time() if now is None else float(now)
-    return [as_dict(r, at) for r in requests(receiver).values() if r.state == held.WAITING]
+    return [as_dict(r, at, actions[r.action]) for r in requests(receiver).values() if r.state == held.WAITING]
 
 
 # -- deciding --------------------------------------------------------------------------------
@@ -172,87 +165,30 @@ def decide_check(receiver, request_id, operator: str, verb: str, now: float | No
     return request
 
 
-def _apply(receiver, request: held.Request, effect: dict, holders: dict) -> dict:
-    """Check the held action still fits the store (``holders``: the roles before the approval),
-    then write what it does, as signed at ``effect``."""
-    p, action, rid = request.payload, request.action, request.seq
+def refuse_unfit(receiver, request: held.Request, action) -> None:
+    """Refuse to approve a held action that no longer fits: its requester retired, the role rules
+    broken at the approval's point of the chain, or the store moved on (the action's ``recheck``)."""
+    holders, rid = roles.holders(receiver), request.seq
     roles_now = holders.get(request.operator, (frozenset(), False))
     if not roles_now[1]:
         raise ActionError(f"{request.operator}, who made request #{rid}, is retired: reject it")
-    problem = roles.entry_problem(effect["seq"], action, request.operator, roles_now[0], p, holders)
+    problem = roles.entry_problem(audit.head(receiver).count + 1, request.action, request.operator, roles_now[0],
+                                  request.payload, holders)
     if problem:
         raise ActionError(f"request #{rid} can no longer be applied ({problem}); reject it")
-    at, by, seq = effect["at"], request.operator, effect["seq"]
-    if action == "retention.set":
-        current = receiver.retention_seconds()
-        if current != p["from_seconds"]:
-            raise ActionError(f"retention is {describe_seconds(current)} now, not the "
-                              f"{describe_seconds(p['from_seconds'])} request #{rid} changes; reject it")
-        policy_row = receiver.set_retention(p["to_seconds"], set_by=by, reason=request.reason, signed=True,
-                                            audit_id=seq, now=at)
-        return {"retention": policy_row}
-    if action == "gateway.add":
-        G = gateway_models(receiver.db).Gateway
-        if G.select().where(G.name == p["name"]).exists():
-            raise ActionError(f"gateway {p['name']} exists already; reject request #{rid}")
-        add_account(receiver.db, p, at=at, by=by, seq=seq)
-        return {"name": p["name"], "kind": p["kind"]}
-    if action == "gateway.retire":
-        G = gateway_models(receiver.db).Gateway
-        row = G.get_or_none(G.name == p["name"])
-        if row is None or row.retired_at is not None or row.token_hash != p["token_hash"]:
-            raise ActionError(f"gateway {p['name']} is no longer the active account request #{rid} retires; reject it")
-        retire_account(receiver.db, p["name"], at=at, seq=seq)
-        return {"name": p["name"], "retired_at": at}
-    O = audit_models(receiver.db).Operator
-    if action == "operator.add":
-        if O.select().where((O.name == p["name"]) | (O.fingerprint == p["fingerprint"])).exists():
-            raise ActionError(f"operator {p['name']} (or that key) is registered already; reject request #{rid}")
-        O.create(name=p["name"], public_key=p["public_key"], fingerprint=p["fingerprint"], added_at=at)
-    elif action == "operator.retire":
-        row = O.get_or_none(O.name == p["name"])
-        if row is None or row.retired_at is not None or row.fingerprint != p["fingerprint"]:
-            raise ActionError(f"operator {p['name']} is no longer the active operator request #{rid} retires; "
-                              "reject it")
-        if not O.select().where(O.retired_at.is_null() & (O.id != row.id)).exists():
-            raise ActionError(f"{p['name']} is the last active operator; reject request #{rid}")
-        O.update(retired_at=at).where(O.id == row.id).execute()
-    return {"name": p["name"], "roles": roles.roles_of(receiver, p["name"])}
+    problem = action.recheck(receiver, request.payload, rid) if action.recheck is not None else None
+    if problem:
+        raise ActionError(problem)
 
 
-def approve(receiver, request_id, signer: Signer, reason: str, now: float | None = None) -> dict:
-    """Another admin's approval, bound to the request's hash; the held action applies with it."""
-    reason = audit.check_reason(reason)
-    with write_transaction(receiver.db):
-        request = decide_check(receiver, request_id, signer.name, "approve", now)
-        holders = roles.holders(receiver)
-        entry = audit.append(receiver, signer, held.APPROVE, f"request:{request.seq}", reason,
-                             {"request": request.seq, "request_hash": request.hash}, now=now)
-        if request.expired(entry["at"]):
-            raise ActionError(f"request #{request.seq} expired while it was being approved")
-        done = _apply(receiver, request, {"seq": entry["seq"], "at": entry["at"]}, holders)
-    return {"approved": request.seq, "action": request.action, "what": what(request),
-            "requested_by": request.operator, "entry": entry, **done}
-
-
-def reject(home, receiver, request_id, signer: Signer, reason: str, now: float | None = None) -> dict:
-    """Close a waiting request with no effect (any admin, its requester too: a withdrawal).
-
-    A held ``operator.add`` wrote the new operator's key file when it was
-    requested; it is moved aside (``NAME.key.rejected-N``, kept) so the name
-    can be asked for again.
-    """
-    reason = audit.check_reason(reason)
-    with write_transaction(receiver.db):
-        request = decide_check(receiver, request_id, signer.name, "reject", now)
-        entry = audit.append(receiver, signer, held.REJECT, f"request:{request.seq}", reason,
-                             {"request": request.seq, "request_hash": request.hash}, now=now)
-    moved = None
-    if request.action == "operator.add" and home is not None:
-        path = key_path(home, request.payload["name"])
-        aside = path.with_name(f"{path.name}.rejected-{request.seq}")
-        if path.exists() and not aside.exists():
-            os.replace(path, aside)
-            moved = str(aside)
-    return {"rejected": request.seq, "action": request.action, "what": what(request),
-            "requested_by": request.operator, "entry": entry, "key_file_moved_to": moved}
+def set_aside(home, request: held.Request) -> str | None:
+    """A rejected ``operator.add`` wrote the new operator's key file when it was requested: it is
+    moved aside (``NAME.key.rejected-N``, kept) so the name can be asked for again."""
+    if request.action != "operator.add" or home is None:
+        return None
+    path = key_path(home, request.payload["name"])
+    aside = path.with_name(f"{path.name}.rejected-{request.seq}")
+    if path.exists() and not aside.exists():
+        os.replace(path, aside)
+        return str(aside)
+    return None

@@ -1,8 +1,7 @@
 """Retiring an operator, granting and revoking a role, adopting the operators of an old home:
 signed actions (``SignedAction``), each an entry of the audit chain.
 
-Adding an operator is ``operators.add_operator``: it makes the new key pair and the
-new key signs its proof inside the entry, so it keeps its own transaction.
+Adding an operator is ``operator_add``: the new key signs its proof inside the entry.
 """
 
 from __future__ import annotations
@@ -12,12 +11,10 @@ import json
 from . import roles
 from .audit_models import audit_models
 from .keys import ActionError, check_name, short_fingerprint
-from .operators import active_operator, adoption_list, operator_info, signed_operator_entries
-from .registry import OPERATOR_ADD, OPERATOR_ADOPT, OPERATOR_RETIRE
+from .operators import OLD_HOME, active_operator, adoption_list, operator_info, signed_operator_entries
+from .registry import OPERATOR_ADOPT, OPERATOR_RETIRE
 from .signed_action import SignedAction
 
-OLD_HOME = ("this store's operators were added before operator changes were signed; "
-            "run `ussd-console operator adopt --operator NAME` first")
 
 
 def _keep_an_admin(receiver, name: str, what: str) -> None:
@@ -45,6 +42,16 @@ def _plan_retire(receiver, by, name) -> tuple[str, dict]:
         raise ActionError(f"{name} is the last active operator; add another one before retiring this one")
     _keep_an_admin(receiver, name, "retire")
     return f"operator:{name}", {"name": name, "fingerprint": row.fingerprint}
+
+
+def _retire_recheck(receiver, p: dict, rid: int) -> str | None:
+    O = audit_models(receiver.db).Operator
+    row = O.get_or_none(O.name == p["name"])
+    if row is None or row.retired_at is not None or row.fingerprint != p["fingerprint"]:
+        return f"operator {p['name']} is no longer the active operator request #{rid} retires; reject it"
+    if not O.select().where(O.retired_at.is_null() & (O.id != row.id)).exists():
+        return f"{p['name']} is the last active operator; reject request #{rid}"
+    return None
 
 
 def _apply_retire(receiver, payload: dict, entry: dict, at: float) -> dict:
@@ -103,6 +110,14 @@ def info_last(result: dict, receiver, name: str) -> dict:
     return {**{k: v for k, v in result.items() if k != "entry"}, "entry": result["entry"]}
 
 
+def _grant_what(p: dict) -> str:
+    return f"grant {p.get('name')} the {p.get('role')} role"
+
+
+def _revoke_what(p: dict) -> str:
+    return f"revoke the {p.get('role')} role from {p.get('name')}"
+
+
 def _role_words(done: dict, words: str) -> str:
     role = json.loads(done["entry"]["payload"])["role"]
     return f"role {role} {words} {done['name']}; roles now: {', '.join(done['roles']) or 'none'}"
@@ -111,7 +126,8 @@ def _role_words(done: dict, words: str) -> str:
 RETIRE = SignedAction(
     OPERATOR_RETIRE, roles.ADMIN, "Retire an operator", "operator retire NAME",
     summary=lambda done: f"operator {done['name']} retired; signatures it made stay verifiable",
-    plan=_plan_retire, apply=_apply_retire,
+    plan=_plan_retire, apply=_apply_retire, recheck=_retire_recheck,
+    what=lambda p: f"retire operator {p.get('name')}",
     lines=lambda receiver, payload: [f"retire operator {payload['name']} (key "
                                      f"{short_fingerprint(payload['fingerprint'])}): it can no longer sign"],
 )
@@ -120,25 +136,19 @@ GRANT = SignedAction(
     summary=lambda done: _role_words(done, "granted to"),
     plan=_plan_role(roles.OPERATOR_GRANT), role_note="never for oneself",
     apply=lambda receiver, payload, entry, at: operator_info(receiver, payload["name"]),
-    lines=lambda receiver, payload: [f"grant {payload['name']} the {payload['role']} role "
-                                     f"({roles.WHAT[payload['role']]})"],
+    what=_grant_what,
+    lines=lambda receiver, payload: [f"{_grant_what(payload)} ({roles.WHAT[payload['role']]})"],
 )
 REVOKE = SignedAction(
     roles.OPERATOR_REVOKE, roles.ADMIN, "Take a role away", "operator revoke NAME ROLE",
     summary=lambda done: _role_words(done, "revoked from"),
     plan=_plan_role(roles.OPERATOR_REVOKE), role_note="never for oneself",
     apply=lambda receiver, payload, entry, at: operator_info(receiver, payload["name"]),
-    lines=lambda receiver, payload: [f"revoke the {payload['role']} role from {payload['name']}"],
+    what=_revoke_what, lines=lambda receiver, payload: [_revoke_what(payload)],
 )
 ADOPT = SignedAction(
     OPERATOR_ADOPT, roles.ADMIN, "Adopt operators from before signed operator changes", "operator adopt",
     summary=lambda done: f"{len(done['operators'])} operators adopted into the signed log",
     plan=_plan_adopt, lines=_adopt_lines,
     apply=lambda receiver, payload, entry, at: {"operators": payload["operators"]},
-)
-# Its own transaction (operators.add_operator): the new key signs its proof in the entry.
-ADD = SignedAction(
-    OPERATOR_ADD, roles.ADMIN, "Add an operator", "operator add NAME --role ROLE --operator NAME",
-    summary=lambda done: f"operator {done['name']} added; roles: {', '.join(done['roles'])}", own_path=True,
-    role_note="the operator who approves (`--operator`)",
 )

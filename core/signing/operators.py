@@ -1,7 +1,7 @@
-"""Operators: adding them, listing them, and unlocking one's key to sign.
+"""Operators: listing them, the payload that adds one, and unlocking one's key to sign.
 
-Each change is a signed entry of the audit chain (retiring, roles and adoption
-are ``operator_changes``' signed actions); the key pair and its file are
+Each change is a signed entry of the audit chain (adding is ``operator_add``'s
+signed action; retiring, roles and adoption are ``operator_changes``'); the key pair and its file are
 ``keys``' work. The public half is registered in the store, so old signatures
 stay verifiable after a key is retired.
 """
@@ -13,9 +13,6 @@ from typing import Callable
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from core.store.database import write_transaction
-
-from . import countersign
 from . import roles as roles_
 from . import unlock_guard
 from .audit_models import audit_models
@@ -33,13 +30,12 @@ from .keys import (
     read_key_file,
     rewrap_key_file,
     unwrap,
-    wrap,
-    write_key_file,
 )
-from .passphrases import check_new_passphrase
 from .registry import OPERATOR_ADD, OPERATOR_ADOPT
 
 ADD_REASON = "new operator"
+OLD_HOME = ("this store's operators were added before operator changes were signed; "
+            "run `ussd-console operator adopt --operator NAME` first")
 
 
 def _operator_row(receiver, name: str):
@@ -69,78 +65,6 @@ def site_names(receiver) -> list[str]:
     """The sites the store has cases for: words an attacker of this home tries first in a passphrase."""
     C = receiver.m.Case
     return [row.site for row in C.select(C.site).distinct()]
-
-
-def add_operator(home, receiver, name: str, passphrase: str, now: float | None = None, *,
-                 sponsor: Signer | None = None, reason: str = ADD_REASON,
-                 roles: list[str] | None = None) -> dict:
-    """Create a key pair for a new operator and register it with a signed ``operator.add`` entry.
-
-    The first operator of a store signs its own entry; every later one is
-    approved by an active operator (``sponsor``), and the new key signs its
-    proof of possession inside the entry, so neither can add a key alone.
-    The sponsor must be an admin and name the new operator's ``roles``; the
-    first operator holds every role whatever is asked. With ``[signing]
-    countersign`` on for operators the entry is a request for a second admin:
-    the key file is written, the operator is registered once it is approved.
-    """
-    from . import audit
-
-    check_name(name)
-    try:
-        wanted = roles_.check_roles(roles_.ROLES if roles is None else roles)
-    except roles_.RoleError as exc:
-        raise ActionError(str(exc)) from None
-    hours = None if sponsor is None else countersign.hours_for(home, OPERATOR_ADD)
-    check_new_passphrase(passphrase, name, site_names(receiver))
-    reason = audit.check_reason(reason)
-    folder = operators_folder(home, create=True)
-    key = Ed25519PrivateKey.generate()
-    raw = public_raw(key)
-    pem = wrap(key, passphrase)
-    fp = fingerprint(raw)
-    path = key_path(home, name)
-    O = audit_models(receiver.db).Operator
-    written = False
-    try:
-        with write_transaction(receiver.db):
-            if O.select().where(O.name == name).exists():
-                raise ActionError(
-                    f"operator {name} already exists; names are never reused, so old signatures stay attributable"
-                )
-            first = not O.select().exists()
-            if not first and not signed_operator_entries(receiver):
-                raise ActionError("this store's operators were added before operator changes were signed; "
-                                  "run `ussd-console operator adopt --operator NAME` first")
-            if first:
-                signer = Signer(name, fp, key)
-                wanted = list(roles_.ROLES)
-            elif sponsor is None:
-                raise ActionError("a new operator is approved by an admin: name them with --operator NAME")
-            elif roles is None:
-                raise ActionError(f"name the roles {name} holds with --role ROLE ({', '.join(roles_.ROLES)}); "
-                                  "only the first operator of a home holds every role without asking")
-            else:
-                active_operator(receiver, sponsor.name)  # not retired since the key was unlocked
-                roles_.require(receiver, sponsor.name, OPERATOR_ADD)
-                signer = sponsor
-            current = audit.head(receiver)
-            payload = add_payload(current.count + 1, current.hash, name, key, signer.name, sorted(wanted))
-            if hours is not None and not first:
-                result = countersign.hold(receiver, signer, OPERATOR_ADD, f"operator:{name}", reason, payload,
-                                          hours, now=now)
-                write_key_file(folder / path.name, pem)
-                written = True
-                return {**result, "name": name, "fingerprint": fp, "roles": sorted(wanted)}
-            entry = audit.append(receiver, signer, OPERATOR_ADD, f"operator:{name}", reason, payload, now=now)
-            O.create(name=name, public_key=raw.hex(), fingerprint=fp, added_at=entry["at"])
-            write_key_file(folder / path.name, pem)
-            written = True
-    except BaseException:
-        if written:
-            path.unlink(missing_ok=True)
-        raise
-    return {**operator_info(receiver, name), "entry": entry}
 
 
 def _as_info(row) -> dict:

@@ -30,32 +30,37 @@ Plan = Callable[..., tuple[str, dict]]  # (receiver, by, **args) -> (target, pay
 Apply = Callable[..., dict]  # (receiver, payload, entry, at) -> what changed
 Lines = Callable[..., list[str]]  # (receiver, payload) -> what the action does, for the preview
 Summary = Callable[[dict], str]  # the result -> one line saying what was done
-
-
-def _no_plan(receiver, by, **args):
-    raise ActionError("this action signs through its own command")
-
-
-def _no_apply(receiver, payload, entry, at):
-    return {}
+What = Callable[[dict], str]  # a payload -> the action in one line: a held request's words
+Recheck = Callable[..., "str | None"]  # (receiver, payload, request) -> why a held payload no longer fits
+SignsItself = Callable[..., bool]  # (receiver, by, **args) -> whether ``by`` is the operator it registers
 
 
 @dataclass(frozen=True)
 class SignedAction:
-    """One signed action. ``title`` and ``command`` are the docs' words (docs/roles.md);
-    an action with ``own_path`` signs through its module's own transaction (an operator's
-    key, a held request), not ``sign``; its id, role and words still come from here."""
+    """One signed action. ``title`` and ``command`` are the docs' words (docs/roles.md).
+
+    An action ``[signing] countersign`` can hold also says in one line what a held
+    request would do (``what``) and why a held payload no longer fits the store when a
+    second admin approves it (``recheck``). ``signs_itself`` is for the one action whose
+    signer is not registered yet: the first operator of a home signs their own
+    ``operator.add`` with the key the action registers, so that key holds no role yet."""
 
     id: str  # the audit action, exactly as the signed log writes it
     role: str  # roles.ADMIN, RESOLVER or DISPATCHER
     title: str  # what it does, in the docs' words
     command: str  # the command that signs it
     summary: Summary  # what was done, in one line
-    plan: Plan = _no_plan
-    apply: Apply = _no_apply
-    lines: Lines | None = None  # None: the preview shows the action and its target only
-    own_path: bool = False
+    plan: Plan
+    apply: Apply
+    lines: Lines  # what the action does, above the preview's target, signer and reason
     role_note: str = ""  # who among the role's holders may sign it, for the docs
+    what: What | None = None
+    recheck: Recheck | None = None
+    signs_itself: SignsItself | None = None
+
+    def itself(self, receiver, by: str, args: dict) -> bool:
+        """Whether ``by`` signs with the key this very action registers (no row, no role yet)."""
+        return self.signs_itself is not None and self.signs_itself(receiver, by, **args)
 
 
 class Preview(NamedTuple):
@@ -88,13 +93,15 @@ def _lines(action: str, target: str, fields: dict, fingerprint: str, what: list[
 def preview(receiver, action: SignedAction, args: dict, operator: str, reason: str) -> Preview:
     """What ``operator`` would sign for ``action`` with ``args`` now, or a one-line refusal."""
     target, payload = action.plan(receiver, operator, **args)
-    row = active_operator(receiver, operator)
-    roles.require(receiver, row.name, action.id)
-    fields = audit.prepare(receiver, action.id, target, reason, row.name, row.fingerprint, payload)
+    if action.itself(receiver, operator, args):
+        fingerprint = payload["fingerprint"]  # the key the action registers signs it
+    else:
+        fingerprint = active_operator(receiver, operator).fingerprint
+        roles.require(receiver, operator, action.id)
+    fields = audit.prepare(receiver, action.id, target, reason, operator, fingerprint, payload)
     fields.pop("at")
-    what = action.lines(receiver, payload) if action.lines is not None else []
-    return Preview(action.id, target, row.name, row.fingerprint, fields["reason"], payload, fields,
-                   _lines(action.id, target, fields, row.fingerprint, what))
+    return Preview(action.id, target, operator, fingerprint, fields["reason"], payload, fields,
+                   _lines(action.id, target, fields, fingerprint, action.lines(receiver, payload)))
 
 
 def sign(home, receiver, action: SignedAction, args: dict, *, operator: str, passphrase: str | None = None,
@@ -103,6 +110,7 @@ def sign(home, receiver, action: SignedAction, args: dict, *, operator: str, pas
 
     ``signer`` is a key the operator already unlocked (the console's signing
     session); without it the passphrase unlocks the key for this action only.
+    An action that ``signs_itself`` is given the key it registers as ``signer``.
     An action ``[signing] countersign`` covers is signed as a request and
     nothing applies: the result is then ``{"pending": ID, ...}`` (``countersign.hold``).
     """
@@ -111,16 +119,23 @@ def sign(home, receiver, action: SignedAction, args: dict, *, operator: str, pas
     action.plan(receiver, operator, **args)  # refuse a bad target before asking the key to unlock
     if signer is not None and signer.name != operator:
         raise ActionError(f"the unlocked key is {signer.name}'s, not {operator}'s")
-    active_operator(receiver, operator)
-    roles.require(receiver, operator, action.id)  # and a missing role
-    hours = countersign.check(home, receiver, operator, action.id)  # and a request nobody could approve
+    itself = action.itself(receiver, operator, args)
+    if itself and signer is None:
+        raise ActionError(f"{action.id} by {operator} signs with the key it registers: give it as the signer")
+    hours = None
+    if not itself:
+        active_operator(receiver, operator)
+        roles.require(receiver, operator, action.id)  # and a missing role
+        hours = countersign.check(home, receiver, operator, action.id)  # and a request nobody could approve
     if signer is None:
         signer = load_signer(home, receiver, operator, passphrase)
     at = time.time() if now is None else float(now)
     with write_transaction(receiver.db):
-        active_operator(receiver, operator)  # not retired since the key was unlocked
-        target, payload = action.plan(receiver, operator, **args)
-        roles.require(receiver, operator, action.id)  # held at this point of the chain
+        if not itself:
+            active_operator(receiver, operator)  # not retired since the key was unlocked
+        target, payload = action.plan(receiver, operator, **args)  # refuses a self-signed add once one exists
+        if not itself:
+            roles.require(receiver, operator, action.id)  # held at this point of the chain
         if expected is not None:
             fields = audit.prepare(receiver, action.id, target, reason, signer.name, signer.fingerprint, payload)
             fields.pop("at")

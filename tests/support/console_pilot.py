@@ -16,7 +16,8 @@ from console.widgets.keyed_table import KeyedTable
 from console.widgets.palette import PlainPalette
 from core import Receiver
 from core.config import InboxConfig
-from core.signing.operators import add_operator, load_signer
+from core.signing.operator_add import add_operator
+from core.signing.operators import load_signer
 from core.signing.roles import RESOLVER, ROLES
 from tests.support.console_support import HOME_LABEL, press_and_settle, until
 from tests.support.signing import PASS, PASSPHRASES

@@ -14,7 +14,10 @@ import os
 import sqlite3
 import sys
 
+from core import i18n
+from core.config import read_toml
 from core.home import Home, private_umask
+from core.i18n import _
 from core.rules.text import escape_text, one_line
 
 from .commands import COMMANDS, MODULES, default_command
@@ -55,9 +58,11 @@ class Parser(argparse.ArgumentParser):
         if action.choices is not None and value not in action.choices:
             choices = [str(c) for c in action.choices]
             close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            listed = ("ussd-console --help lists them" if len(choices) > 12 else "choose from " + ", ".join(map(repr, choices)))
-            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} ({listed})")
+            hint = _("; did you mean %(choice)r?", choice=close[0]) if close else ""
+            listed = (_("ussd-console --help lists them") if len(choices) > 12
+                      else _("choose from %(choices)s", choices=", ".join(map(repr, choices))))
+            raise argparse.ArgumentError(action, _("invalid choice: %(value)r%(hint)s (%(listed)s)",
+                                                   value=value, hint=hint, listed=listed))
         return super()._check_value(action, value)
 
 
@@ -107,6 +112,41 @@ def named_command(argv: list[str]) -> str | None:
     return None
 
 
+def given_option(argv: list[str], name: str) -> str | None:
+    """The value ``argv`` gives option ``name`` (``--lang fr`` or ``--lang=fr``, the last one wins),
+    read before argparse so that a usage error elsewhere in the line is still told in the language."""
+    found = None
+    for i, word in enumerate(argv):
+        if word == "--":
+            break
+        if word == name and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif word.startswith(name + "="):
+            found = word[len(name) + 1:]
+    return found
+
+
+def chosen_language(argv: list[str]) -> str:
+    """This run's language: ``--lang``, else the home's ``[console] language``, else the
+    environment's; found before the parser is built, so its usage errors are in it too."""
+    flag = given_option(argv, "--lang")
+    configured = None
+    if not flag:
+        try:
+            table = read_toml(Home.resolve(given_option(argv, "--home")).config).get("console", {})
+        except (ValueError, OSError):
+            table = {}  # a config that does not load is reported, with its key, by whatever reads it
+        configured = table.get("language") if isinstance(table, dict) else None
+        if configured is not None and not isinstance(configured, str):
+            configured = None  # the same: load_console_config names the key and the kind it wants
+    return i18n.choose(flag, configured)
+
+
+# argparse looks up its own words (console/argparse_words.py) through these at the moment it shows them.
+argparse._ = i18n._
+argparse.ngettext = i18n.ngettext
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser, or, when ``argv`` names a command, the parser with only that command's
     module registered (its handler and help are the same; only the other modules are not loaded)."""
@@ -131,6 +171,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        i18n.select(chosen_language(argv))
+    except i18n.UnknownLanguage as exc:
+        i18n.select(i18n.SOURCE)
+        print(f"ussd-console: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     import_store_driver(argv)  # before anything imports peewee
     import peewee
 
@@ -158,16 +204,18 @@ def main(argv: list[str] | None = None) -> int:
     except StdoutClosed:
         return 0
     except (CommandError, StoreError, RetentionError, ValueError) as exc:
-        print(f"ussd-console: error: {one_line(exc)}", file=sys.stderr)
+        print(_("ussd-console: error: %(reason)s", reason=one_line(exc)), file=sys.stderr)
         return EXIT_ERROR
     except (peewee.OperationalError, sqlite3.OperationalError) as exc:
         reason = one_line(exc)
         if "locked" in reason or "busy" in reason:
-            reason = f"the store {ctx.store_label} is locked by another process for too long ({reason})"
-        print(f"ussd-console: error: store: {reason}", file=sys.stderr)
+            reason = _("the store %(store)s is locked by another process for too long (%(reason)s)",
+                       store=ctx.store_label, reason=reason)
+        print(_("ussd-console: error: store: %(reason)s", reason=reason), file=sys.stderr)
         return EXIT_ERROR
     except (peewee.DatabaseError, sqlite3.DatabaseError) as exc:
-        print(f"ussd-console: error: store {ctx.store_label}: {one_line(exc)}", file=sys.stderr)
+        print(_("ussd-console: error: store %(store)s: %(reason)s", store=ctx.store_label, reason=one_line(exc)),
+              file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:
         # filename is whatever the failing call was given: a path, or a bare descriptor number.
@@ -178,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ussd-console: error: {exc.strerror or one_line(exc)}: {where}".rstrip(": "), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("ussd-console: interrupted", file=sys.stderr)
+        print(_("ussd-console: interrupted"), file=sys.stderr)
         return 130
     finally:
         ctx.close()

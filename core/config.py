@@ -25,6 +25,7 @@ The console's own settings live in a ``[console]`` table::
 
     [console]
     unlock_minutes = 15         # an unlocked signing key locks after this long without a signature
+    language = "fr"             # the console's and the command line's words (else the environment's)
 
     [console.keys]              # action id = key(s); the console checks ids and clashes at start
     quit = "ctrl+q"
@@ -107,6 +108,7 @@ _RULES: dict[str, tuple[type, float | None, float | None]] = {
     "text_columns": (list, 0, 32),
     "phone_columns": (list, 0, 32),
     "unlock_minutes": (float, 0.0, 720.0),  # [console]; at most a long shift
+    "language": (str, None, None),  # [console]: one of the shipped languages (core.i18n)
     "every": (float, 1.0, 30 * 86400.0),  # [backup]: seconds between scheduled backups (core.backup.config)
     "keep": (int, 1, 10_000),  # [backup]: backups kept in the folder
     "countersign": (tuple, 0, 3),  # [signing]: kinds of action a second admin approves (_CHOICES)
@@ -123,6 +125,16 @@ _NAME_LISTS = ("id_columns", "text_columns", "phone_columns")
 
 def _check(key: str, value: Any, section: str = "inbox") -> None:
     kind, low, high = _RULES[key]
+    if kind is str:
+        if not isinstance(value, str):
+            raise ValueError(f"{section} setting {key} must be a language code in quotes, e.g. \"fr\", not {value!r}")
+        from core.i18n import check_language
+
+        try:
+            check_language(value)
+        except ValueError as exc:
+            raise ValueError(f"{section} setting {key}: {exc}") from None
+        return
     if kind is tuple:
         choices = _CHOICES[key]
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v in choices for v in value):
@@ -199,9 +211,12 @@ class ConsoleConfig:
 
     unlock_minutes: float = 15.0
     keys: Mapping[str, str] = dataclasses.field(default_factory=dict)  # [console.keys]: action id -> key(s)
+    language: str | None = None  # None: the environment's language (core.i18n.choose)
 
     def __post_init__(self) -> None:
         _check("unlock_minutes", self.unlock_minutes, section="console")
+        if self.language is not None:
+            _check("language", self.language, section="console")
         if not isinstance(self.keys, dict):
             raise ValueError("'keys' must be a table ([console.keys]) of action id = \"key\"")
         for action_id, key in self.keys.items():
@@ -215,8 +230,9 @@ def load_console_config(config_path: Path) -> ConsoleConfig:
     if not isinstance(table, dict):
         raise ValueError(f"{config_path}: 'console' must be a table ([console])")
     for key in table:
-        if key not in ("unlock_minutes", "keys"):
-            raise ValueError(f"{config_path} [console]: unknown setting {key!r} (known: keys, unlock_minutes)")
+        if key not in ("unlock_minutes", "keys", "language"):
+            raise ValueError(f"{config_path} [console]: unknown setting {key!r} "
+                             "(known: keys, language, unlock_minutes)")
     try:
         return ConsoleConfig(**table)
     except ValueError as exc:

@@ -1,4 +1,4 @@
-"""The options every sub-command shares (``--home``, ``--db``, ``--json``), as an argparse parent.
+"""The options every sub-command shares (``--home``, ``--db``, ``--lang``, ``--json``), as an argparse parent.
 
 A module of its own so that the command line and each command module import it
 without importing each other.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from core.home import DEFAULT_HOME, ENV_HOME
+from core.i18n import shipped
 
 
 def common_parser(json: bool = True) -> argparse.ArgumentParser:
@@ -25,6 +26,12 @@ def common_parser(json: bool = True) -> argparse.ArgumentParser:
         metavar="URL",
         default=argparse.SUPPRESS,
         help="store: a SQLite path or postgresql://... (default <home>/receiver.db)",
+    )
+    common.add_argument(
+        "--lang",
+        metavar="LANG",
+        default=argparse.SUPPRESS,
+        help=f"the language of this run's words ({', '.join(shipped())}; default [console] language, then $LANG)",
     )
     if json:
         common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,

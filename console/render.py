@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sys
 from typing import Iterable, Sequence
 
@@ -52,6 +53,22 @@ def safe(value: object, limit: int = 200, style: str = "") -> Text:
     else:
         shown = escape_text(text, limit)
     return Text(shown, style=style)
+
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def assembled(template: str, **parts: object) -> Text:
+    """A translated line whose ``%(name)s`` placeholders are filled with ``parts`` in whatever order
+    the language puts them; a ``Text`` part (outside text through ``safe``) keeps its own form."""
+    out, pos = Text(), 0
+    for m in _PLACEHOLDER.finditer(template):
+        out.append(template[pos:m.start()])
+        part = parts[m.group(1)]
+        out.append(part if isinstance(part, Text) else Text(str(part)))
+        pos = m.end()
+    out.append(template[pos:])
+    return out
 
 
 CODE_WIDTH = 32  # a code or id longer than this is folded over lines rather than crowd out other columns

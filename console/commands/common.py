@@ -10,7 +10,8 @@ from rich.text import Text
 
 from console.render import table, when
 from core.rules.frame import NEED_NAMES
-from core.rules.retention import describe
+from core.i18n import _, ngettext, number
+from core.rules.retention import DAY
 
 
 def examples(*lines: str) -> str:
@@ -103,9 +104,20 @@ def need_words(code: str) -> str:
     return f"{code} {name}" if name else code
 
 
+def retention_length(seconds: float) -> str:
+    """"30 days", "12 hours": ``core.rules.retention.describe`` in the operator's language."""
+    if seconds % DAY == 0:
+        days = int(seconds // DAY)
+        return ngettext("%(n)s day", "%(n)s days", days, n=number(days))
+    hours = seconds / 3600
+    return ngettext("%(n)s hour", "%(n)s hours", int(hours) if hours.is_integer() else 2, n=number(hours))
+
+
 def retention_words(policy: dict) -> str:
     """"30 days (the default)", "10 days (signed exception by alice)", "45 days (set by alice)"."""
+    length = retention_length(policy["retention_seconds"])
     if policy["set_by"] == "default":
-        return f"{describe(policy['retention_seconds'])} (the default)"
-    kind = "signed exception" if policy["is_exception"] else "set"
-    return f"{describe(policy['retention_seconds'])} ({kind} by {policy['set_by']})"
+        return _("%(length)s (the default)", length=length)
+    if policy["is_exception"]:
+        return _("%(length)s (signed exception by %(operator)s)", length=length, operator=policy["set_by"])
+    return _("%(length)s (set by %(operator)s)", length=length, operator=policy["set_by"])

@@ -215,3 +215,22 @@ def test_english_status_reads_as_before(fed):
     out = run_cli("--home", str(fed.root), "status", env=NO_LOCALE).stdout
     assert "Totals" in out and "cases by status: 3 open, 0 dispatched, 0 served, 0 closed" in out
     assert "retention: 30 days (the default)" in out
+
+
+HELP = {"en": "machine-readable output: one JSON object per line",
+        "fr": "sortie pour les machines : un objet JSON par ligne",
+        "sw": "matokeo kwa mashine: kitu kimoja cha JSON kwa kila mstari",
+        "pt": "saída para máquinas: um objeto JSON por linha",
+        "es": "salida para máquinas: un objeto JSON por línea"}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_status_help_comes_in_the_language(lang):
+    r = run_cli("--lang", lang, "status", "--help", env=NO_LOCALE)
+    assert r.returncode == 0 and r.stdout.startswith(USAGE[lang] + "ussd-console status ")
+    assert HELP[lang] in " ".join(r.stdout.split())  # the words as wrapped at 80 columns
+
+
+def test_an_empty_table_reads_the_language_way(fed):
+    assert "Fichiers de la boîte de réception : aucun" in cli(fed, "status", "--lang", "fr", env=NO_LOCALE).stdout
+    assert "Inbox files: none" in cli(fed, "status", env=NO_LOCALE).stdout

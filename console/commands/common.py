@@ -15,7 +15,7 @@ from core.rules.retention import DAY
 
 
 def examples(*lines: str) -> str:
-    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+    return _("examples:") + "\n" + "\n".join(f"  {line}" for line in lines)
 
 
 def with_examples(*lines: str) -> dict:
@@ -74,12 +74,12 @@ def date_arg_end(text: str) -> float:
     return (when_ + (dt.timedelta(days=1) if whole_day else dt.timedelta(seconds=1))).timestamp()
 
 
-def table_or_none(title: str, columns, rows, none: str = "none", **kwargs):
+def table_or_none(title: str, columns, rows, none: str | None = None, **kwargs):
     """A table, or "Title: none" when it has no rows: an empty grid reads as something that failed to load."""
     rows = list(rows)
     if rows:
         return table(title, columns, rows, **kwargs)
-    return Text(f"{title}: {none}")
+    return Text(_("%(title)s: %(none)s", title=title, none=none or _("none")))
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from core.home import DEFAULT_HOME, ENV_HOME
-from core.i18n import shipped
+from core.i18n import _, shipped
 
 
 def common_parser(json: bool = True) -> argparse.ArgumentParser:
@@ -19,21 +19,22 @@ def common_parser(json: bool = True) -> argparse.ArgumentParser:
         "--home",
         metavar="DIR",
         default=argparse.SUPPRESS,
-        help=f"home folder (default ${ENV_HOME} or ./{DEFAULT_HOME})",
+        help=_("home folder (default $%(variable)s or ./%(folder)s)", variable=ENV_HOME, folder=DEFAULT_HOME),
     )
     common.add_argument(
         "--db",
         metavar="URL",
         default=argparse.SUPPRESS,
-        help="store: a SQLite path or postgresql://... (default <home>/receiver.db)",
+        help=_("store: a SQLite path or postgresql://... (default <home>/receiver.db)"),
     )
     common.add_argument(
         "--lang",
         metavar="LANG",
         default=argparse.SUPPRESS,
-        help=f"the language of this run's words ({', '.join(shipped())}; default [console] language, then $LANG)",
+        help=_("the language of this run's words (%(languages)s; default [console] language, then $LANG)",
+               languages=", ".join(shipped())),
     )
     if json:
         common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                            help="machine-readable output: one JSON object per line, with the exact codes")
+                            help=_("machine-readable output: one JSON object per line, with the exact codes"))
     return common

@@ -55,11 +55,11 @@ def cmd_status(args, ctx) -> int:
     out.print(table_or_none(_("Frames per arrival path"), [path_column, *(_(w) for w in PATH_WORDS.values())], [
         (_path_name(src), *(Text(number(counts.get(o, 0))) for o in PATH_WORDS))
         for src, counts in sorted(per_source.items())
-    ], none=_("none"), codes=(path_column,)))
+    ], codes=(path_column,)))
     arrival_column = _("arrival path")
     out.print(table_or_none(_("Inbox files"), [arrival_column, _("files")],
                             [(_path_name(src), Text(number(n))) for src, n in sorted(files.items())],
-                            none=_("none"), codes=(arrival_column,)))
+                            codes=(arrival_column,)))
     print_gateway_status(out, gateways)
     listed = ", ".join(_counted(FILE_STATES, state, n) for state, n in states.items())
     hint = "  (ussd-console files --state rejected)" if states["rejected"] else ""

@@ -13,6 +13,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from core.i18n import _
 from core.rules.text import escape_text
 
 from .errors import stdout_closed
@@ -142,7 +143,8 @@ class FittedTable:
             return
         kept, widths = laid
         left_out = [name for n, name in enumerate(self.columns) if n not in kept]
-        caption = (f"not shown at this width: {', '.join(left_out)} (a wider terminal or --json shows them)"
+        caption = (_("not shown at this width: %(columns)s (a wider terminal or --json shows them)",
+                     columns=", ".join(left_out))
                    if left_out else None)
         t = Table(title=self.title, title_justify="left", caption=caption, caption_justify="left",
                   show_lines=False)

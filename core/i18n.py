@@ -147,13 +147,15 @@ def number(n: int | float) -> str:
     return format_decimal(n, locale=_current)
 
 
-def moment(ts: float | None) -> str:
-    """A local date and time to the second, the current language's way; ``-`` for none."""
+def moment(ts: float | None, seconds: bool = True) -> str:
+    """A local date and time (to the second, else to the minute), the current language's way;
+    ``-`` for none."""
     if ts is None:
         return "-"
     when = dt.datetime.fromtimestamp(ts)
     if _current == SOURCE:
-        return when.strftime("%Y-%m-%d %H:%M:%S")
+        return when.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
     from babel.dates import format_date, format_time
 
-    return f"{format_date(when, 'short', locale=_current)} {format_time(when, 'medium', locale=_current)}"
+    clock = format_time(when, "medium" if seconds else "short", locale=_current)
+    return f"{format_date(when, 'short', locale=_current)} {clock}"

@@ -234,3 +234,20 @@ def test_status_help_comes_in_the_language(lang):
 def test_an_empty_table_reads_the_language_way(fed):
     assert "Fichiers de la boîte de réception : aucun" in cli(fed, "status", "--lang", "fr", env=NO_LOCALE).stdout
     assert "Inbox files: none" in cli(fed, "status", env=NO_LOCALE).stdout
+
+
+CASES = {"en": ("Cases 1-3 of 3", "MED medical"), "fr": ("Cas 1-3 sur 3", "MED médical"),
+         "sw": ("Kesi 1-3 kati ya 3", "MED matibabu"), "pt": ("Casos 1-3 de 3", "MED médico"),
+         "es": ("Casos 1-3 de 3", "MED médico")}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_cases_and_ranking_speak_each_language_and_their_json_is_the_english_one(fed, lang):
+    for command in ("cases", "ranking"):
+        english = cli(fed, command, "--json", env=NO_LOCALE)
+        assert english.returncode == 0 and english.stdout.count("\n") == 3
+        assert cli(fed, command, "--json", "--lang", lang, env=NO_LOCALE).stdout == english.stdout
+    out = cli(fed, "cases", "--lang", lang, env=NO_LOCALE).stdout
+    title, need = CASES[lang]
+    assert out.startswith(title) and need.split()[1] in out and "\\x" not in out  # an accented word as itself
+    assert all(len(line) <= 80 for line in out.splitlines())

@@ -56,17 +56,10 @@ bench: $(STAMP)
 	$(BIN)/python -m tests.bench
 
 # Every marked word of core/ and console/ (babel.cfg) into each shipped catalog: new ones added
-# empty, changed ones marked fuzzy for the translator, gone ones dropped (docs/translating.md).
-# The template is a step of this target only; no built .mo is made or kept.
-LANGS := es fr pt sw
-POT := $(VENV)/ussd.pot
+# empty, changed ones marked fuzzy for the translator, gone ones dropped; a catalog with nothing
+# new is left untouched (docs/translating.md). No built .mo is made or kept.
 translations: $(STAMP)
-	$(BIN)/pybabel -q extract -F babel.cfg -c TRANSLATORS: --add-location=file --sort-by-file \
-		--project=ussd-console --version=0.1.0 -o $(POT) .
-	for lang in $(LANGS); do \
-		$(BIN)/pybabel -q update -D ussd -i $(POT) -d core/locale -l $$lang --init-missing --ignore-obsolete \
-			|| exit 1; \
-	done
+	$(BIN)/python -m tools.translations
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -17,7 +17,7 @@ import sys
 from core import i18n
 from core.config import read_toml
 from core.home import Home, private_umask
-from core.i18n import _
+from core.i18n import N_, _
 from core.rules.text import escape_text, one_line
 
 from .commands import COMMANDS, MODULES, default_command
@@ -29,15 +29,20 @@ from .startup import import_store_driver
 EXIT_ERROR = 2
 
 
-EXAMPLES = """examples:
-  ussd-console demo                    a throwaway home fed by a simulated gateway
-  ussd-console --home /srv/ussd        the operator console on a home
-  ussd-console --home /srv/ussd watch  the receiver without a console (a server)
-  ussd-console ingest kakuma-0800.txt  take in a file by hand
-  ussd-console status                  totals, per-path counts, retention
-  ussd-console quarantine              conflicts waiting for an operator
-  ussd-console help quarantine        a command's own options and examples (or: COMMAND --help)
-"""
+EXAMPLES = (  # the command lines as typed; what each does, in the operator's language
+    ("ussd-console demo", N_("a throwaway home fed by a simulated gateway")),
+    ("ussd-console --home /srv/ussd", N_("the operator console on a home")),
+    ("ussd-console --home /srv/ussd watch", N_("the receiver without a console (a server)")),
+    ("ussd-console ingest kakuma-0800.txt", N_("take in a file by hand")),
+    ("ussd-console status", N_("totals, per-path counts, retention")),
+    ("ussd-console quarantine", N_("conflicts waiting for an operator")),
+    ("ussd-console help quarantine", N_("a command's own options and examples (or: COMMAND --help)")),
+)
+
+
+def examples_epilog() -> str:
+    width = max(len(line) for line, _words in EXAMPLES) + 2
+    return _("examples:") + "\n" + "".join(f"  {line:<{width}}{_(words)}\n" for line, words in EXAMPLES)
 
 
 def version() -> str:
@@ -68,11 +73,11 @@ class Parser(argparse.ArgumentParser):
 
 def add_help_command(sub, parser: argparse.ArgumentParser) -> None:
     """``ussd-console help [COMMAND ...]``: the same as ``--help``, of the program or of that command."""
-    p = sub.add_parser("help", help="this help, or a command's own: ussd-console help COMMAND",
+    p = sub.add_parser("help", help=_("this help, or a command's own: ussd-console help COMMAND"),
                        epilog=examples("ussd-console help", "ussd-console help cases",
                                        "ussd-console help operator add"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("topic", nargs="*", metavar="COMMAND", help="a command (and its action), such as: operator add")
+    p.add_argument("topic", nargs="*", metavar="COMMAND", help=_("a command (and its action), such as: operator add"))
     p.set_defaults(handler=lambda args, ctx: parser.parse_args([*args.topic, "--help"]) and 0)
 
 
@@ -80,7 +85,8 @@ class VersionAction(argparse.Action):
     """``--version``, looked up when asked for rather than each time the parser is built."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
-                 help="show program's version number and exit"):
+                 help=None):
+        help = help or _("show program's version number and exit")
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
@@ -153,9 +159,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     common = common_parser()
     parser = Parser(
         prog="ussd-console",
-        description="Field frame receiver and operator console. Without a command, opens the console.",
+        description=_("Field frame receiver and operator console. Without a command, opens the console."),
         parents=[common],  # --json here too: `ussd-console --json status` works as well as after the command
-        epilog=EXAMPLES,
+        epilog=examples_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=VersionAction)

@@ -251,3 +251,17 @@ def test_cases_and_ranking_speak_each_language_and_their_json_is_the_english_one
     title, need = CASES[lang]
     assert out.startswith(title) and need.split()[1] in out and "\\x" not in out  # an accented word as itself
     assert all(len(line) <= 80 for line in out.splitlines())
+
+
+TOP_HELP = {"en": "Without a command, opens the console.", "fr": "Sans commande, ouvre la console.",
+            "sw": "Bila amri, hufungua console.", "pt": "Sem comando, abre a consola.",
+            "es": "Sin comando, abre la consola."}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_the_programs_help_comes_in_the_language_with_the_commands_as_typed(lang):
+    r = run_cli("--lang", lang, "--help", env=NO_LOCALE)
+    assert r.returncode == 0 and r.stdout.startswith(USAGE[lang] + "ussd-console ")
+    assert TOP_HELP[lang] in " ".join(r.stdout.split())
+    examples = r.stdout.split("\n\n")[-1].splitlines()
+    assert [line.split("  ")[1] for line in examples[1:3]] == ["ussd-console demo", "ussd-console --home /srv/ussd"]

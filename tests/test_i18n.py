@@ -265,3 +265,27 @@ def test_the_programs_help_comes_in_the_language_with_the_commands_as_typed(lang
     assert TOP_HELP[lang] in " ".join(r.stdout.split())
     examples = r.stdout.split("\n\n")[-1].splitlines()
     assert [line.split("  ")[1] for line in examples[1:3]] == ["ussd-console demo", "ussd-console --home /srv/ussd"]
+
+
+def _signed_home(home, tmp_path, lang: str) -> list[tuple]:
+    """A home where alice marks a case and sets the retention with ``--lang lang``; what its audit
+    entries after the first (her own key's) say, as signed."""
+    from tests.support.signing import A1, B2, add_operators, ingest, sign, snapshot
+
+    add_operators(home, tmp_path, "alice")
+    ingest(home, tmp_path, [A1, B2])
+    assert sign(home, tmp_path, "case", "mark", "B-2", "dispatched", "--lang", lang) == 0
+    assert sign(home, tmp_path, "retention", "set", "40", "--lang", lang) == 0
+    return [(e["action"], e["target"], e["reason"], e["payload"]) for e in snapshot(home)["audit"][1:]]
+
+
+def test_a_signature_made_in_one_language_verifies_the_same_in_every_other(home, tmp_path):
+    from core.home import Home
+
+    signed = _signed_home(home, tmp_path, "fr")
+    english = Home(tmp_path / "english").ensure()
+    (tmp_path / "en").mkdir()
+    assert _signed_home(english, tmp_path / "en", "en") == signed  # the same bytes signed, in any language
+    verdicts = {lang: cli(home, "audit", "verify", "--json", "--lang", lang, env=NO_LOCALE) for lang in ("en", *LANGS)}
+    assert {(r.returncode, r.stdout) for r in verdicts.values()} == {(0, verdicts["en"].stdout)}
+    assert json.loads(verdicts["en"].stdout.splitlines()[-1])["ok"] is True

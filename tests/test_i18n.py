@@ -289,3 +289,16 @@ def test_a_signature_made_in_one_language_verifies_the_same_in_every_other(home,
     verdicts = {lang: cli(home, "audit", "verify", "--json", "--lang", lang, env=NO_LOCALE) for lang in ("en", *LANGS)}
     assert {(r.returncode, r.stdout) for r in verdicts.values()} == {(0, verdicts["en"].stdout)}
     assert json.loads(verdicts["en"].stdout.splitlines()[-1])["ok"] is True
+
+
+def test_the_backup_line_in_french_keeps_outside_text_plain():
+    from console.commands.status import _backup_line
+
+    i18n.select("fr")
+    line = _backup_line({"last_verified": {"at": 1_764_750_000, "file": "/media/usb/b\u00e9-1.tar.age", "size": 1234},
+                         "every": None, "fault": "disk\x1b[31m full"}).plain
+    assert line.startswith("sauvegardes : dernière vérifiée le ") and "(1\u202f234 octets)" in line
+    assert "/media/usb/b\\xe9-1.tar.age" in line and "\x1b" not in line  # a file name and a fault are outside text
+    assert "| non programmées ([backup] every dans config.toml) | ! disk" in line
+    i18n.select("en")
+    assert _backup_line({"last_verified": None, "every": 86400}).plain == "backups: none verified yet"

@@ -6,7 +6,7 @@ from rich.text import Text
 
 from console.render import assembled, make_console, print_json, safe, table
 from core.alerts import load_alerts_config, pause
-from core.backup.schedule import status as backup_status, words as backup_words
+from core.backup.schedule import status as backup_status
 from core.home import looser_than_private
 from core.i18n import N_, _, moment, ngettext, number
 from core.inbox import file_counts, files_by_state
@@ -71,7 +71,7 @@ def cmd_status(args, ctx) -> int:
     out.print(_health_line(health))
     if paused is not None:
         out.print(Text("! ") + safe(pause.words(paused), 600))
-    out.print(safe(backup_words(backup), 1000))
+    out.print(_backup_line(backup))
     for line in loose:
         out.print(Text.assemble("! ", safe(line, 1000)))
     return 0
@@ -118,6 +118,23 @@ def _alert_targets(home) -> list[str]:
         return sorted(load_alerts_config(home.config).targets)
     except ValueError:
         return []  # status still answers; watch and the console refuse the bad setting with its key
+
+
+def _backup_line(b: dict) -> Text:
+    """The backups: the last verified one (its file, as outside text), whether any is scheduled, a fault."""
+    last = b.get("last_verified")
+    if last:
+        line = assembled(_("backups: last verified %(time)s %(file)s (%(size)s)"),
+                         time=moment(last["at"], seconds=False), file=safe(last["file"], 600),
+                         size=ngettext("%(n)s byte", "%(n)s bytes", last["size"], n=number(last["size"])))
+    else:
+        line = Text(_("backups: none verified yet"))
+    if not b.get("every"):
+        line.append(" | " + _("not scheduled ([backup] every in config.toml)"))
+    if b.get("fault"):
+        line.append(" | ! ")
+        line.append_text(safe(b["fault"], 600))
+    return line
 
 
 # The receiver's parts' states (core/ops/health.py), in words.

@@ -201,18 +201,6 @@ def listing(home) -> dict:
             "keep": config.keep, "last_verified": b["last_verified"]}
 
 
-def words(b: dict) -> str:
-    """``status``'s backup line, for a person."""
-    last = b.get("last_verified")
-    line = "backups: " + (f"last verified {time.strftime('%Y-%m-%d %H:%M', time.localtime(last['at']))} "
-                          f"{last['file']} ({last['size']:,} bytes)" if last else "none verified yet")
-    if not b.get("every"):
-        line += " | not scheduled ([backup] every in config.toml)"
-    if b.get("fault"):
-        line += f" | ! {b['fault']}"
-    return line
-
-
 def _shape(state: dict) -> dict:
     return {"last_verified": state.get("last_verified"), "last_failure": state.get("last_failure")}
 

@@ -136,16 +136,23 @@ def chosen_language(argv: list[str]) -> str:
     """This run's language: ``--lang``, else the home's ``[console] language``, else the
     environment's; found before the parser is built, so its usage errors are in it too."""
     flag = given_option(argv, "--lang")
-    configured = None
-    if not flag:
-        try:
-            table = read_toml(Home.resolve(given_option(argv, "--home")).config).get("console", {})
-        except (ValueError, OSError):
-            table = {}  # a config that does not load is reported, with its key, by whatever reads it
-        configured = table.get("language") if isinstance(table, dict) else None
-        if configured is not None and not isinstance(configured, str):
-            configured = None  # the same: load_console_config names the key and the kind it wants
-    return i18n.choose(flag, configured)
+    if flag:
+        return i18n.check_language(flag)
+    try:
+        config = Home.resolve(given_option(argv, "--home")).config
+        table = read_toml(config).get("console", {})
+    except (ValueError, OSError):
+        table = {}  # a config that does not load is reported, with its key, by whatever reads it
+    configured = table.get("language") if isinstance(table, dict) else None
+    if configured is None:
+        return i18n.from_environment(os.environ)
+    if not isinstance(configured, str):
+        raise i18n.UnknownLanguage(f"{config} [console] language must be a language code in quotes, "
+                                   f"e.g. \"fr\", not {configured!r}")
+    try:
+        return i18n.check_language(configured)
+    except i18n.UnknownLanguage as exc:
+        raise i18n.UnknownLanguage(f"{config} [console] language: {exc}") from None
 
 
 # argparse looks up its own words (console/argparse_words.py) through these at the moment it shows them.

@@ -167,9 +167,14 @@ def test_an_unknown_language_is_one_clear_line_naming_the_shipped_ones(fed):
     assert r.stderr == "ussd-console: error: unknown language 'klingon'; the shipped languages are en, es, fr, pt, sw\n"
     fed.config.write_text('[console]\nlanguage = "de"\n', encoding="utf-8")
     r = cli(fed, "status", env=NO_LOCALE)
-    assert r.returncode == 2 and "unknown language 'de'" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr == f"ussd-console: error: {fed.config} [console] language: unknown language 'de'; " \
+                       "the shipped languages are en, es, fr, pt, sw\n"
     with pytest.raises(ValueError, match=r"\[console\].*language.*en, es, fr, pt, sw"):
         load_console_config(fed.config)
+    fed.config.write_text('[console]\nlanguage = 5\n', encoding="utf-8")
+    r = cli(fed, "status", env=NO_LOCALE)
+    assert r.returncode == 2 and "[console] language must be a language code in quotes" in r.stderr
 
 
 def test_the_config_chooses_and_the_flag_overrides_it(fed):
@@ -191,6 +196,7 @@ def test_status_speaks_each_language_and_its_json_is_the_english_one(fed, lang):
         assert r.returncode == 0 and r.stdout == english.stdout  # byte for byte: codes and field names stay
         human = cli(fed, "status", *way, env=env)
         assert human.returncode == 0 and TOTALS[lang] in human.stdout, human.stdout
+        assert all(len(line) <= 80 for line in human.stdout.splitlines())
         assert json.loads(r.stdout)["cases"] == 3
 
 

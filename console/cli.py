@@ -133,25 +133,25 @@ def given_option(argv: list[str], name: str) -> str | None:
 
 
 def chosen_language(argv: list[str]) -> str:
-    """This run's language: ``--lang``, else the home's ``[console] language``, else the
-    environment's; found before the parser is built, so its usage errors are in it too."""
+    """This run's language (``i18n.choose``): ``--lang``, else the home's ``[console] language``, else
+    the environment's; found before the parser is built, so its usage errors are in it too."""
     flag = given_option(argv, "--lang")
-    if flag:
-        return i18n.check_language(flag)
+    configured = config = None
+    if not flag:
+        try:
+            config = Home.resolve(given_option(argv, "--home")).config
+            table = read_toml(config).get("console", {})
+        except (ValueError, OSError):
+            table = {}  # a config that does not load is reported, with its key, by whatever reads it
+        configured = table.get("language") if isinstance(table, dict) else None
+        if configured is not None and not isinstance(configured, str):
+            raise i18n.UnknownLanguage(f"{config} [console] language must be a language code in quotes, "
+                                       f"e.g. \"fr\", not {configured!r}")
     try:
-        config = Home.resolve(given_option(argv, "--home")).config
-        table = read_toml(config).get("console", {})
-    except (ValueError, OSError):
-        table = {}  # a config that does not load is reported, with its key, by whatever reads it
-    configured = table.get("language") if isinstance(table, dict) else None
-    if configured is None:
-        return i18n.from_environment(os.environ)
-    if not isinstance(configured, str):
-        raise i18n.UnknownLanguage(f"{config} [console] language must be a language code in quotes, "
-                                   f"e.g. \"fr\", not {configured!r}")
-    try:
-        return i18n.check_language(configured)
+        return i18n.choose(flag, configured, os.environ)
     except i18n.UnknownLanguage as exc:
+        if flag:
+            raise
         raise i18n.UnknownLanguage(f"{config} [console] language: {exc}") from None
 
 

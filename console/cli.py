@@ -14,7 +14,10 @@ import os
 import sqlite3
 import sys
 
+from core import i18n
+from core.config import read_toml
 from core.home import Home, private_umask
+from core.i18n import N_, _
 from core.rules.text import escape_text, one_line
 
 from .commands import COMMANDS, MODULES, default_command
@@ -26,15 +29,20 @@ from .startup import import_store_driver
 EXIT_ERROR = 2
 
 
-EXAMPLES = """examples:
-  ussd-console demo                    a throwaway home fed by a simulated gateway
-  ussd-console --home /srv/ussd        the operator console on a home
-  ussd-console --home /srv/ussd watch  the receiver without a console (a server)
-  ussd-console ingest kakuma-0800.txt  take in a file by hand
-  ussd-console status                  totals, per-path counts, retention
-  ussd-console quarantine              conflicts waiting for an operator
-  ussd-console help quarantine        a command's own options and examples (or: COMMAND --help)
-"""
+EXAMPLES = (  # the command lines as typed; what each does, in the operator's language
+    ("ussd-console demo", N_("a throwaway home fed by a simulated gateway")),
+    ("ussd-console --home /srv/ussd", N_("the operator console on a home")),
+    ("ussd-console --home /srv/ussd watch", N_("the receiver without a console (a server)")),
+    ("ussd-console ingest kakuma-0800.txt", N_("take in a file by hand")),
+    ("ussd-console status", N_("totals, per-path counts, retention")),
+    ("ussd-console quarantine", N_("conflicts waiting for an operator")),
+    ("ussd-console help quarantine", N_("a command's own options and examples (or: COMMAND --help)")),
+)
+
+
+def examples_epilog() -> str:
+    width = max(len(line) for line, _words in EXAMPLES) + 2
+    return _("examples:") + "\n" + "".join(f"  {line:<{width}}{_(words)}\n" for line, words in EXAMPLES)
 
 
 def version() -> str:
@@ -55,19 +63,21 @@ class Parser(argparse.ArgumentParser):
         if action.choices is not None and value not in action.choices:
             choices = [str(c) for c in action.choices]
             close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            listed = ("ussd-console --help lists them" if len(choices) > 12 else "choose from " + ", ".join(map(repr, choices)))
-            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} ({listed})")
+            hint = _("; did you mean %(choice)r?", choice=close[0]) if close else ""
+            listed = (_("ussd-console --help lists them") if len(choices) > 12
+                      else _("choose from %(choices)s", choices=", ".join(map(repr, choices))))
+            raise argparse.ArgumentError(action, _("invalid choice: %(value)r%(hint)s (%(listed)s)",
+                                                   value=value, hint=hint, listed=listed))
         return super()._check_value(action, value)
 
 
 def add_help_command(sub, parser: argparse.ArgumentParser) -> None:
     """``ussd-console help [COMMAND ...]``: the same as ``--help``, of the program or of that command."""
-    p = sub.add_parser("help", help="this help, or a command's own: ussd-console help COMMAND",
+    p = sub.add_parser("help", help=_("this help, or a command's own: ussd-console help COMMAND"),
                        epilog=examples("ussd-console help", "ussd-console help cases",
                                        "ussd-console help operator add"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("topic", nargs="*", metavar="COMMAND", help="a command (and its action), such as: operator add")
+    p.add_argument("topic", nargs="*", metavar="COMMAND", help=_("a command (and its action), such as: operator add"))
     p.set_defaults(handler=lambda args, ctx: parser.parse_args([*args.topic, "--help"]) and 0)
 
 
@@ -75,7 +85,8 @@ class VersionAction(argparse.Action):
     """``--version``, looked up when asked for rather than each time the parser is built."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
-                 help="show program's version number and exit"):
+                 help=None):
+        help = help or _("show program's version number and exit")
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
@@ -107,15 +118,57 @@ def named_command(argv: list[str]) -> str | None:
     return None
 
 
+def given_option(argv: list[str], name: str) -> str | None:
+    """The value ``argv`` gives option ``name`` (``--lang fr`` or ``--lang=fr``, the last one wins),
+    read before argparse so that a usage error elsewhere in the line is still told in the language."""
+    found = None
+    for i, word in enumerate(argv):
+        if word == "--":
+            break
+        if word == name and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif word.startswith(name + "="):
+            found = word[len(name) + 1:]
+    return found
+
+
+def chosen_language(argv: list[str]) -> str:
+    """This run's language (``i18n.choose``): ``--lang``, else the home's ``[console] language``, else
+    the environment's; found before the parser is built, so its usage errors are in it too."""
+    flag = given_option(argv, "--lang")
+    configured = config = None
+    if not flag:
+        try:
+            config = Home.resolve(given_option(argv, "--home")).config
+            table = read_toml(config).get("console", {})
+        except (ValueError, OSError):
+            table = {}  # a config that does not load is reported, with its key, by whatever reads it
+        configured = table.get("language") if isinstance(table, dict) else None
+        if configured is not None and not isinstance(configured, str):
+            raise i18n.UnknownLanguage(f"{config} [console] language must be a language code in quotes, "
+                                       f"e.g. \"fr\", not {configured!r}")
+    try:
+        return i18n.choose(flag, configured, os.environ)
+    except i18n.UnknownLanguage as exc:
+        if flag:
+            raise
+        raise i18n.UnknownLanguage(f"{config} [console] language: {exc}") from None
+
+
+# argparse looks up its own words (console/argparse_words.py) through these at the moment it shows them.
+argparse._ = i18n._
+argparse.ngettext = i18n.ngettext
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser, or, when ``argv`` names a command, the parser with only that command's
     module registered (its handler and help are the same; only the other modules are not loaded)."""
     common = common_parser()
     parser = Parser(
         prog="ussd-console",
-        description="Field frame receiver and operator console. Without a command, opens the console.",
+        description=_("Field frame receiver and operator console. Without a command, opens the console."),
         parents=[common],  # --json here too: `ussd-console --json status` works as well as after the command
-        epilog=EXAMPLES,
+        epilog=examples_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=VersionAction)
@@ -131,6 +184,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        i18n.select(chosen_language(argv))
+    except i18n.UnknownLanguage as exc:
+        i18n.select(i18n.SOURCE)
+        print(f"ussd-console: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     import_store_driver(argv)  # before anything imports peewee
     import peewee
 
@@ -158,16 +217,18 @@ def main(argv: list[str] | None = None) -> int:
     except StdoutClosed:
         return 0
     except (CommandError, StoreError, RetentionError, ValueError) as exc:
-        print(f"ussd-console: error: {one_line(exc)}", file=sys.stderr)
+        print(_("ussd-console: error: %(reason)s", reason=one_line(exc)), file=sys.stderr)
         return EXIT_ERROR
     except (peewee.OperationalError, sqlite3.OperationalError) as exc:
         reason = one_line(exc)
         if "locked" in reason or "busy" in reason:
-            reason = f"the store {ctx.store_label} is locked by another process for too long ({reason})"
-        print(f"ussd-console: error: store: {reason}", file=sys.stderr)
+            reason = _("the store %(store)s is locked by another process for too long (%(reason)s)",
+                       store=ctx.store_label, reason=reason)
+        print(_("ussd-console: error: store: %(reason)s", reason=reason), file=sys.stderr)
         return EXIT_ERROR
     except (peewee.DatabaseError, sqlite3.DatabaseError) as exc:
-        print(f"ussd-console: error: store {ctx.store_label}: {one_line(exc)}", file=sys.stderr)
+        print(_("ussd-console: error: store %(store)s: %(reason)s", store=ctx.store_label, reason=one_line(exc)),
+              file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:
         # filename is whatever the failing call was given: a path, or a bare descriptor number.
@@ -178,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ussd-console: error: {exc.strerror or one_line(exc)}: {where}".rstrip(": "), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("ussd-console: interrupted", file=sys.stderr)
+        print(_("ussd-console: interrupted"), file=sys.stderr)
         return 130
     finally:
         ctx.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sys
 from typing import Iterable, Sequence
 
@@ -12,6 +13,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from core.i18n import _
 from core.rules.text import escape_text
 
 from .errors import stdout_closed
@@ -52,6 +54,22 @@ def safe(value: object, limit: int = 200, style: str = "") -> Text:
     else:
         shown = escape_text(text, limit)
     return Text(shown, style=style)
+
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def assembled(template: str, **parts: object) -> Text:
+    """A translated line whose ``%(name)s`` placeholders are filled with ``parts`` in whatever order
+    the language puts them; a ``Text`` part (outside text through ``safe``) keeps its own form."""
+    out, pos = Text(), 0
+    for m in _PLACEHOLDER.finditer(template):
+        out.append(template[pos:m.start()])
+        part = parts[m.group(1)]
+        out.append(part if isinstance(part, Text) else Text(str(part)))
+        pos = m.end()
+    out.append(template[pos:])
+    return out
 
 
 CODE_WIDTH = 32  # a code or id longer than this is folded over lines rather than crowd out other columns
@@ -125,7 +143,8 @@ class FittedTable:
             return
         kept, widths = laid
         left_out = [name for n, name in enumerate(self.columns) if n not in kept]
-        caption = (f"not shown at this width: {', '.join(left_out)} (a wider terminal or --json shows them)"
+        caption = (_("not shown at this width: %(columns)s (a wider terminal or --json shows them)",
+                     columns=", ".join(left_out))
                    if left_out else None)
         t = Table(title=self.title, title_justify="left", caption=caption, caption_justify="left",
                   show_lines=False)

@@ -25,6 +25,7 @@ The console's own settings live in a ``[console]`` table::
 
     [console]
     unlock_minutes = 15         # an unlocked signing key locks after this long without a signature
+    language = "fr"             # the console's and the command line's words (else the environment's)
 
     [console.keys]              # action id = key(s); the console checks ids and clashes at start
     quit = "ctrl+q"
@@ -94,6 +95,11 @@ def from_table(cls, table: Mapping[str, Any], where: str):
 
 
 # (kind, lowest allowed, highest allowed); the ranges keep a typo from stalling delivery.
+class LanguageCode(str):
+    """The kind of a setting that names one of the shipped languages (``core.i18n``); a plain
+    ``str`` setting is a time of day."""
+
+
 _RULES: dict[str, tuple[type, float | None, float | None]] = {
     "sweep_interval": (float, 0.05, 3600.0),
     "settle_time": (float, 0.0, 600.0),
@@ -107,6 +113,7 @@ _RULES: dict[str, tuple[type, float | None, float | None]] = {
     "text_columns": (list, 0, 32),
     "phone_columns": (list, 0, 32),
     "unlock_minutes": (float, 0.0, 720.0),  # [console]; at most a long shift
+    "language": (LanguageCode, None, None),  # [console]: one of the shipped languages (core.i18n)
     "every": (float, 1.0, 30 * 86400.0),  # [backup], [report]: seconds between scheduled backups or reports
     "keep": (int, 1, 10_000),  # [backup], [report]: backups or reports kept in the folder
     "at": (str, 0, 24 * 60 - 1),  # [report]: the time of day "HH:MM" reports are made at (core.report.config)
@@ -126,6 +133,16 @@ def check_setting(key: str, value: Any, section: str = "inbox") -> None:
     """One setting against the rules table (``_RULES``); a bad value is a ValueError naming its
     section and key. Every section's loader checks through it, ``[backup]``'s too."""
     kind, low, high = _RULES[key]
+    if kind is LanguageCode:
+        if not isinstance(value, str):
+            raise ValueError(f"{section} setting {key} must be a language code in quotes, e.g. \"fr\", not {value!r}")
+        from core.i18n import check_language
+
+        try:
+            check_language(value)
+        except ValueError as exc:
+            raise ValueError(f"{section} setting {key}: {exc}") from None
+        return
     if kind is tuple:
         choices = _CHOICES[key]
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v in choices for v in value):
@@ -208,9 +225,12 @@ class ConsoleConfig:
 
     unlock_minutes: float = 15.0
     keys: Mapping[str, str] = dataclasses.field(default_factory=dict)  # [console.keys]: action id -> key(s)
+    language: str | None = None  # None: the environment's language (core.i18n.choose)
 
     def __post_init__(self) -> None:
         check_setting("unlock_minutes", self.unlock_minutes, section="console")
+        if self.language is not None:
+            check_setting("language", self.language, section="console")
         if not isinstance(self.keys, dict):
             raise ValueError("'keys' must be a table ([console.keys]) of action id = \"key\"")
         for action_id, key in self.keys.items():
@@ -224,8 +244,9 @@ def load_console_config(config_path: Path) -> ConsoleConfig:
     if not isinstance(table, dict):
         raise ValueError(f"{config_path}: 'console' must be a table ([console])")
     for key in table:
-        if key not in ("unlock_minutes", "keys"):
-            raise ValueError(f"{config_path} [console]: unknown setting {key!r} (known: keys, unlock_minutes)")
+        if key not in ("unlock_minutes", "keys", "language"):
+            raise ValueError(f"{config_path} [console]: unknown setting {key!r} "
+                             "(known: keys, language, unlock_minutes)")
     try:
         return ConsoleConfig(**table)
     except ValueError as exc:

@@ -33,6 +33,7 @@ TEMPLATE = """\
 
 # [console]                         # the operator console
 # unlock_minutes = 15.0             # an unlocked signing key locks after this long without a signature (0: always ask)
+# language = "fr"                   # not set by default: LANGUAGE, LC_ALL, LC_MESSAGES or LANG, else English (en, es, fr, pt, sw)
 
 # [console.keys]                    # action id = key(s), to move a console key; docs/operator.md lists the ids
 # quit = "q"                        # for example: the key that asks to quit

@@ -14,6 +14,10 @@ pytest_plugins = ["tests.support.console_support", "tests.support.hypothesis_set
 # operators hundreds of times, so it wraps with one round. Set here, before any test, so the CLI and
 # console processes the tests start inherit it; one test checks the real default on its own.
 os.environ.setdefault("USSD_CONSOLE_KDF_ROUNDS", "1")
+# The tests read the English words whatever language the machine running them speaks: LANGUAGE is
+# the first variable the command line and the console choose a language from (core/i18n.py).
+# A test about choosing the language sets its own.
+os.environ["LANGUAGE"] = "en"
 
 BACKENDS = ["sqlite", "postgres"]
 

@@ -60,3 +60,8 @@ def test_the_installed_wheel_runs_the_demo_from_another_folder(tmp_path):
     assert "sample files missing" not in demo.stderr
     assert "Dispatch ranking" in demo.stdout and "kak01-1" in demo.stdout
     assert list(elsewhere.iterdir()) == []  # the demo's home is a throwaway one
+    # The catalogs travel as package data: a usage error in French from the installed copy.
+    french = subprocess.run([str(env_dir / "bin" / "ussd-console"), "--lang", "fr", "status", "--bogus"], cwd=elsewhere,
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert french.returncode == 2 and french.stderr.startswith("utilisation : "), french.stderr
+    assert "arguments non reconnus : --bogus" in french.stderr

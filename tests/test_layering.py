@@ -204,7 +204,7 @@ def test_the_cycle_check_can_fail(tmp_path):
 # The layers, lowest first. A package is a folder of core/ (named by its folder), a module at the
 # top of core/ (named in full) or the whole console; each imports only from layers below its own.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("core.lazy", "core.urls", "core.config_template", "core.clock"),  # the standard library alone
+    ("core.lazy", "core.urls", "core.config_template", "core.clock", "core.i18n"),  # the standard library alone (and Babel)
     ("rules", "core"),  # the rules, and the package itself (it names its exports lazily)
     ("store",),
     ("core.config", "core.home"),  # the settings read against the store's backends, the home's folders

@@ -15,6 +15,10 @@ from pathlib import Path
 from tests.support.helpers import ROOT
 
 
+# gettext's names (core.i18n): public by the convention every translation tool extracts by.
+GETTEXT = {"_", "N_"}
+
+
 def sources(root: Path) -> dict[str, tuple[str, bool]]:
     """Every module of ``core`` and ``console``: name -> (source, whether it is a package)."""
     out = {}
@@ -40,7 +44,7 @@ def private_uses(modules: dict[str, tuple[str, bool]]) -> list[str]:
         return ".".join(base + ([node.module] if node.module else []))
 
     found = []
-    for name, (text, _) in modules.items():
+    for name, (text, _is_package) in modules.items():
         tree = ast.parse(text)
         bound: dict[str, str] = {}  # a local name -> the module it names
         uses: list[tuple[str, str, int]] = []  # (owner module, private name, line)
@@ -60,7 +64,7 @@ def private_uses(modules: dict[str, tuple[str, bool]]) -> list[str]:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
                 uses.append((bound[node.value.id], node.attr, node.lineno))
         for owner, attr, line in uses:
-            if not attr.startswith("_") or attr.startswith("__") or owner == name:
+            if not attr.startswith("_") or attr.startswith("__") or owner == name or attr in GETTEXT:
                 continue
             commands = name.startswith("console.commands.") and owner.startswith("console.commands.")
             if package(owner) != package(name):

@@ -8,14 +8,15 @@ import datetime as dt
 
 from rich.text import Text
 
-from console.render import table, when
+from console.render import safe, table, when
 from core.alerts import load_alerts_config
 from core.rules.frame import NEED_NAMES
-from core.rules.retention import describe
+from core.i18n import N_, _, moment, ngettext, number
+from core.rules.retention import DAY
 
 
 def examples(*lines: str) -> str:
-    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+    return _("examples:") + "\n" + "\n".join(f"  {line}" for line in lines)
 
 
 def with_examples(*lines: str) -> dict:
@@ -36,19 +37,25 @@ def row_count(text: str) -> int:
 
 
 def add_paging(p, offset: bool = True, limit: int = 50) -> None:
-    p.add_argument("--limit", type=row_count, default=limit, metavar="N", help=f"show at most N rows (default {limit})")
+    p.add_argument("--limit", type=row_count, default=limit, metavar="N",
+                   help=_("show at most N rows (default %(limit)s)", limit=limit))
     if offset:
-        p.add_argument("--offset", type=row_count, default=0, metavar="N", help="skip the first N rows (the next page)")
+        p.add_argument("--offset", type=row_count, default=0, metavar="N",
+                       help=_("skip the first N rows (the next page)"))
 
 
 def window(what: str, offset: int, shown: int, total: int) -> str:
     """Which rows of how many a page shows, worded as the console's screens word it:
     "Cases 1-50 of 280", "Cases: none", "Cases: none at offset 999 (of 280)"."""
     if shown:
-        return f"{what} {offset + 1}-{offset + shown} of {total}"
+        return _("%(what)s %(first)s-%(last)s of %(total)s", what=what, first=number(offset + 1),
+                 last=number(offset + shown), total=number(total))
     if not total:
-        return f"{what}: none"
-    return f"{what}: none" + (f" at offset {offset}" if offset >= total else "") + f" (of {total})"
+        return _("%(title)s: %(none)s", title=what, none=_("none"))
+    if offset >= total:
+        return _("%(what)s: none at offset %(offset)s (of %(total)s)", what=what, offset=number(offset),
+                 total=number(total))
+    return _("%(what)s: none (of %(total)s)", what=what, total=number(total))
 
 
 DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")
@@ -74,12 +81,12 @@ def date_arg_end(text: str) -> float:
     return (when_ + (dt.timedelta(days=1) if whole_day else dt.timedelta(seconds=1))).timestamp()
 
 
-def table_or_none(title: str, columns, rows, none: str = "none", **kwargs):
+def table_or_none(title: str, columns, rows, none: str | None = None, **kwargs):
     """A table, or "Title: none" when it has no rows: an empty grid reads as something that failed to load."""
     rows = list(rows)
     if rows:
         return table(title, columns, rows, **kwargs)
-    return Text(f"{title}: {none}")
+    return Text(_("%(title)s: %(none)s", title=title, none=none or _("none")))
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -88,28 +95,45 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 def minute(ts: float | None) -> str:
     """A table's time to the minute: the seconds are in --json, the columns are for the rest."""
-    return when(ts)[:16]
+    return moment(ts, seconds=False)
 
 
 def status_words(status: str, disputed: bool) -> Text:
     """A case's status, and "! DISPUTED" on a line of its own so that a narrow column never splits it."""
-    text = Text(status)
+    text = Text(_(CASE_STATUS_WORDS[status]) if status in CASE_STATUS_WORDS else status)
     if disputed:
-        text.append("\n! DISPUTED", style="bold")
+        text.append("\n" + _("! DISPUTED"), style="bold")
     return text
 
 
-def need_words(code: str) -> str:
+# A case's status (core/rules/lifecycle.py) in words; the codes are in --json.
+CASE_STATUS_WORDS = {"open": N_("open"), "dispatched": N_("dispatched"), "served": N_("served"),
+                     "closed": N_("closed")}
+
+
+def need_words(code: str) -> Text:
+    """"WAT water": the code as the frame has it, then its name in the operator's language."""
     name = NEED_NAMES.get(code)
-    return f"{code} {name}" if name else code
+    return Text(f"{code} {_(name)}") if name else safe(code)
+
+
+def retention_length(seconds: float) -> str:
+    """"30 days", "12 hours": ``core.rules.retention.describe`` in the operator's language."""
+    if seconds % DAY == 0:
+        days = int(seconds // DAY)
+        return ngettext("%(n)s day", "%(n)s days", days, n=number(days))
+    hours = seconds / 3600
+    return ngettext("%(n)s hour", "%(n)s hours", int(hours) if hours.is_integer() else 2, n=number(hours))
 
 
 def retention_words(policy: dict) -> str:
     """"30 days (the default)", "10 days (signed exception by alice)", "45 days (set by alice)"."""
+    length = retention_length(policy["retention_seconds"])
     if policy["set_by"] == "default":
-        return f"{describe(policy['retention_seconds'])} (the default)"
-    kind = "signed exception" if policy["is_exception"] else "set"
-    return f"{describe(policy['retention_seconds'])} ({kind} by {policy['set_by']})"
+        return _("%(length)s (the default)", length=length)
+    if policy["is_exception"]:
+        return _("%(length)s (signed exception by %(operator)s)", length=length, operator=policy["set_by"])
+    return _("%(length)s (set by %(operator)s)", length=length, operator=policy["set_by"])
 
 
 def alert_targets(home) -> list[str]:

@@ -12,23 +12,26 @@ from rich.text import Text
 from console.exports import default_target, write_csv, write_export
 from console.errors import stdout_closed
 from console.render import make_console, print_json, table
+from core.i18n import _, number
 
 from .common import add_paging, date_arg, date_arg_end, examples, minute, need_words, status_words, window
 
 
 def register(sub, common) -> None:
     p = sub.add_parser(
-        "cases", parents=[common], help="the applied ledger, one page",
+        "cases", parents=[common], help=_("the applied ledger, one page"),
         epilog=examples("ussd-console cases --filter water", "ussd-console cases --since 2025-05-01 --until 2025-05-07",
                         "ussd-console cases --sort headcount --limit 20"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_paging(p)
     p.add_argument("--sort", default="first_seen", help="first_seen, frame_id, site, need, headcount, pri")
-    p.add_argument("--asc", action="store_true", help="ascending (default newest or largest first)")
+    p.add_argument("--asc", action="store_true", help=_("ascending (default newest or largest first)"))
     p.add_argument("--filter", default=None, metavar="TEXT",
-                   help="text to find in the site, the need (code or name: water finds WAT) or the frame id")
-    p.add_argument("--since", type=date_arg, metavar="DATE", help="first seen on or after DATE (YYYY-MM-DD[ HH:MM])")
-    p.add_argument("--until", type=date_arg_end, metavar="DATE", help="first seen on or before DATE (that whole day)")
+                   help=_("text to find in the site, the need (code or name: water finds WAT) or the frame id"))
+    p.add_argument("--since", type=date_arg, metavar="DATE",
+                   help=_("first seen on or after DATE (YYYY-MM-DD[ HH:MM])"))
+    p.add_argument("--until", type=date_arg_end, metavar="DATE",
+                   help=_("first seen on or before DATE (that whole day)"))
     p.set_defaults(handler=cmd_cases)
 
     p = sub.add_parser("ranking", parents=[common],
@@ -53,13 +56,16 @@ def cmd_cases(args, ctx) -> int:
             print_json(row.to_dict())
         return 0
     total = r.count_cases(args.filter, since=args.since, until=args.until)
+    # TRANSLATORS: the column of frame ids (a frame's own reference, as the field worker typed it)
+    frame_id, site, need, people, pri = _("frame_id"), _("site"), _("need"), _("people"), _("pri")
+    first_seen, version, status = _("first seen"), _("version"), _("status")
     make_console().print(table(
-        window("Cases", args.offset, len(rows), total),
-        ["frame_id", "site", "need", "people", "pri", "first seen", "version", "status"],
-        [(c.frame_id, c.site, need_words(c.need), c.headcount, c.pri, minute(c.first_seen),
-          c.version, status_words(c.status, c.disputed)) for c in rows],
-        codes=("frame_id", "site", "people", "pri", "version", "status"),
-        drop=("version", "first seen", "pri"),  # never the need, the people or the status
+        window(_("Cases"), args.offset, len(rows), total),
+        [frame_id, site, need, people, pri, first_seen, version, status],
+        [(c.frame_id, c.site, need_words(c.need), Text(number(c.headcount)), c.pri,
+          minute(c.first_seen), c.version, status_words(c.status, c.disputed)) for c in rows],
+        codes=(frame_id, site, people, pri, version, status),
+        drop=(version, first_seen, pri),  # never the need, the people or the status
     ))
     return 0
 
@@ -72,14 +78,16 @@ def cmd_ranking(args, ctx) -> int:
         for row in rows:
             print_json(row.to_dict())
         return 0
+    rank, frame_id, site, need, people, pri = _("rank"), _("frame_id"), _("site"), _("need"), _("people"), _("pri")
+    status, first_seen = _("status"), _("first seen")
     make_console().print(table(
-        window("Dispatch ranking" + (" (every case)" if args.all else " (open and dispatched cases)"),
+        window(_("Dispatch ranking (every case)") if args.all else _("Dispatch ranking (open and dispatched cases)"),
                args.offset, len(rows), ctx.receiver.count_ranked(include_done=args.all)),
-        ["rank", "frame_id", "site", "need", "people", "pri", "status", "first seen"],
-        [(c.rank, c.frame_id, c.site, need_words(c.need), c.headcount, c.pri,
+        [rank, frame_id, site, need, people, pri, status, first_seen],
+        [(c.rank, c.frame_id, c.site, need_words(c.need), Text(number(c.headcount)), c.pri,
           status_words(c.status, c.disputed), minute(c.first_seen)) for c in rows],
-        codes=("rank", "frame_id", "site", "people", "pri", "status"),
-        drop=("first seen",),
+        codes=(rank, frame_id, site, people, pri, status),
+        drop=(first_seen,),
     ))
     return 0
 

@@ -223,7 +223,8 @@ def listing(home) -> BackupListing:
 
 
 def words(b: dict) -> str:
-    """``status``'s backup line, for a person."""
+    """The backups in one English line, for the situation report (``status`` builds its own,
+    in the operator's language)."""
     last = b.get("last_verified")
     line = "backups: " + (f"last verified {time.strftime('%Y-%m-%d %H:%M', time.localtime(last['at']))} "
                           f"{last['file']} ({last['size']:,} bytes)" if last else "none verified yet")

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from core.i18n import N_
+
 from .cksum import trailer
 
 FRAME_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}", re.ASCII)
@@ -28,12 +30,12 @@ _FRAME_ID_MATCH = FRAME_ID_RE.fullmatch
 MAX_FRAME_CHARS = 64
 _SURROUNDING_SPACE = " \t\r\n\x0b\x0c"
 
-NEED_NAMES = {
-    "MED": "medical",
-    "SHE": "shelter",
-    "WAT": "water",
-    "FOO": "food",
-    "PRO": "protection",
+NEED_NAMES = {  # English, as --filter matches them and exports write them; shown translated (N_)
+    "MED": N_("medical"),
+    "SHE": N_("shelter"),
+    "WAT": N_("water"),
+    "FOO": N_("food"),
+    "PRO": N_("protection"),
 }
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from core.i18n import N_
+
 from .reasons import Words
 
 # What became of a held conflict (the quarantine row's status).
@@ -30,7 +32,7 @@ OUTCOME_COUNTS: dict[str, tuple[str, str]] = {
 }
 OUTCOME_ORDER = tuple(OUTCOME_COUNTS)
 
-NO_RECEIVER = "no watch or console is running"
+NO_RECEIVER = N_("no watch or console is running")  # translated where shown
 NONE = "none"
 
 

@@ -18,7 +18,7 @@ def test_each_round_of_the_alternated_rates_starts_from_an_empty_store(tmp_path)
     for k in range(2):
         for name in ("fast", "reference"):
             with Receiver(str(tmp_path / f"ab-{name}-{k}.db")) as r:
-                assert r.totals()["frames"] == 300, (name, k)
+                assert r.totals().frames == 300, (name, k)
 
 
 def test_the_loaded_store_is_copied_whole(tmp_path):

@@ -205,6 +205,37 @@ def read_toml(path: Path) -> dict:
         raise ValueError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
+def read_section(config_path: Path, section: str, known) -> tuple[dict, str]:
+    """One ``[section]`` of the file with only ``known`` keys, and the ``where`` its errors name
+    (``config.toml [backup]``); a section that is not a table, or an unknown key, is an error."""
+    table = read_toml(config_path).get(section, {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{config_path}: '{section}' must be a table ([{section}])")
+    where = f"{config_path} [{section}]"
+    for key in table:
+        if key not in known:
+            raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(known)})")
+    return table, where
+
+
+def folder_setting(table: dict, where: str, section: str) -> str | None:
+    """A section's ``dir``: a folder path, or None when unset."""
+    folder = table.get("dir")
+    if folder is not None and (not isinstance(folder, str) or not folder.strip()):
+        raise ValueError(f"{where}: {section} setting dir must be a folder path, not {folder!r}")
+    return folder
+
+
+def checked(table: dict, where: str, section: str, keys) -> None:
+    """Each of ``keys`` the section sets, against the rules table; the error names the file."""
+    try:
+        for key in keys:
+            if key in table:
+                check_setting(key, table[key], section=section)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
 def load_inbox_config(config_path: Path, overrides: Mapping[str, Any] | None = None) -> InboxConfig:
     """``[inbox]`` from the file, then ``overrides`` (flags left unset are ``None`` and ignored)."""
     doc = read_toml(config_path)

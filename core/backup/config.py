@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import check_setting, read_toml
+from core.config import checked, folder_setting, read_section
 
 KNOWN = ("dir", "every", "keep", "recipients")
 
@@ -44,22 +44,8 @@ def _recipients(value, where: str) -> tuple[str, ...]:
 
 
 def load_backup_config(config_path: Path) -> BackupConfig:
-    table = read_toml(config_path).get("backup", {})
-    where = f"{config_path} [backup]"
-    if not isinstance(table, dict):
-        raise ValueError(f"{config_path}: 'backup' must be a table ([backup])")
-    for key in table:
-        if key not in KNOWN:
-            raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(KNOWN)})")
-    folder = table.get("dir")
-    if folder is not None and (not isinstance(folder, str) or not folder.strip()):
-        raise ValueError(f"{where}: backup setting dir must be a folder path, not {folder!r}")
-    try:
-        if "every" in table:
-            check_setting("every", table["every"], section="backup")
-        if "keep" in table:
-            check_setting("keep", table["keep"], section="backup")
-    except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+    table, where = read_section(config_path, "backup", KNOWN)
+    folder = folder_setting(table, where, "backup")
+    checked(table, where, "backup", ("every", "keep"))
     return BackupConfig(dir=folder, every=float(table["every"]) if "every" in table else None,
                         keep=int(table.get("keep", 14)), recipients=_recipients(table.get("recipients", []), where))

@@ -17,7 +17,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import check_setting, read_toml
+from core.config import check_setting, checked, folder_setting, read_section
 
 from .period import span_seconds
 
@@ -62,21 +62,8 @@ def _every(value, where: str) -> float:
 
 
 def load_report_config(config_path: Path) -> ReportConfig:
-    table = read_toml(config_path).get("report", {})
-    where = f"{config_path} [report]"
-    if not isinstance(table, dict):
-        raise ValueError(f"{config_path}: 'report' must be a table ([report])")
-    for key in table:
-        if key not in KNOWN:
-            raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(KNOWN)})")
-    folder = table.get("dir")
-    if folder is not None and (not isinstance(folder, str) or not folder.strip()):
-        raise ValueError(f"{where}: report setting dir must be a folder path, not {folder!r}")
-    try:
-        for key in ("at", "keep"):
-            if key in table:
-                check_setting(key, table[key], section="report")
-    except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+    table, where = read_section(config_path, "report", KNOWN)
+    folder = folder_setting(table, where, "report")
+    checked(table, where, "report", ("at", "keep"))
     every = _every(table["every"], where) if "every" in table else None
     return ReportConfig(every=every, at=table.get("at"), dir=folder, keep=int(table.get("keep", 30)))

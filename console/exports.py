@@ -15,7 +15,7 @@ import datetime as dt
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Iterable
+from typing import IO, Callable, Iterable
 
 from console.errors import CommandError
 from core.home import private_folder, sync_folder
@@ -90,60 +90,77 @@ def _rows(receiver, v: View) -> Iterable[list]:
         yield from v.trailer(receiver)
 
 
-def write_csv(receiver, name: str, out: IO[str], hxl: bool = False) -> int:
-    """The view as CSV rows on ``out`` (with ``hxl``, HXL's hashtag row under the header); return
+def write_table_csv(out: IO[str], header: list[str], rows: Iterable[list], hxl: bool = False) -> int:
+    """One table as CSV rows on ``out`` (with ``hxl``, HXL's hashtag row under the header); return
     the number of rows under the header (the hashtag row not counted)."""
-    v = view(name)
     writer = csv.writer(out)
-    writer.writerow(v.header)
+    writer.writerow(header)
     if hxl:
-        writer.writerow(hashtag_row(v.header))
+        writer.writerow(hashtag_row(header))
     n = 0
-    for row in _rows(receiver, v):
+    for row in rows:
         writer.writerow([_cell(x) for x in row])
         n += 1
     return n
 
 
-def _write_xlsx(receiver, name: str, path: str, hxl: bool = False) -> int:
+def write_csv(receiver, name: str, out: IO[str], hxl: bool = False) -> int:
+    """The view as CSV rows on ``out``; return the number of rows under the header."""
+    v = view(name)
+    return write_table_csv(out, v.header, _rows(receiver, v), hxl)
+
+
+def open_book(path: str):
+    """An .xlsx workbook that never guesses: text stays text (never a formula, a number or a link),
+    rows stream to disk."""
     import xlsxwriter
 
-    v = view(name)
-    # No guessing: text stays text (never a formula, a number or a link), rows stream to disk.
-    book = xlsxwriter.Workbook(path, {"constant_memory": True, "strings_to_formulas": False,
+    return xlsxwriter.Workbook(path, {"constant_memory": True, "strings_to_formulas": False,
                                       "strings_to_numbers": False, "strings_to_urls": False})
+
+
+def write_sheet(book, name: str, header: list[str], rows: Iterable[list], hxl: bool = False) -> int:
+    """One table as a sheet of ``book``; return the number of rows under the header."""
     sheet = book.add_worksheet(name)
     bold = book.add_format({"bold": True})
-    sheet.write_row(0, 0, v.header, bold)
+    sheet.write_row(0, 0, header, bold)
     if hxl:
-        sheet.write_row(1, 0, hashtag_row(v.header), bold)
+        sheet.write_row(1, 0, hashtag_row(header), bold)
     n = 0
-    for n, row in enumerate(_rows(receiver, v), start=1):
+    for n, row in enumerate(rows, start=1):
         for col, value in enumerate(row):
             value = _cell(value)
             if isinstance(value, str):
                 sheet.write_string(n + int(hxl), col, value)
             else:
                 sheet.write_number(n + int(hxl), col, value)
+    return n
+
+
+def _write_xlsx(receiver, name: str, path: str, hxl: bool = False) -> int:
+    v = view(name)
+    book = open_book(path)
+    n = write_sheet(book, name, v.header, _rows(receiver, v), hxl)
     book.close()
     return n
 
 
-def write_export(receiver, name: str, target: Path, fmt: str = "csv", force: bool = False, hxl: bool = False) -> int:
-    """Write view ``name`` to ``target`` atomically; return the number of rows written."""
-    view(name)
+def write_file(target: Path, fmt: str, force: bool, csv_rows: Callable[[IO[str]], int] | None,
+               xlsx_rows: Callable[[str], int] | None) -> int:
+    """Fill a temporary file beside ``target`` (``csv_rows`` writes CSV on a text stream,
+    ``xlsx_rows`` a workbook at a path), sync it and put it in place; return the rows written."""
     target = check_target(Path(target), force)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         if fmt == "xlsx":
             os.close(fd)
-            rows = _write_xlsx(receiver, name, tmp, hxl)
+            rows = xlsx_rows(tmp)
             fd = os.open(tmp, os.O_RDONLY)
             os.fsync(fd)
             os.close(fd)
         else:
             with os.fdopen(fd, "w", newline="", encoding="utf-8") as out:
-                rows = write_csv(receiver, name, out, hxl)
+                rows = csv_rows(out)
                 out.flush()
                 os.fsync(out.fileno())
         _place(tmp, target, force)
@@ -154,6 +171,13 @@ def write_export(receiver, name: str, target: Path, fmt: str = "csv", force: boo
             pass
         raise
     return rows
+
+
+def write_export(receiver, name: str, target: Path, fmt: str = "csv", force: bool = False, hxl: bool = False) -> int:
+    """Write view ``name`` to ``target`` atomically; return the number of rows written."""
+    view(name)
+    return write_file(target, fmt, force, lambda out: write_csv(receiver, name, out, hxl),
+                      lambda path: _write_xlsx(receiver, name, path, hxl))
 
 
 def _place(tmp: str, target: Path, force: bool) -> None:

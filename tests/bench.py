@@ -258,19 +258,26 @@ def report_figure(tmp: Path, db: str, frames: int) -> None:
     from core.home import Home
 
     home = Home(tmp / "report-home").ensure()
+    cli = [sys.executable, "-m", "console.cli", "--home", str(home.root), "--db", db]
+    root = Path(__file__).resolve().parents[1]
+    status = json.loads(subprocess.run([*cli, "status", "--json"], cwd=root, capture_output=True, text=True,
+                                       check=True).stdout)
     for fmt in ("html", "pdf"):
         out = tmp / f"report.{fmt}"
         t = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--home", str(home.root), "--db", db, "report",
-                                 "--since", "90d", "--format", fmt, "--to", str(out), "--force", "--json"],
-                                cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE, text=True)
-        _pid, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen([*cli, "report", "--since", "90d", "--format", fmt, "--to", str(out), "--force",
+                                 "--json"], cwd=root, stdout=subprocess.PIPE, text=True)
+        _pid, code, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t
         got = json.loads(proc.stdout.read())
         proc.stdout.close()
         print(f"REPORT ({fmt}) of a {frames:,}-frame store: {seconds:.1f} s, peak memory "
               f"{usage.ru_maxrss / 1024:,.0f} MB ({got['cases']:,} cases, {got['people']:,} people, "
-              f"{out.stat().st_size / 1024:,.0f} KiB){'' if status == 0 else f'; exit status {status}'}")
+              f"{out.stat().st_size / 1024:,.0f} KiB){'' if code == 0 else f'; exit status {code}'}")
+        # Every case of the store is in the period: its figures are status --json's whole-home ones.
+        same = (got["cases"], got["people"]) == (status["cases"], status["headcount_total"])
+        print(f"  cases and people {'equal' if same else 'DIFFER from'} status --json's "
+              f"({status['cases']:,} cases, {status['headcount_total']:,} people)")
 
 
 PG_WORKER = """

@@ -17,24 +17,32 @@ from .common import alert_targets, with_examples
 def register(sub, common) -> None:
     p = sub.add_parser("report", parents=[common], help="the situation report of a period (HTML or PDF)",
                        **with_examples("ussd-console report", "ussd-console report --since 7d --format pdf",
-                                       "ussd-console report --since 2026-12-01 --until 2026-12-02 --json"))
+                                       "ussd-console report --since 2026-12-01 --until 2026-12-02 --json",
+                                       "ussd-console report --since 7d --format csv --hxl"))
     p.add_argument("--since", default="24h", metavar="24h|7d|DATE",
                    help="the period's start: a span back from --until (24h, 7d) or a date (default 24h)")
     p.add_argument("--until", default=None, metavar="DATE", help="the period's end (a bare date: that whole day; "
                                                                   "default now)")
     p.add_argument("--site", default=None, metavar="SITE", help="one site's cases only")
-    p.add_argument("--format", choices=("html", "pdf"), default=None,
-                   help="html or pdf (default: from the --to name, else html)")
+    p.add_argument("--format", choices=("html", "pdf", "csv", "xlsx"), default=None,
+                   help="html or pdf; csv (a folder, one file per table) or xlsx (a sheet per table) for the "
+                        "report's tables (default: from the --to name, else html)")
     p.add_argument("--to", metavar="FILE", default=None,
-                   help="the file to write (default <home>/reports/report-<time>.<format>)")
+                   help="the file (for csv, the new folder) to write (default <home>/reports/report-<time>.<format>)")
     p.add_argument("--force", action="store_true", help="replace an existing --to FILE")
+    p.add_argument("--hxl", action="store_true",
+                   help="with csv or xlsx: the HXL hashtag row under each table's header (#sector, #loc, #affected, "
+                        "#meta+count, #date ...)")
     p.set_defaults(handler=cmd_report)
 
 
 def _format(to: str | None, given: str | None) -> str:
     if given:
         return given
-    return "pdf" if to and to.lower().endswith(".pdf") else "html"
+    for fmt in ("pdf", "xlsx"):
+        if to and to.lower().endswith("." + fmt):
+            return fmt
+    return "html"
 
 
 def _target(to: str, force: bool) -> Path:
@@ -50,6 +58,19 @@ def _target(to: str, force: bool) -> Path:
     return target
 
 
+def _write_tables(args, ctx, receiver, period, fmt: str, now: float) -> Written:
+    """The report's tables as a folder of CSVs or one workbook, from the figures the page shows."""
+    from console.report_exports import check_tables_target, default_target as tables_target, write_tables
+    from core.report.tables import data_tables
+    from core.report.write import Written, figures_for
+
+    target = check_tables_target(Path(args.to), fmt, args.force) if args.to else \
+        tables_target(ctx.home.root / "reports", fmt, now)
+    figures = figures_for(ctx.home, receiver, period, alert_targets(ctx.home), now)
+    write_tables(data_tables(figures), target, fmt, force=args.force, hxl=args.hxl)
+    return Written(target, fmt, figures.cases, figures.people, figures)
+
+
 def cmd_report(args, ctx) -> int:
     from core.report.write import default_target, write_report
 
@@ -59,9 +80,14 @@ def cmd_report(args, ctx) -> int:
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     fmt = _format(args.to, args.format)
+    if args.hxl and fmt not in ("csv", "xlsx"):
+        raise CommandError("--hxl tags the report's tables: give --format csv or --format xlsx")
     receiver = ctx.receiver  # first: a missing home is an error before any reports folder is made
-    target = _target(args.to, args.force) if args.to else default_target(ctx.home.root / "reports", fmt, now)
-    done = write_report(ctx.home, receiver, period, fmt, target, alert_targets(ctx.home), now)
+    if fmt in ("csv", "xlsx"):
+        done = _write_tables(args, ctx, receiver, period, fmt, now)
+    else:
+        target = _target(args.to, args.force) if args.to else default_target(ctx.home.root / "reports", fmt, now)
+        done = write_report(ctx.home, receiver, period, fmt, target, alert_targets(ctx.home), now)
     if ctx.json:
         print_json({"file": str(done.file), "format": done.format, "cases": done.cases, "people": done.people})
     else:

@@ -2,9 +2,10 @@
 the row under the header that HDX and the cluster tools read, so no office re-labels columns.
 
 Pure data. Hashtags are the HXL dictionary's core ones (``#meta``, ``#loc``, ``#sector``,
-``#affected``, ``#severity``, ``#status``, ``#date``); attributes say which of a kind a column
-is (``+id``, ``+code``, ``+name``, ``+reported`` ...). A column not listed is ``#meta`` with its own
-name as the attribute, so every column is tagged and a reader keeps it.
+``#affected``, ``#severity``, ``#status``, ``#date``, ``#indicator``, ``#description``);
+attributes say which of a kind a column is (``+id``, ``+code``, ``+name``, ``+reported`` ...). A
+column not listed is ``#meta`` with its own name as the attribute, so every column is tagged and
+a reader keeps it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,25 @@ HASHTAGS: dict[str, str] = {
     "path": "#meta+path",
     "frame": "#meta+frame",
     "reason": "#meta+reason",
+    # The situation report's tables (``report --format csv|xlsx --hxl``): counts of cases (and of
+    # conflicts, rejects) as HXL Proxy's own count column, people as people affected, a bucket or
+    # period by its start and end, other numbers as numeric indicators.
+    "cases": "#meta+count",
+    "count": "#meta+count",
+    "people": "#affected+ind",
+    "since": "#date+start",
+    "until": "#date+end",
+    "start": "#date+start",
+    "end": "#date+end",
+    "made_at": "#date+reported",
+    "sites": "#indicator+num+sites",
+    "oldest_waiting_hours": "#indicator+num+waited+hours",
+    "waited": "#meta+waited",
+    "checkpoint": "#meta+checkpoint",
+    "note": "#description",
+    "conflict_id": "#meta+conflict",
+    "decision": "#status+decision",
+    "reason_name": "#meta+reason+name",
 }
 
 _ATTRIBUTE = re.compile(r"[^a-z0-9_]")

@@ -19,6 +19,7 @@ from textual.app import SystemCommand
 from textual.screen import Screen
 
 from core import Receiver
+from core.i18n import _
 from core.rules.retention import describe
 from core.rules.text import escape_text
 
@@ -150,8 +151,9 @@ class OperatorActions:
         """The palette offers every action of the table (``ActionsProvider`` adds their synonyms),
         then Textual's own (theme, screenshot)."""
         for action in actions.palette_entries():
-            where = ", ".join(actions.SCOPE_TITLES[s].split(" (")[0].lstrip("12345 ") for s in action.scopes)
+            where = ", ".join(actions.scope_title(s).split(" (")[0].lstrip("12345 ") for s in action.scopes)
             keys = actions.key_label(actions.keys_of(action, self.keymap))
-            yield SystemCommand(action.palette_title, f"key {keys} | {where}{actions.needs_words(action)}",
+            help_words = _("key %(keys)s | %(where)s", keys=keys, where=where) + actions.needs_words(action)
+            yield SystemCommand(action.shown_title, help_words,
                                 lambda a=action: self.run_table_action(a))
         yield from (c for c in super().get_system_commands(screen) if c.title != "Quit")

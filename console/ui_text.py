@@ -15,6 +15,8 @@ import os
 from rich.text import Text
 
 from console.render import safe
+from core.i18n import N_, _, ngettext
+from core.i18n import number as i18n_number
 from core.rules.reasons import reason_words
 from core.rules.frame import NEED_NAMES
 from core.rules.words import RESOLUTIONS, resolution_words
@@ -62,7 +64,7 @@ def short_stamp(ts: float | None, now: float) -> str:
 
 
 def count(n: int | None) -> str:
-    return "-" if n is None else f"{n:,}"
+    return "-" if n is None else i18n_number(n)
 
 
 def number(n: int | None) -> Text:
@@ -84,34 +86,37 @@ def need_code(code: str) -> Text:
     return safe(code, 8)
 
 
+STATUS_SHOWN = {"open": N_("open"), "dispatched": N_("dispatched"), "served": N_("served"), "closed": N_("closed")}
+
+
 def status(word: str, disputed: bool = False) -> Text:
     """A case's status as its word; a disputed case also says DISPUTED, after a ``!``. Never colour alone."""
-    out = Text(word, style="bold" if word == "dispatched" else "")
+    out = Text(_(STATUS_SHOWN.get(word, word)), style="bold" if word == "dispatched" else "")
     if disputed:
-        out.append(" ! DISPUTED", style="bold reverse")
+        out.append(_(" ! DISPUTED"), style="bold reverse")
     return out
 
 
 # Every outcome carries its own word and a leading mark; style only repeats it.
 OUTCOMES = {
-    "APPLIED": ("+ applied", "bold"),
-    "DUPLICATE": ("= duplicate", "dim"),
-    "CONFLICT_QUARANTINED": ("! CONFLICT", "bold reverse"),
-    "REJECT_BAD_FORMAT": ("x bad format", "underline"),
-    "REJECT_BAD_CRC": ("x bad checksum", "underline"),
+    "APPLIED": (N_("+ applied"), "bold"),
+    "DUPLICATE": (N_("= duplicate"), "dim"),
+    "CONFLICT_QUARANTINED": (N_("! CONFLICT"), "bold reverse"),
+    "REJECT_BAD_FORMAT": (N_("x bad format"), "underline"),
+    "REJECT_BAD_CRC": (N_("x bad checksum"), "underline"),
 }
 MEANINGS = {
-    "APPLIED": "first valid arrival of a case: the ledger changed",
-    "DUPLICATE": "already applied (a re-send or a re-rank): counted, nothing else",
-    "CONFLICT_QUARANTINED": "same identity, different payload: held in Quarantine",
-    "REJECT_BAD_FORMAT": "not a frame: listed under Rejects with file and line",
-    "REJECT_BAD_CRC": "the checksum does not match the frame: listed under Rejects",
+    "APPLIED": N_("first valid arrival of a case: the ledger changed"),
+    "DUPLICATE": N_("already applied (a re-send or a re-rank): counted, nothing else"),
+    "CONFLICT_QUARANTINED": N_("same identity, different payload: held in Quarantine"),
+    "REJECT_BAD_FORMAT": N_("not a frame: listed under Rejects with file and line"),
+    "REJECT_BAD_CRC": N_("the checksum does not match the frame: listed under Rejects"),
 }
 
 
 def outcome(code: str) -> Text:
     label, style = OUTCOMES.get(code, (code, ""))
-    return Text(label, style=style)
+    return Text(_(label), style=style)
 
 
 # The store's reason codes are exact (--json, docs/operator.md); the screen says them in words,
@@ -142,7 +147,7 @@ RESOLUTION_WORDS = {code: resolution_words(code, short=True) for code in RESOLUT
 
 def files_waiting(n: int) -> str:
     """The inbox's backlog, said whole: "1 file waiting in the inbox"."""
-    return f"{count(n)} {'file' if n == 1 else 'files'} waiting in the inbox"
+    return ngettext("%(n)s file waiting in the inbox", "%(n)s files waiting in the inbox", n, n=count(n))
 
 
 def inbox_takers(records: list[dict], own_pid: int | None = None) -> list[dict]:

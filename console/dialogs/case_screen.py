@@ -15,11 +15,12 @@ from rich.text import Text
 from textual import work
 from textual.binding import Binding
 
+from core.i18n import _
 from console import actions
 from console.messages import MarkRequest
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from console.render import safe
 from console.ui_text import PRI, need, reason, stamp, status
@@ -27,6 +28,7 @@ from core.rules.words import resolution_words
 from core.signing.case_story import case_story
 from core.signing.keys import ActionError
 from core.store.records import Case
+from console.widgets.words_footer import WordsFooter
 
 
 def _table(title: str, columns: list[str]) -> Table:
@@ -106,10 +108,10 @@ class CaseScreen(ModalScreen[None]):
             with VerticalScroll(id="case-scroll"):
                 yield Static(Text("reading the case...", style="dim"), id="case-body")
             keymap = getattr(self.app, "keymap", {})
-            marks = ", ".join(f"{actions.key_label(actions.keys_of(a, keymap))} {a.description.lower()}"
+            marks = ", ".join(f"{actions.key_label(actions.keys_of(a, keymap))} {_(a.description).lower()}"
                               for a in actions.in_scope("case"))
             yield Static(Text(f"Esc closes | {marks} (signed)", style="dim"), id="case-keys")
-        yield Footer()  # the case screen's own keys, not the screen's under it
+        yield WordsFooter()  # the case screen's own keys, not the screen's under it
 
     def on_mount(self) -> None:
         self.query_one("#case-box").border_title = "case history"

@@ -8,7 +8,8 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Static
+from textual.widgets import Button, Static
+from console.widgets.words_footer import WordsFooter
 
 
 class ConfirmDialog(ModalScreen[bool]):
@@ -33,7 +34,7 @@ class ConfirmDialog(ModalScreen[bool]):
             with Horizontal(id="dialog-buttons"):
                 yield Button(f"{self.yes} (y)", id="yes", variant="error")
                 yield Button(f"{self.no} (n)", id="no", variant="primary")
-        yield Footer()  # the dialog's own keys, not the screen's under it
+        yield WordsFooter()  # the dialog's own keys, not the screen's under it
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()

@@ -15,10 +15,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, RadioButton, RadioSet, Static
+from textual.widgets import Button, RadioButton, RadioSet, Static
 
 from console.export_views import VIEWS
 from core.rules.text import escape_text
+from console.widgets.words_footer import WordsFooter
 
 FORMAT_LABELS = {"csv": "CSV", "xlsx": "XLSX (Excel)"}
 CHOSEN, NOT_CHOSEN = "(•)", "( )"
@@ -104,7 +105,7 @@ class ExportDialog(ModalScreen[tuple[str, str] | None]):
                 cancel = Button("Cancel (esc)", id="cancel")
                 cancel.can_focus = False  # Tab never lands here, so Space or Enter never cancels unseen
                 yield cancel
-        yield Footer()  # the dialog's own keys, not the screen's under it
+        yield WordsFooter()  # the dialog's own keys, not the screen's under it
 
     def on_mount(self) -> None:
         # The view list first: arrows choose at once, as the hint says (focus on the button made

@@ -15,11 +15,12 @@ from textual import work
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Label, ProgressBar, Sparkline, Static
+from textual.widgets import Label, ProgressBar, Sparkline, Static
 
 from console import actions
 from console.render import safe
 from core.report.period import Period
+from console.widgets.words_footer import WordsFooter
 
 NEEDS_SHOWN = 6
 
@@ -75,7 +76,7 @@ class OverviewScreen(ModalScreen[None]):
                 yield Label("People by need", id="ov-needs-title", classes="title")
                 yield Vertical(id="ov-needs")
                 yield Static("", id="overview-note")
-        yield Footer()
+        yield WordsFooter()
 
     def on_mount(self) -> None:
         self.query_one("#overview-box").border_title = "overview: today"

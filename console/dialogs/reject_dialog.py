@@ -9,12 +9,13 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Static
+from textual.widgets import Button, Static
 
 from console.render import safe
 from console.ui_text import stamp
 from core.rules.explain import explain_reject, outcome_words
 from core.store.records import Reject
+from console.widgets.words_footer import WordsFooter
 
 
 def reject_details(row: Reject) -> Table:
@@ -47,7 +48,7 @@ class RejectDialog(ModalScreen[None]):
                 yield Static(reject_details(self.row), id="dialog-body")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Close (esc)", id="close", variant="primary")
-        yield Footer()  # the dialog's own keys, not the screen's under it
+        yield WordsFooter()  # the dialog's own keys, not the screen's under it
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(None)

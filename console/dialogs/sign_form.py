@@ -24,7 +24,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Select, Static
 
 from core.rules.retention import RetentionError
 from core.rules.text import escape_text
@@ -33,6 +33,7 @@ from core.signing.keys import ActionError
 from core.signing.operators import list_operators, load_signer
 from core.signing.roles import WHAT
 from console.messages import SigningChanged
+from console.widgets.words_footer import WordsFooter
 
 
 def unlock_place() -> str:
@@ -115,7 +116,7 @@ class SignForm(ModalScreen[bool]):
             with Horizontal(id="sign-buttons"):
                 yield Button(self.sign_label + " (ctrl+s)", id="sign", variant="primary", compact=True)
                 yield Button("Cancel (esc)", id="cancel", compact=True)
-        yield Footer()  # the dialog's own keys, not the screen's under it
+        yield WordsFooter()  # the dialog's own keys, not the screen's under it
 
     def on_mount(self) -> None:
         box = self.query_one("#preview-box", VerticalScroll)

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.widgets import DataTable, Sparkline, Static
 
+from core.i18n import N_
 from console.dialogs.reject_dialog import RejectDialog
 from console.render import safe
 from console.ui_text import basename, count, outcome, reason, stamp
@@ -158,7 +159,7 @@ class NewestFirstTable(KeyedTable):
 
 class ActivityPanel(Panel):
     TAB_ID = "activity"
-    TITLE = "Activity"
+    TITLE = N_("Activity")
     EXPORT_VIEW = "rejects"
     BINDINGS = actions.bindings(TAB_ID)
 

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual import on
 from textual.widgets import DataTable, Static
 
+from core.i18n import N_
 from console.render import safe
 from console.ui_text import PRI, RESOLUTION_WORDS, count, need, number, reason, stamp
 from console.widgets.keyed_table import KeyedTable
@@ -97,7 +98,7 @@ def summary(item: Conflict) -> Text:
 
 class QuarantinePanel(Panel):
     TAB_ID = "quarantine"
-    TITLE = "Quarantine"
+    TITLE = N_("Quarantine")
     EXPORT_VIEW = "quarantine"
     BINDINGS = actions.bindings(TAB_ID)
 
@@ -132,8 +133,8 @@ class QuarantinePanel(Panel):
             for q in rows
         ])
         # One line at 80 columns, whatever the counts: with resolved ones too, t's way back is the hint.
-        info = window_text(self.page_offset, len(rows), self.total, "conflicts" if self.show_resolved
-                           else "open conflicts")
+        info = window_text(self.page_offset, len(rows), self.total, N_("conflicts") if self.show_resolved
+                           else N_("open conflicts"))
         if self.show_resolved:
             info.append(", resolved too | t: open only", style="dim")
         elif self.total:

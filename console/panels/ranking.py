@@ -13,6 +13,7 @@ from typing import NamedTuple
 from rich.text import Text
 from textual.containers import Horizontal, Vertical
 
+from core.i18n import N_
 from console.render import safe
 from console.ui_text import day_only, number, stamp, status
 from console.widgets.bars import Bars
@@ -62,7 +63,7 @@ def bars_fit(height: int, rows: int, bars: int) -> bool:
 
 class RankingPanel(CaseRows, Panel):
     TAB_ID = "ranking"
-    TITLE = "Ranking"
+    TITLE = N_("Ranking")
     EXPORT_VIEW = "ranking"
     BINDINGS = actions.bindings(TAB_ID)
 
@@ -147,6 +148,6 @@ class RankingPanel(CaseRows, Panel):
             self.query_one("#bars-need", Bars).rows = tuple((r.key, r.headcount) for r in data.bars.by_need)
             self.query_one("#bars-site", Bars).rows = tuple((r.key, r.headcount) for r in data.bars.by_site)
         self._fit_bars()
-        info = window_text(self.page_offset, len(rows), self.total, "dispatch order")
+        info = window_text(self.page_offset, len(rows), self.total, N_("dispatch order"))
         info.append(" | highest pri(ority) first; Enter: history", style="dim")
         self.query_one("#ranking-info", InfoLine).update(info)

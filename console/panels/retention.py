@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from core.i18n import N_
 from console.render import safe
 from console.ui_text import count, number, stamp
 from console.widgets.keyed_table import KeyedTable
@@ -72,7 +73,7 @@ def policy_text(policy: Policy) -> Text:
 
 class RetentionPanel(Panel):
     TAB_ID = "retention"
-    TITLE = "Retention"
+    TITLE = N_("Retention")
     BINDINGS = actions.bindings(TAB_ID)
 
     def compose(self):

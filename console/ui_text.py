@@ -165,7 +165,8 @@ def taker_words(record: dict) -> str:
 def quit_inbox_words(others: list[dict]) -> str:
     """What quitting does to the inbox, true for this home now: who takes it after this console."""
     if others:
-        return (f"This console stops taking in the inbox; {taker_words(others[0])} is running on this home "
-                "and takes new files from now on. Nothing is lost.")
-    return ("This console stops taking in the inbox, and nothing else takes it on this home now: new files "
-            "wait there until the console or `ussd-console watch` runs again. Nothing is lost.")
+        return _("This console stops taking in the inbox; %(who)s is running on this home "
+                 "and takes new files from now on. Nothing is lost.", who=taker_words(others[0]))
+    return _("This console stops taking in the inbox, and nothing else takes it on this home now: new files "
+             "wait there until the console or %(command)s runs again. Nothing is lost.",
+             command="`ussd-console watch`")

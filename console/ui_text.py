@@ -15,7 +15,7 @@ import os
 from rich.text import Text
 
 from console.render import safe
-from core.i18n import N_, _, ngettext
+from core.i18n import N_, SOURCE, _, language, ngettext
 from core.i18n import number as i18n_number
 from core.rules.reasons import reason_words
 from core.rules.frame import NEED_NAMES
@@ -29,14 +29,20 @@ def basename(path: object, limit: int = 40) -> Text:
     return safe(os.path.basename(str(path)), limit)
 
 
-# English month names whatever the machine's locale: "2 Dec" reads one way only, where "12-02"
-# is the 2nd of December to some readers and the 12th of February to others.
+# The month's name, never its number, whatever the machine's locale: "2 Dec" reads one way only,
+# where "12-02" is the 2nd of December to some readers and the 12th of February to others. In the
+# operator's language when it is not English ("2 déc.", Babel's abbreviated month).
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def day(when: dt.datetime) -> str:
     """The day and the month's name: "2 Dec"."""
-    return f"{when.day} {MONTHS[when.month - 1]}"
+    lang = language()
+    if lang == SOURCE:
+        return f"{when.day} {MONTHS[when.month - 1]}"
+    from babel.dates import format_date
+
+    return format_date(when, "d MMM", locale=lang)
 
 
 def stamp(ts: float | None) -> str:

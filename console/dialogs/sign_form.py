@@ -171,7 +171,7 @@ class SignForm(ModalScreen[bool]):
             # A class, not :focus-within: a Select's row matched that with the keyboard elsewhere.
             row.set_class(focused, "-focused")
         box = self.query_one("#preview-box", VerticalScroll)
-        box.border_title = ("▶ " if self.focused is box else "") + "what will be signed"
+        box.border_title = ("▶ " if self.focused is box else "") + _("what will be signed")
 
     # -- preview ------------------------------------------------------------------------------
     def _operator(self) -> str:

@@ -139,3 +139,26 @@ def test_make_demo_in_french_shows_a_french_console_from_the_first_screen(monkey
     assert "1 Cas" in seen["tabs"] and "q Quitter" in seen["footer"], seen
     assert "| personnes " in seen["header"] and "balayage" in seen["header"], seen["header"]
     assert any("Une passerelle simulée va livrer" in note for note in seen["notes"]), seen["notes"]
+
+
+REPORT_WORDS = {"en": ("<html lang=\"en\">", "<h1>Situation report</h1>", "People by need", "Health now"),
+                "fr": ("<html lang=\"fr\">", "<h1>Rapport de situation</h1>", "Personnes par besoin", "État de santé"),
+                "sw": ("<html lang=\"sw\">", "<h1>Ripoti ya hali</h1>", "Watu kwa hitaji", "Hali ya mfumo sasa"),
+                "pt": ("<html lang=\"pt\">", "<h1>Relatório de situação</h1>", "Pessoas por necessidade", "Saúde agora"),
+                "es": ("<html lang=\"es\">", "<h1>Informe de situación</h1>", "Personas por necesidad", "Salud ahora")}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_the_situation_report_follows_the_language_and_its_json_does_not(sample_home, tmp_path, lang):
+    from tests.support.cli import cli
+
+    env = {**NO_LOCALE, "LANG": "C.UTF-8"}
+    english = cli(sample_home, "report", "--since", "30d", "--to", str(tmp_path / "en.html"), "--json", env=env)
+    r = cli(sample_home, "report", "--since", "30d", "--to", str(tmp_path / "r.html"), "--json", "--lang", lang,
+            env=env)
+    assert english.returncode == 0 and r.returncode == 0, r.stderr
+    assert r.stdout.replace("r.html", "en.html") == english.stdout  # codes and field names, byte for byte
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert all(word in page for word in REPORT_WORDS[lang]), lang
+    if lang != "en":
+        assert "People by need" not in page and "Situation report" not in page

@@ -146,7 +146,7 @@ def bar(value: float, largest: float, width: int) -> str:
 
 
 # -- words shared by screens, for what the store calls by a short name ------------------------------------------
-PRI = "priority"  # the field's 0-99 urgency: higher goes first in the ranking
+PRI = N_("priority")  # the field's 0-99 urgency: higher goes first in the ranking
 PRI_WORDS = "priority 0-99 from the field (higher goes first)"
 RESOLUTION_WORDS = {code: resolution_words(code, short=True) for code in RESOLUTIONS}  # core.rules.words
 

@@ -13,6 +13,7 @@ from textual.widgets import Button, Static
 
 from console.render import safe
 from console.ui_text import stamp
+from core.i18n import _, N_
 from core.rules.explain import explain_reject, outcome_words
 from core.store.records import Reject
 from console.widgets.words_footer import WordsFooter
@@ -22,20 +23,20 @@ def reject_details(row: Reject) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
-    grid.add_row("What was wrong", Text(explain_reject(row.frame_id, row.frame_text, row.reason),
+    grid.add_row(_("What was wrong"), Text(explain_reject(row.frame_id, row.frame_text, row.reason),
                                         style="bold"))
-    grid.add_row("Outcome", Text(outcome_words(row.outcome)))
-    grid.add_row("File", safe(row.file, 300))
-    grid.add_row("Line", Text("-" if row.line is None else str(row.line)))
-    grid.add_row("Frame id", safe(row.frame_id, 200))
-    grid.add_row("Arrived", Text(f"{stamp(row.ts)} via ") + safe(row.source, 16))
+    grid.add_row(_("Outcome"), Text(outcome_words(row.outcome)))
+    grid.add_row(_("File"), safe(row.file, 300))
+    grid.add_row(_("Line"), Text("-" if row.line is None else str(row.line)))
+    grid.add_row(_("Frame id"), safe(row.frame_id, 200))
+    grid.add_row(_("Arrived"), Text(_("%(when)s via", when=stamp(row.ts)) + " ") + safe(row.source, 16))
     grid.add_row("The line", safe(row.frame_text, 1000))  # whole, escaped: control bytes show as \\x1b
     return grid
 
 
 class RejectDialog(ModalScreen[None]):
     CSS_PATH = Path(__file__).with_name("dialogs.tcss")
-    BINDINGS = [Binding("escape,enter,q", "close", "Close")]
+    BINDINGS = [Binding("escape,enter,q", "close", N_("Close"))]
 
     def __init__(self, row: dict):
         super().__init__()

@@ -12,7 +12,7 @@ from textual import on
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Input
 
-from core.i18n import N_, _
+from core.i18n import N_, SOURCE, _, language
 from console.render import safe
 from console.ui_text import need, need_code, number, short_stamp, stamp, status
 from console.widgets.keyed_table import CaseTable, KeyedTable
@@ -60,8 +60,9 @@ def closed_up(text: Text, width: int) -> Text:
 
 SHORTEN = {"first_seen": closed_up}
 # In a language whose headers are longer than the English ones, the path goes whole at 80 columns
-# rather than show cut at the edge (it is in the case's history); in English it always fits.
-DROP = ("source",)
+# rather than show cut at the edge (it is in the case's history); in English the seen column
+# closes up first and everything fits.
+LONGER_WORDS_DROP = ("source",)
 
 
 class CasesPanel(CaseRows, Panel):
@@ -82,7 +83,8 @@ class CasesPanel(CaseRows, Panel):
         with Horizontal(classes="panel-top"):
             yield InfoLine(id="cases-info")
             yield Input(placeholder=_("/ filter: site, need or id"), id="cases-filter", max_length=64)
-        yield CaseTable(COLUMNS, drop=DROP, shorten=SHORTEN, id="cases-table")
+        drop = () if language() == SOURCE else LONGER_WORDS_DROP
+        yield CaseTable(COLUMNS, drop=drop, shorten=SHORTEN, id="cases-table")
 
     def params(self):
         return (self.sort, self.descending, self.filter, self.page_offset)

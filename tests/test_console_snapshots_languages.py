@@ -13,7 +13,8 @@ from core import i18n
 from tests.support.console_support import fixed_app, press_and_settle, until
 
 LANGS = ("es", "fr", "pt", "sw")
-SCREENS = {"cases": "1", "ranking": "2", "quarantine": "3", "retention": "4", "activity": "5", "help": "question_mark"}
+SCREENS = {"cases": ("1",), "ranking": ("2",), "quarantine": ("3",), "retention": ("4",), "activity": ("5",),
+           "help": ("question_mark",), "history": ("1", "enter"), "overview": ("o",)}
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +30,7 @@ def test_screen(snap_compare, sample_home, lang, screen):
     app = fixed_app(sample_home)
 
     async def run_before(pilot):
-        await press_and_settle(pilot, SCREENS[screen])
+        await press_and_settle(pilot, *SCREENS[screen])
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 

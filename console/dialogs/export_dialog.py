@@ -103,8 +103,8 @@ class ExportDialog(ModalScreen[tuple[str, str] | None]):
                                 folder=escape_text(self.folder, 60))),
                          id="dialog-body")
             with Horizontal(id="dialog-buttons"):
-                yield Button("Export (enter)", id="export", variant="primary")
-                cancel = Button("Cancel (esc)", id="cancel")
+                yield Button(_("Export (enter)"), id="export", variant="primary")
+                cancel = Button(_("Cancel (esc)"), id="cancel")
                 cancel.can_focus = False  # Tab never lands here, so Space or Enter never cancels unseen
                 yield cancel
         yield WordsFooter()  # the dialog's own keys, not the screen's under it

@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, ProgressBar, Sparkline, Static
 
 from console import actions
-from console.render import safe
+from console.render import assembled, safe
 from core.i18n import N_, _, ngettext, number
 from core.report.period import Period
 from console.widgets.words_footer import WordsFooter
@@ -124,10 +124,11 @@ class OverviewScreen(ModalScreen[None]):
 
     def _say(self) -> None:
         key = actions.key_label(actions.keys_of(actions.BY_ID["write_report"], getattr(self.app, "keymap", {})))
-        words = _("%(key)s writes today's report (HTML) to the home's reports/", key=key)
+        # Our words as they are (accents included); the file's name is outside text.
+        words = assembled(_("%(key)s writes today's report (HTML) to the home's reports/"), key=key)
         if self.written is not None:
-            words = _("report written to %(file)s", file=str(self.written))
-        self.query_one("#overview-note", Static).update(Text.assemble(safe(words, 600)))
+            words = assembled(_("report written to %(file)s"), file=safe(str(self.written), 600))
+        self.query_one("#overview-note", Static).update(words)
 
     def action_close(self) -> None:
         self.dismiss(None)

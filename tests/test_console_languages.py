@@ -162,3 +162,19 @@ def test_the_situation_report_follows_the_language_and_its_json_does_not(sample_
     assert all(word in page for word in REPORT_WORDS[lang]), lang
     if lang != "en":
         assert "People by need" not in page and "Situation report" not in page
+
+
+AUDIT_HELP = {"en": "the signed audit log", "fr": "le journal d'audit signé",
+              "sw": "kumbukumbu ya ukaguzi iliyotiwa saini", "pt": "o registo de auditoria assinado",
+              "es": "el registro de auditoría firmado"}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_the_list_of_commands_says_what_each_does_in_the_language(lang):
+    from tests.support.cli import run_cli
+
+    r = run_cli("--lang", lang, "--help", env={**NO_LOCALE, "LANG": "C.UTF-8"})
+    assert r.returncode == 0
+    lines = {line.split()[0]: " ".join(line.split()[1:]) for line in r.stdout.splitlines()
+             if line.startswith("    ") and line.split()}
+    assert lines["audit"] == AUDIT_HELP[lang]

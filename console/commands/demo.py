@@ -33,7 +33,7 @@ from .ui import logs_to_file
 def register(sub, common) -> None:
     # The console and the demo print no results: no --json.
     p = sub.add_parser("demo", parents=[common_parser(json=False)],
-                       help="the console on a throwaway home fed by a simulated gateway (about a minute)",
+                       help=_("the console on a throwaway home fed by a simulated gateway (about a minute)"),
                        **with_examples("ussd-console demo", "ussd-console demo --pace 0.5 --keep",
                                        "ussd-console demo --print"))
     p.add_argument("--print", dest="printed", action="store_true",

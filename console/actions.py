@@ -32,22 +32,24 @@ from core.signing import roles
 from core.signing.actions import ACCEPT, KEEP, RETENTION
 from core.signing.marks import MARK, STATUS_WORDS
 
+from core.i18n import N_, _
+
 from . import signed_actions
 
 # The tabs in order (ids and titles); console.panels.PANELS must match (a test checks it).
 TABS: tuple[tuple[str, str], ...] = (
-    ("cases", "Cases"),
-    ("ranking", "Ranking"),
-    ("quarantine", "Quarantine"),
-    ("retention", "Retention"),
-    ("activity", "Activity"),
+    ("cases", N_("Cases")),
+    ("ranking", N_("Ranking")),
+    ("quarantine", N_("Quarantine")),
+    ("retention", N_("Retention")),
+    ("activity", N_("Activity")),
 )
 SCOPE_TITLES: dict[str, str] = {
-    "app": "Everywhere",
-    "tables": "Every screen with a table",
+    "app": N_("Everywhere"),
+    "tables": N_("Every screen with a table"),
     **{tab: f"{n} {title}" for n, (tab, title) in enumerate(TABS, start=1)},
-    "case": "A case's history (Enter on a case)",
-    "overview": "The Overview (o)",
+    "case": N_("A case's history (Enter on a case)"),
+    "overview": N_("The Overview (o)"),
 }
 TAB_IDS = tuple(tab for tab, _title in TABS)
 # Keys the modal screens keep for themselves (their own BINDINGS, not remappable): a key moved onto
@@ -62,8 +64,8 @@ TAB_HOLDS: dict[str, tuple[str, ...]] = {
     "cases": ("", "cases"),
     "ranking": ("", "ranking"),
     "quarantine": ("", "quarantine"),
-    "retention": ("the policy, evictions and backups", "retention", "evictions", "backup"),
-    "activity": ("arrivals, rejects, rejected files, gateways", "rejects", "files", "gateway"),
+    "retention": (N_("the policy, evictions and backups"), "retention", "evictions", "backup"),
+    "activity": (N_("arrivals, rejects, rejected files, gateways"), "rejects", "files", "gateway"),
 }
 # The commands of ussd-console that the console does not do, and why: every other command is an
 # action of the table below (``Action.cli``), so the palette finds it by the command's name.
@@ -133,24 +135,50 @@ class Action:
 
     @property
     def palette_title(self) -> str:
+        """The palette's words in English (the docs' key table, and what the palette also finds)."""
         title = self.title or self.description
         return f"{title} (signed)" if self.signs else title
+
+    @property
+    def shown_title(self) -> str:
+        """The palette's words in the operator's language."""
+        title = _(self.title or self.description)
+        return _("%(title)s (signed)", title=title) if self.signs else title
 
     def shown_on(self, scope: str) -> bool:
         return self.show if isinstance(self.show, bool) else scope in self.show
 
 
+# The palette's words for the marks, each whole so a translator sees the sentence (the words of
+# core.signing.marks: _marks checks they agree).
+MARK_TITLES = {
+    "dispatched": N_("Mark the selected case dispatched (a team is on its way)"),
+    "served": N_("Mark the selected case served (aid delivered)"),
+    "closed": N_("Mark the selected case closed (no action needed; say why)"),
+    "open": N_("Mark the selected case open (back into the ranking)"),
+}
+# The tabs' actions: "Show Cases" in the footer and help, with what the tab holds in the palette.
+SHOW_WORDS = {
+    "cases": (N_("Show Cases"), N_("Show Cases")),
+    "ranking": (N_("Show Ranking"), N_("Show Ranking")),
+    "quarantine": (N_("Show Quarantine"), N_("Show Quarantine")),
+    "retention": (N_("Show Retention"), N_("Show Retention: the policy, evictions and backups")),
+    "activity": (N_("Show Activity"), N_("Show Activity: arrivals, rejects, rejected files, gateways")),
+}
+
+
 def _marks() -> list[Action]:
     keys = {  # label, key, and whether the footer shows it
-        "dispatched": ("Dispatched", "D", True),
-        "served": ("Served", "S", True),
-        "closed": ("Closed", "C", False),
-        "open": ("Re-open", "O", False),
+        "dispatched": (N_("Dispatched"), "D", True),
+        "served": (N_("Served"), "S", True),
+        "closed": (N_("Closed"), "C", False),
+        "open": (N_("Re-open"), "O", False),
     }
+    assert all(MARK_TITLES[status] == f"Mark the selected case {status} ({STATUS_WORDS[status][1]})" for status in keys)
     return [
         Action(f"mark_{status}", key, f"mark('{status}')", label, ("cases", "ranking", "case"),
-               title=f"Mark the selected case {status} ({STATUS_WORDS[status][1]})", words=("mark", "status", status),
-               signed=MARK.id, needs="a selected case", show=("cases", "ranking") if footer else False,
+               title=MARK_TITLES[status], words=("mark", "status", status),
+               signed=MARK.id, needs=N_("a selected case"), show=("cases", "ranking") if footer else False,
                cli=("case",))
         for status, (label, key, footer) in keys.items()
     ]
@@ -158,90 +186,89 @@ def _marks() -> list[Action]:
 
 ACTIONS: tuple[Action, ...] = (
     # -- everywhere -------------------------------------------------------------------------
-    *(Action(f"show_{tab}", str(n), f"show_panel('{tab}')", f"Show {title}", ("app",),
-             title=f"Show {title}" + (f": {TAB_HOLDS[tab][0]}" if TAB_HOLDS[tab][0] else ""),
+    *(Action(f"show_{tab}", str(n), f"show_panel('{tab}')", SHOW_WORDS[tab][0], ("app",), title=SHOW_WORDS[tab][1],
              words=("screen", "tab", tab), cli=TAB_HOLDS[tab][1:])
       for n, (tab, title) in enumerate(TABS, start=1)),
-    Action("help", "question_mark", "help", "Help", ("app",), title="Help: every key, and who may sign what",
+    Action("help", "question_mark", "help", N_("Help"), ("app",), title=N_("Help: every key, and who may sign what"),
            words=("keys", "roles"), show=True),
-    Action("palette", "ctrl+p", "command_palette", "palette", ("app",),
-           title="Command palette: every action by name", words=("commands", "search"), priority=True),
-    Action("maximize", "m", "toggle_maximize", "Maximize", ("app",), title="Maximize or restore the focused table",
+    Action("palette", "ctrl+p", "command_palette", N_("palette"), ("app",),
+           title=N_("Command palette: every action by name"), words=("commands", "search"), priority=True),
+    Action("maximize", "m", "toggle_maximize", N_("Maximize"), ("app",), title=N_("Maximize or restore the focused table"),
            words=("zoom", "full screen")),
-    Action("refresh", "ctrl+r", "refresh", "Refresh now", ("app",), title="Refresh now: query the store again",
+    Action("refresh", "ctrl+r", "refresh", N_("Refresh now"), ("app",), title=N_("Refresh now: query the store again"),
            words=("reload", "update")),
-    Action("dismiss", "d", "dismiss_notes", "Dismiss notifications", ("app",),
-           title="Dismiss the notifications", words=("clear", "hide", "notes"), priority=True),
-    Action("lock_key", "ctrl+l", "lock_key", "Lock the signing key", ("app",),
-           title="Lock the signing key now", words=("passphrase", "signing")),
-    Action("overview", "o", "overview", "Overview", ("app",),
-           title="Overview: today's arrivals per hour and people by need, and today's report",
+    Action("dismiss", "d", "dismiss_notes", N_("Dismiss notifications"), ("app",),
+           title=N_("Dismiss the notifications"), words=("clear", "hide", "notes"), priority=True),
+    Action("lock_key", "ctrl+l", "lock_key", N_("Lock the signing key"), ("app",),
+           title=N_("Lock the signing key now"), words=("passphrase", "signing")),
+    Action("overview", "o", "overview", N_("Overview"), ("app",),
+           title=N_("Overview: today's arrivals per hour and people by need, and today's report"),
            words=("summary", "charts", "sparkline", "today", "report")),
-    Action("quit", "q", "ask_quit", "Quit", ("app",), title="Quit the console", words=("exit", "close"),
+    Action("quit", "q", "ask_quit", N_("Quit"), ("app",), title=N_("Quit the console"), words=("exit", "close"),
            show=True),
-    Action("next_widget", "tab", "app.focus_next", "Next widget (shift+tab: previous)", ("app",), fixed=True),
+    Action("next_widget", "tab", "app.focus_next", N_("Next widget (shift+tab: previous)"), ("app",), fixed=True),
     # -- every screen with a table: the Panel base ------------------------------------------
-    Action("page_next", "right_square_bracket", "page(1)", "Next page", ("tables",),
-           title="Next page: the next window of rows (Cases, Ranking, Quarantine)", words=("more", "page")),
+    Action("page_next", "right_square_bracket", "page(1)", N_("Next page"), ("tables",),
+           title=N_("Next page: the next window of rows (Cases, Ranking, Quarantine)"), words=("more", "page")),
     # Not in the footer: the info line above each table says which rows are shown, and at 80
     # columns the footer has room for the screen's own actions and Quit, not for paging too.
-    Action("page_previous", "left_square_bracket", "page(-1)", "Previous page", ("tables",),
-           title="Previous page: the previous window of rows", words=("back", "page")),
-    Action("first_row", "home", "first_row", "First row of the table", ("tables",),
+    Action("page_previous", "left_square_bracket", "page(-1)", N_("Previous page"), ("tables",),
+           title=N_("Previous page: the previous window of rows"), words=("back", "page")),
+    Action("first_row", "home", "first_row", N_("First row of the table"), ("tables",),
            words=("top", "start"), priority=True),
-    Action("last_row", "end", "last_row", "Last row of the table", ("tables",),
+    Action("last_row", "end", "last_row", N_("Last row of the table"), ("tables",),
            words=("bottom",), priority=True),
-    Action("rows_up", "pageup", "rows_up", "Up a screenful of rows", ("tables",), priority=True),
-    Action("rows_down", "pagedown", "rows_down", "Down a screenful of rows", ("tables",), priority=True),
+    Action("rows_up", "pageup", "rows_up", N_("Up a screenful of rows"), ("tables",), priority=True),
+    Action("rows_down", "pagedown", "rows_down", N_("Down a screenful of rows"), ("tables",), priority=True),
     # In the Cases footer: the first screen a new operator sees says what Enter does (the other
     # screens say it on their info line).
-    Action("history", "enter", "history", "History", ("cases", "ranking", "quarantine"),
-           title="History of the selected case (versions, marks, conflicts)",
-           words=("case", "versions", "marks", "story"), needs="a selected case", fixed=True, show=("cases",),
+    Action("history", "enter", "history", N_("History"), ("cases", "ranking", "quarantine"),
+           title=N_("History of the selected case (versions, marks, conflicts)"),
+           words=("case", "versions", "marks", "story"), needs=N_("a selected case"), fixed=True, show=("cases",),
            cli=("case",)),
     # Activity's sweep, declared before export so its footer reads "w Sweep  e Export"
-    Action("sweep", "w", "app.sweep_now", "Sweep inbox now", ("activity",), title="Sweep the inbox now",
-           words=("inbox", "files", "look"), needs="the inbox running in this console", show=True),
-    Action("export", "e", "export", "Export", ("cases", "ranking", "quarantine", "activity"),
-           title="Export a view (CSV or .xlsx, to the home's exports/)",
+    Action("sweep", "w", "app.sweep_now", N_("Sweep inbox now"), ("activity",), title=N_("Sweep the inbox now"),
+           words=("inbox", "files", "look"), needs=N_("the inbox running in this console"), show=True),
+    Action("export", "e", "export", N_("Export"), ("cases", "ranking", "quarantine", "activity"),
+           title=N_("Export a view (CSV or .xlsx, to the home's exports/)"),
            words=("save", "file", "csv", "xlsx", "spreadsheet"), show=("ranking", "activity"), cli=("export",)),
     # -- Cases ------------------------------------------------------------------------------
-    Action("filter", "slash", "filter", "Filter", ("cases",), title="Filter cases by site, need or id",
+    Action("filter", "slash", "filter", N_("Filter"), ("cases",), title=N_("Filter cases by site, need or id"),
            words=("search", "find"), show=True),
-    Action("sort", "s", "next_sort", "Sort", ("cases",), title="Sort cases by the next column",
+    Action("sort", "s", "next_sort", N_("Sort"), ("cases",), title=N_("Sort cases by the next column"),
            words=("order",), show=True),
     # Not in the footer: at 80 columns Enter's history takes its place; the info line shows the
     # order's direction (v or ^) and the help screen lists r.
-    Action("reverse", "r", "reverse", "Reverse", ("cases",), title="Reverse the sort of cases",
+    Action("reverse", "r", "reverse", N_("Reverse"), ("cases",), title=N_("Reverse the sort of cases"),
            words=("order", "ascending", "descending")),
-    Action("clear_filter", "escape", "clear_filter", "Clear filter", ("cases",),
-           title="Clear the filter: every case again"),
+    Action("clear_filter", "escape", "clear_filter", N_("Clear filter"), ("cases",),
+           title=N_("Clear the filter: every case again")),
     *_marks(),
     # -- Quarantine -------------------------------------------------------------------------
-    Action("keep_first", "k", "resolve('keep_first')", "Keep first", ("quarantine",),
-           title="Resolve the conflict: keep the first version", words=("resolve", "conflict", "keep", "reject"),
-           signed=KEEP.id, needs="an open conflict selected", show=True, cli=("resolve",)),
-    Action("accept_correction", "a", "resolve('accept_correction')", "Accept correction", ("quarantine",),
-           title="Resolve the conflict: accept the correction", words=("resolve", "conflict", "accept", "new version"),
-           signed=ACCEPT.id, needs="an open conflict selected", show=True,
+    Action("keep_first", "k", "resolve('keep_first')", N_("Keep first"), ("quarantine",),
+           title=N_("Resolve the conflict: keep the first version"), words=("resolve", "conflict", "keep", "reject"),
+           signed=KEEP.id, needs=N_("an open conflict selected"), show=True, cli=("resolve",)),
+    Action("accept_correction", "a", "resolve('accept_correction')", N_("Accept correction"), ("quarantine",),
+           title=N_("Resolve the conflict: accept the correction"), words=("resolve", "conflict", "accept", "new version"),
+           signed=ACCEPT.id, needs=N_("an open conflict selected"), show=True,
            cli=("resolve",)),
-    Action("toggle_resolved", "t", "toggle_resolved", "Resolved too", ("quarantine",),
-           title="Conflicts: list resolved ones too", words=("resolved", "conflict", "history"), show=True),
+    Action("toggle_resolved", "t", "toggle_resolved", N_("Resolved too"), ("quarantine",),
+           title=N_("Conflicts: list resolved ones too"), words=("resolved", "conflict", "history"), show=True),
     # -- Retention --------------------------------------------------------------------------
-    Action("evict_now", "e", "app.evict_now", "Evict now", ("retention",),
-           title="Run eviction now: forget old frame ids (asks first, logged)",
+    Action("evict_now", "e", "app.evict_now", N_("Evict now"), ("retention",),
+           title=N_("Run eviction now: forget old frame ids (asks first, logged)"),
            words=("retention", "forget", "clean"), show=True, cli=("evict",)),
-    Action("sign_exception", "x", "app.sign_exception", "Sign exception", ("retention",),
-           title="Change the retention policy (below 30 days: an exception)",
+    Action("sign_exception", "x", "app.sign_exception", N_("Sign exception"), ("retention",),
+           title=N_("Change the retention policy (below 30 days: an exception)"),
            words=("retention", "exception", "policy", "days"), signed=RETENTION.id, show=True,
            cli=("retention",)),
     # -- the Overview -----------------------------------------------------------------------
-    Action("write_report", "r", "write_report", "Write today's report", ("overview",),
-           title="Write today's situation report (HTML, to the home's reports/) and say where",
+    Action("write_report", "r", "write_report", N_("Write today's report"), ("overview",),
+           title=N_("Write today's situation report (HTML, to the home's reports/) and say where"),
            words=("report", "situation", "html", "coordinator"), show=True, cli=("report",)),
     # -- Activity ---------------------------------------------------------------------------
-    Action("reject_details", "enter", "", "The whole rejected line and what was wrong", ("activity",),
-           title="Details of the selected reject", words=("reject", "why"), fixed=True),
+    Action("reject_details", "enter", "", N_("The whole rejected line and what was wrong"), ("activity",),
+           title=N_("Details of the selected reject"), words=("reject", "why"), fixed=True),
 )
 BY_ID: dict[str, Action] = {a.id: a for a in ACTIONS}
 assert len(BY_ID) == len(ACTIONS), "an action id is declared twice"
@@ -334,19 +361,30 @@ def check_keymap(keys: Mapping[str, str], where: str = "[console.keys]") -> dict
 
 
 # -- what the help screen, the palette and the docs show -------------------------------------------
+def scope_title(scope: str) -> str:
+    """A scope's title in the operator's language ("1 Cases" keeps its number)."""
+    if scope in TAB_IDS:
+        n = TAB_IDS.index(scope) + 1
+        return f"{n} {_(TABS[n - 1][1])}"
+    return _(SCOPE_TITLES[scope])
+
+
 def help_rows(scope: str, keymap: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
     """(keys, id, what it does) for every action of ``scope``, with the keys in force."""
     rows = []
     for a in in_scope(scope):
-        rows.append((key_label(keys_of(a, keymap)), a.id, (a.palette_title if a.title else a.description)
+        rows.append((key_label(keys_of(a, keymap)), a.id, (a.shown_title if a.title else _(a.description))
                      + needs_words(a)))
     return rows
 
 
 def needs_words(action: Action) -> str:
     """What an action needs before it runs: a role to sign it, a state of the screen."""
-    needs = ([f"the {action.role} role"] if action.role else []) + ([action.needs] if action.needs else [])
-    return f"; needs {' and '.join(needs)}" if needs else ""
+    role = _("the %(role)s role", role=action.role) if action.role else ""
+    state = _(action.needs) if action.needs else ""
+    if role and state:
+        return _("; needs %(role)s and %(state)s", role=role, state=state)
+    return _("; needs %(what)s", what=role or state) if role or state else ""
 
 
 def who_may() -> list[tuple[str, str, str]]:
@@ -359,7 +397,10 @@ def palette_entries() -> list[Action]:
 
 
 def matching_words(action: Action) -> tuple[str, ...]:
-    return (action.id.replace("_", " "), *action.words, *action.cli)
+    """What else the palette finds an action by: its id, its synonyms, its commands, and its English
+    title when the console speaks another language."""
+    english = (action.palette_title,) if action.shown_title != action.palette_title else ()
+    return (action.id.replace("_", " "), *english, *action.words, *action.cli)
 
 
 def key_table_markdown() -> str:

@@ -22,6 +22,7 @@ from textual.app import App
 
 from core.config import store_target as configured_store_target
 from core.home import Home
+from core.i18n import N_
 from core.inbox.heartbeat import live as live_services
 from core.rules.retention import EVICT_EVERY_SECONDS, EvictionSchedule
 from core.signing.session import SigningSession
@@ -191,8 +192,8 @@ class ConsoleApp(CaseActions, OperatorActions, App):
             notes.append(quit_inbox_words(others))  # who takes the inbox once this console is gone
         if self.quit_note:
             notes.append(self.quit_note)
-        if not notes or await self.push_screen_wait(ConfirmDialog("Quit the console?", "\n\n".join(notes),
-                                                                  yes="Quit")):
+        if not notes or await self.push_screen_wait(ConfirmDialog(N_("Quit the console?"), "\n\n".join(notes),
+                                                                  yes=N_("Quit"))):
             self.exit()
 
     def action_toggle_maximize(self) -> None:

@@ -12,6 +12,7 @@ import logging
 
 from textual import work
 
+from core.i18n import _, ngettext, number
 from core import Receiver
 from core.rules.text import escape_text
 
@@ -29,7 +30,7 @@ class CaseActions:
     # -- a case's history and its marks --------------------------------------------------
     def on_open_case(self, message: OpenCase) -> None:
         if message.case_id is None and message.case_key is None:
-            self.notify("No case selected.", markup=False)
+            self.notify(_("No case selected."), markup=False)
             return
         self.push_screen(CaseScreen(case_id=message.case_id, case_key=message.case_key))
 
@@ -37,23 +38,24 @@ class CaseActions:
         """Open the signing dialog that marks the case (previewed, signed); when it signed, every
         screen reloads, so the new status shows at once on Cases, Ranking and the case's history."""
         if message.case is None:
-            self.notify("No case selected.", markup=False)
+            self.notify(_("No case selected."), markup=False)
             return
         self.open_dialog(MarkDialog, case=message.case, status=message.status)
 
     # -- the signing session -----------------------------------------------------------------
     def action_lock_key(self) -> None:
         name = self.signing.lock()
-        self.notify(f"Signing key of {escape_text(name, 32)} locked." if name else "No signing key is unlocked.",
-                    title="Signing", markup=False)
+        self.notify(_("Signing key of %(name)s locked.", name=escape_text(name, 32)) if name
+                    else _("No signing key is unlocked."), title=_("Signing"), markup=False)
         self.show_signing()
 
     def _signing_tick(self) -> None:
         name = self.signing.lock_if_idle()
         if name:
-            self.notify(f"Signing key of {escape_text(name, 32)} locked after {self.signing.idle_seconds / 60:g} "
-                        "idle minutes; the next signature asks for the passphrase.",
-                        title="Signing", markup=False, timeout=10)
+            self.notify(_("Signing key of %(name)s locked after %(minutes)s idle minutes; the next signature "
+                          "asks for the passphrase.", name=escape_text(name, 32),
+                          minutes=number(self.signing.idle_seconds / 60)),
+                        title=_("Signing"), markup=False, timeout=10)
         self.show_signing()
 
     def on_signing_changed(self, message: SigningChanged) -> None:
@@ -78,7 +80,7 @@ class CaseActions:
         if choice:
             self._export(*choice)
         else:
-            self.notify("Export cancelled; nothing was written.", title="Export", markup=False, timeout=4)
+            self.notify(_("Export cancelled; nothing was written."), title=_("Export"), markup=False, timeout=4)
 
     @work(thread=True, group="export", exclusive=True, exit_on_error=False)
     def _export(self, view: str, fmt: str) -> None:
@@ -88,7 +90,8 @@ class CaseActions:
                 rows = write_export(receiver, view, target, fmt)
         except Exception as exc:
             log.exception("export failed")
-            self.notify(f"Export failed: {escape_text(exc, 160)}", severity="error", markup=False)
+            self.notify(_("Export failed: %(error)s", error=escape_text(exc, 160)), severity="error", markup=False)
             return
-        self.notify(f"{view}: {count(rows)} rows written to {escape_text(target, 160)}",
-                    title="Export", markup=False, timeout=10)
+        self.notify(ngettext("%(view)s: %(n)s row written to %(file)s", "%(view)s: %(n)s rows written to %(file)s",
+                             rows, view=view, n=count(rows), file=escape_text(target, 160)),
+                    title=_("Export"), markup=False, timeout=10)

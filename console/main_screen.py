@@ -11,10 +11,13 @@ from textual import on
 from textual.css.query import NoMatches
 from textual.lazy import Lazy
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
+
+from core.i18n import _
 
 from .panels import PANELS, Panel
 from .widgets.header_bar import HeaderBar
+from console.widgets.words_footer import WordsFooter
 
 
 class MainScreen(Screen):
@@ -27,9 +30,9 @@ class MainScreen(Screen):
         yield HeaderBar(self.home_label, clock=self.clock, id="header")
         with TabbedContent(id="tabs", initial=PANELS[0].TAB_ID):
             for n, panel in enumerate(PANELS, start=1):
-                with TabPane(f"{n} {panel.TITLE}", id=panel.TAB_ID):
+                with TabPane(f"{n} {_(panel.TITLE)}", id=panel.TAB_ID):
                     yield panel() if n == 1 else Lazy(panel())
-        yield Footer()
+        yield WordsFooter()
 
     def on_mount(self) -> None:
         self.panel().focus_main()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import TabbedContent
 
+from core.i18n import _, ngettext
 from core.inbox.faults import FILES_RETRIED
 from core.rules.text import escape_text
 from core.store.records import Conflict, InboxFile
@@ -34,17 +35,17 @@ class Notices:
         fault = (now or {}).get("last_error")
         if fault and fault != was:
             cause = fault.removesuffix(f"; {FILES_RETRIED}")  # a store or disk fault says it too: say it once
-            self.app.notify(f"Inbox fault: {escape_text(cause, 200)}. Files wait in the inbox; "
-                            "it resumes by itself when the fault clears.",
-                            title="Inbox", severity="error", timeout=15, markup=False)
+            self.app.notify(_("Inbox fault: %(cause)s. Files wait in the inbox; "
+                              "it resumes by itself when the fault clears.", cause=escape_text(cause, 200)),
+                            title=_("Inbox"), severity="error", timeout=15, markup=False)
             self.app.bell()
         elif was and not fault:
-            self.app.notify("Inbox fault cleared; delivery resumed.", title="Inbox", markup=False)
+            self.app.notify(_("Inbox fault cleared; delivery resumed."), title=_("Inbox"), markup=False)
 
     def conflicts(self, newest: list[Conflict], open_count: int) -> None:
         """A new conflict raises a notification and a bell; the Quarantine tab counts the open ones."""
         tab = self.app.query_one(TabbedContent).get_tab(QuarantinePanel.TAB_ID)
-        label = Text(f"3 {QuarantinePanel.TITLE}")
+        label = Text(f"3 {_(QuarantinePanel.TITLE)}")
         if open_count:
             label.append(f" !{count(open_count)}", style="bold")
         tab.label = label
@@ -59,13 +60,16 @@ class Notices:
         self.app.bell()
         for q in fresh[:NOTIFY_AT_MOST]:
             self.app.notify(
-                f"{escape_text(q.frame_id, 64)}: {escape_text(q.frame_text, 40)} differs from "
-                f"{escape_text(q.ledger_text or q.first_text, 40)}. Held for review; press 3 (d hides notes).",
-                title="! Conflict held", severity="warning", timeout=8, markup=False,
+                _("%(frame_id)s: %(new)s differs from %(first)s. Held for review; press 3 (d hides notes).",
+                  frame_id=escape_text(q.frame_id, 64), new=escape_text(q.frame_text, 40),
+                  first=escape_text(q.ledger_text or q.first_text, 40)),
+                title=_("! Conflict held"), severity="warning", timeout=8, markup=False,
             )
         if len(fresh) > NOTIFY_AT_MOST:
-            self.app.notify(f"and {len(fresh) - NOTIFY_AT_MOST} more new conflicts; press 3.",
-                            title="! Conflicts", severity="warning", timeout=8, markup=False)
+            more = len(fresh) - NOTIFY_AT_MOST
+            self.app.notify(ngettext("and %(n)s more new conflict; press 3.", "and %(n)s more new conflicts; press 3.",
+                                     more, n=count(more)),
+                            title=_("! Conflicts"), severity="warning", timeout=8, markup=False)
 
     def rejected_files(self, newest: list[InboxFile]) -> None:
         """A file rejected whole (by this console's inbox or another receiver on the store)."""
@@ -79,8 +83,11 @@ class Notices:
             return
         self.app.bell()
         for f in fresh[:NOTIFY_AT_MOST]:
-            self.app.notify(f"{escape_text(f.name, 64)}: {escape_text(f.reason, 160)}. Kept in rejected/; press 5.",
-                            title="! File rejected", severity="warning", timeout=15, markup=False)
+            self.app.notify(_("%(file)s: %(reason)s. Kept in rejected/; press 5.", file=escape_text(f.name, 64),
+                              reason=escape_text(f.reason, 160)),
+                            title=_("! File rejected"), severity="warning", timeout=15, markup=False)
         if len(fresh) > NOTIFY_AT_MOST:
-            self.app.notify(f"and {len(fresh) - NOTIFY_AT_MOST} more rejected files; press 5.",
-                            title="! Files rejected", severity="warning", timeout=15, markup=False)
+            more = len(fresh) - NOTIFY_AT_MOST
+            self.app.notify(ngettext("and %(n)s more rejected file; press 5.", "and %(n)s more rejected files; press 5.",
+                                     more, n=count(more)),
+                            title=_("! Files rejected"), severity="warning", timeout=15, markup=False)

@@ -19,6 +19,7 @@ from textual.app import SystemCommand
 from textual.screen import Screen
 
 from core import Receiver
+from core.i18n import N_, _, ngettext
 from core.rules.retention import describe
 from core.rules.text import escape_text
 
@@ -60,18 +61,17 @@ class OperatorActions:
         try:
             witnesses = await self.view.run(lambda r: (r.witnesses(self.clock()), r.retention_seconds()))
         except Exception as exc:
-            self.notify(f"Cannot read the store: {escape_text(exc, 160)}", severity="error", markup=False)
+            self.notify(_("Cannot read the store: %(error)s", error=escape_text(exc, 160)), severity="error", markup=False)
             return
         w, policy = witnesses
-        body = Text(
-            f"Forget the {count(w.due)} frame ids first seen before {stamp(w.cutoff)} "
-            f"(kept {describe(policy)})?\n\nCases stay in the ledger, and a re-sent frame is still "
-            "caught as a duplicate. The run is logged."
-        )
-        if await self.push_screen_wait(ConfirmDialog("Run eviction now", body, yes="Forget them")):
+        body = Text(_(
+            "Forget the %(n)s frame ids first seen before %(when)s (kept %(policy)s)?\n\nCases stay in the "
+            "ledger, and a re-sent frame is still caught as a duplicate. The run is logged.",
+            n=count(w.due), when=stamp(w.cutoff), policy=describe(policy)))
+        if await self.push_screen_wait(ConfirmDialog(N_("Run eviction now"), body, yes=N_("Forget them"))):
             self._evict("console")
         else:
-            self.notify("Eviction cancelled; nothing was removed.", title="Retention", markup=False, timeout=4)
+            self.notify(_("Eviction cancelled; nothing was removed."), title=_("Retention"), markup=False, timeout=4)
 
     @work(thread=True, group="evict", exit_on_error=False)
     def _evict(self, started_by: str) -> None:
@@ -81,10 +81,12 @@ class OperatorActions:
                 removed = receiver.evict(now=self.clock(), started_by=started_by)
         except Exception as exc:
             log.exception("eviction failed")
-            self.notify(f"Eviction failed: {escape_text(exc, 160)}", severity="error", markup=False)
+            self.notify(_("Eviction failed: %(error)s", error=escape_text(exc, 160)), severity="error", markup=False)
             return
         if started_by != "schedule" or removed:
-            self.notify(f"Eviction forgot {count(removed)} old frame ids; the cases stay.", title="Retention",
+            self.notify(ngettext("Eviction forgot %(n)s old frame id; the cases stay.",
+                                 "Eviction forgot %(n)s old frame ids; the cases stay.", removed, n=count(removed)),
+                        title=_("Retention"),
                         markup=False, timeout=5)
         self.inbox.post(RefreshRequest(force=True, changed=True))
 
@@ -94,7 +96,7 @@ class OperatorActions:
 
     def action_sweep_now(self) -> None:
         if self.service is None:
-            self.notify("The inbox is not running in this console.", severity="warning", markup=False)
+            self.notify(_("The inbox is not running in this console."), severity="warning", markup=False)
             return
         self._sweep()
 
@@ -104,9 +106,10 @@ class OperatorActions:
             handled = self.service.sweep_now()
         except Exception as exc:
             log.exception("sweep failed")
-            self.notify(f"Sweep failed: {escape_text(exc, 160)}", severity="error", markup=False)
+            self.notify(_("Sweep failed: %(error)s", error=escape_text(exc, 160)), severity="error", markup=False)
             return
-        self.notify(f"Sweep done: {count(handled)} {'file' if handled == 1 else 'files'} taken.", title="Inbox",
+        self.notify(ngettext("Sweep done: %(n)s file taken.", "Sweep done: %(n)s files taken.", handled,
+                             n=count(handled)), title=_("Inbox"),
                     markup=False, timeout=4)
         self.inbox.post(RefreshRequest(force=True))
 
@@ -150,8 +153,9 @@ class OperatorActions:
         """The palette offers every action of the table (``ActionsProvider`` adds their synonyms),
         then Textual's own (theme, screenshot)."""
         for action in actions.palette_entries():
-            where = ", ".join(actions.SCOPE_TITLES[s].split(" (")[0].lstrip("12345 ") for s in action.scopes)
+            where = ", ".join(actions.scope_title(s).split(" (")[0].lstrip("12345 ") for s in action.scopes)
             keys = actions.key_label(actions.keys_of(action, self.keymap))
-            yield SystemCommand(action.palette_title, f"key {keys} | {where}{actions.needs_words(action)}",
+            help_words = _("key %(keys)s | %(where)s", keys=keys, where=where) + actions.needs_words(action)
+            yield SystemCommand(action.shown_title, help_words,
                                 lambda a=action: self.run_table_action(a))
         yield from (c for c in super().get_system_commands(screen) if c.title != "Quit")

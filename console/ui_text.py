@@ -15,6 +15,8 @@ import os
 from rich.text import Text
 
 from console.render import safe
+from core.i18n import N_, SOURCE, _, language, ngettext
+from core.i18n import number as i18n_number
 from core.rules.reasons import reason_words
 from core.rules.frame import NEED_NAMES
 from core.rules.words import RESOLUTIONS, resolution_words
@@ -27,14 +29,20 @@ def basename(path: object, limit: int = 40) -> Text:
     return safe(os.path.basename(str(path)), limit)
 
 
-# English month names whatever the machine's locale: "2 Dec" reads one way only, where "12-02"
-# is the 2nd of December to some readers and the 12th of February to others.
+# The month's name, never its number, whatever the machine's locale: "2 Dec" reads one way only,
+# where "12-02" is the 2nd of December to some readers and the 12th of February to others. In the
+# operator's language when it is not English ("2 déc.", Babel's abbreviated month).
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def day(when: dt.datetime) -> str:
     """The day and the month's name: "2 Dec"."""
-    return f"{when.day} {MONTHS[when.month - 1]}"
+    lang = language()
+    if lang == SOURCE:
+        return f"{when.day} {MONTHS[when.month - 1]}"
+    from babel.dates import format_date
+
+    return format_date(when, "d MMM", locale=lang)
 
 
 def stamp(ts: float | None) -> str:
@@ -62,7 +70,7 @@ def short_stamp(ts: float | None, now: float) -> str:
 
 
 def count(n: int | None) -> str:
-    return "-" if n is None else f"{n:,}"
+    return "-" if n is None else i18n_number(n)
 
 
 def number(n: int | None) -> Text:
@@ -84,34 +92,37 @@ def need_code(code: str) -> Text:
     return safe(code, 8)
 
 
+STATUS_SHOWN = {"open": N_("open"), "dispatched": N_("dispatched"), "served": N_("served"), "closed": N_("closed")}
+
+
 def status(word: str, disputed: bool = False) -> Text:
     """A case's status as its word; a disputed case also says DISPUTED, after a ``!``. Never colour alone."""
-    out = Text(word, style="bold" if word == "dispatched" else "")
+    out = Text(_(STATUS_SHOWN.get(word, word)), style="bold" if word == "dispatched" else "")
     if disputed:
-        out.append(" ! DISPUTED", style="bold reverse")
+        out.append(_(" ! DISPUTED"), style="bold reverse")
     return out
 
 
 # Every outcome carries its own word and a leading mark; style only repeats it.
 OUTCOMES = {
-    "APPLIED": ("+ applied", "bold"),
-    "DUPLICATE": ("= duplicate", "dim"),
-    "CONFLICT_QUARANTINED": ("! CONFLICT", "bold reverse"),
-    "REJECT_BAD_FORMAT": ("x bad format", "underline"),
-    "REJECT_BAD_CRC": ("x bad checksum", "underline"),
+    "APPLIED": (N_("+ applied"), "bold"),
+    "DUPLICATE": (N_("= duplicate"), "dim"),
+    "CONFLICT_QUARANTINED": (N_("! CONFLICT"), "bold reverse"),
+    "REJECT_BAD_FORMAT": (N_("x bad format"), "underline"),
+    "REJECT_BAD_CRC": (N_("x bad checksum"), "underline"),
 }
 MEANINGS = {
-    "APPLIED": "first valid arrival of a case: the ledger changed",
-    "DUPLICATE": "already applied (a re-send or a re-rank): counted, nothing else",
-    "CONFLICT_QUARANTINED": "same identity, different payload: held in Quarantine",
-    "REJECT_BAD_FORMAT": "not a frame: listed under Rejects with file and line",
-    "REJECT_BAD_CRC": "the checksum does not match the frame: listed under Rejects",
+    "APPLIED": N_("first valid arrival of a case: the ledger changed"),
+    "DUPLICATE": N_("already applied (a re-send or a re-rank): counted, nothing else"),
+    "CONFLICT_QUARANTINED": N_("same identity, different payload: held in Quarantine"),
+    "REJECT_BAD_FORMAT": N_("not a frame: listed under Rejects with file and line"),
+    "REJECT_BAD_CRC": N_("the checksum does not match the frame: listed under Rejects"),
 }
 
 
 def outcome(code: str) -> Text:
     label, style = OUTCOMES.get(code, (code, ""))
-    return Text(label, style=style)
+    return Text(_(label), style=style)
 
 
 # The store's reason codes are exact (--json, docs/operator.md); the screen says them in words,
@@ -135,14 +146,14 @@ def bar(value: float, largest: float, width: int) -> str:
 
 
 # -- words shared by screens, for what the store calls by a short name ------------------------------------------
-PRI = "priority"  # the field's 0-99 urgency: higher goes first in the ranking
+PRI = N_("priority")  # the field's 0-99 urgency: higher goes first in the ranking
 PRI_WORDS = "priority 0-99 from the field (higher goes first)"
 RESOLUTION_WORDS = {code: resolution_words(code, short=True) for code in RESOLUTIONS}  # core.rules.words
 
 
 def files_waiting(n: int) -> str:
     """The inbox's backlog, said whole: "1 file waiting in the inbox"."""
-    return f"{count(n)} {'file' if n == 1 else 'files'} waiting in the inbox"
+    return ngettext("%(n)s file waiting in the inbox", "%(n)s files waiting in the inbox", n, n=count(n))
 
 
 def inbox_takers(records: list[dict], own_pid: int | None = None) -> list[dict]:
@@ -160,7 +171,8 @@ def taker_words(record: dict) -> str:
 def quit_inbox_words(others: list[dict]) -> str:
     """What quitting does to the inbox, true for this home now: who takes it after this console."""
     if others:
-        return (f"This console stops taking in the inbox; {taker_words(others[0])} is running on this home "
-                "and takes new files from now on. Nothing is lost.")
-    return ("This console stops taking in the inbox, and nothing else takes it on this home now: new files "
-            "wait there until the console or `ussd-console watch` runs again. Nothing is lost.")
+        return _("This console stops taking in the inbox; %(who)s is running on this home "
+                 "and takes new files from now on. Nothing is lost.", who=taker_words(others[0]))
+    return _("This console stops taking in the inbox, and nothing else takes it on this home now: new files "
+             "wait there until the console or %(command)s runs again. Nothing is lost.",
+             command="`ussd-console watch`")

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from console.errors import CommandError
 from console.render import make_console, print_json, safe, table, when
+from core.i18n import _
 from core.alerts import SendError, load_alerts_config, pause, send
 from core.rules import events
 from core.store import outbox
@@ -24,7 +25,7 @@ def register(sub, common) -> None:
     from .signing import signing_parser
 
     p = sub.add_parser("alerts", parents=[common, signing_parser()],
-                       help="the alert outbox (settings: <home>/config.toml [alerts]); `alerts test` sends a test event",
+                       help=_("the alert outbox (settings: <home>/config.toml [alerts]); `alerts test` sends a test event"),
                        **with_examples("ussd-console alerts", "ussd-console alerts --state failed", "ussd-console alerts test",
                                        "ussd-console alerts resume --operator alice --reason 'checked [alerts] after the restore'"))
     p.add_argument("action", nargs="?", choices=["list", "test", "resume"], default="list",

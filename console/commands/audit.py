@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from core.i18n import _
 from core.signing import audit
 from core.signing import checkpoint as checkpoint_
 
@@ -20,23 +21,23 @@ EXIT_BAD_LOG = 1
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("audit", parents=[common], help="the signed audit log",
+    p = sub.add_parser("audit", parents=[common], help=_("the signed audit log"),
                        **with_examples("ussd-console audit verify", "ussd-console audit show --limit 20",
                                        "ussd-console audit checkpoint > checkpoint.txt"))
     aud = p.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
     q = aud.add_parser("verify", parents=[common],
-                       help="check every signature and the hash chain, and the tables against the log",
+                       help=_("check every signature and the hash chain, and the tables against the log"),
                        **with_examples("ussd-console audit verify", "ussd-console audit verify --checkpoint checkpoint.txt",
                                        "ussd-console audit verify --checkpoint - < checkpoint.txt"))
     q.add_argument("--head", metavar="HASH", help="a head hash written down earlier; it must still be in the log")
     q.add_argument("--checkpoint", metavar="FILE", help="a checkpoint kept outside (`audit checkpoint`); - for stdin")
     q.set_defaults(handler=cmd_audit_verify)
-    q = aud.add_parser("show", parents=[common], help="the log, newest first",
+    q = aud.add_parser("show", parents=[common], help=_("the log, newest first"),
                        **with_examples("ussd-console audit show", "ussd-console audit show --limit 500 --json"))
     add_paging(q, offset=False)
     q.set_defaults(handler=cmd_audit_show)
     q = aud.add_parser("checkpoint", parents=[common],
-                       help="a short record of the log to keep outside the machine (paper, a message)",
+                       help=_("a short record of the log to keep outside the machine (paper, a message)"),
                        **with_examples("ussd-console audit checkpoint",
                                        "ussd-console audit checkpoint > /media/usb/checkpoint-$(date +%F).txt"))
     q.set_defaults(handler=cmd_audit_checkpoint)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.text import Text
 
+from core.i18n import _
 from core.backup import archive, origin
 from core.backup.make import make_backup
 from core.backup.restore import restore
@@ -31,13 +32,13 @@ EXIT_CANNOT = 2
 
 def register(sub, common) -> None:
     p = sub.add_parser("backup", parents=[common],
-                       help="one file with the store, operators' keys and config (encrypted to [backup] recipients)",
+                       help=_("one file with the store, operators' keys and config (encrypted to [backup] recipients)"),
                        **with_examples("ussd-console backup", "ussd-console backup --to /media/usb",
                                        "ussd-console backup verify /media/usb/ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt"))
     p.add_argument("--to", metavar="DIR", help="the folder to write it in (default [backup] dir or <home>/backups)")
     p.set_defaults(handler=cmd_backup)
     act = p.add_subparsers(dest="backup_command", metavar="ACTION")
-    q = act.add_parser("verify", parents=[common], help="check a backup whole and sound (exit 0), damaged (1)",
+    q = act.add_parser("verify", parents=[common], help=_("check a backup whole and sound (exit 0), damaged (1)"),
                        **with_examples("ussd-console backup verify backups/ussd-backup-20250508T140000Z.tar.gz",
                                        "ussd-console backup verify /media/usb/ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt"))
     q.add_argument("file", metavar="FILE")
@@ -45,16 +46,16 @@ def register(sub, common) -> None:
     _trust_arguments(q)
     q.set_defaults(handler=cmd_backup_verify)
     q = act.add_parser("key", parents=[common, signing_parser()],
-                       help="this home's backup key, which signs every backup's manifest; `record` signs it into "
-                            "the audit log (an admin)",
+                       help=_("this home's backup key, which signs every backup's manifest; `record` signs it into "
+                            "the audit log (an admin)"),
                        **with_examples("ussd-console backup key",
                                        "ussd-console backup key record --operator alice --reason 'new machine'"))
     q.add_argument("key_action", nargs="?", choices=["show", "record"], default="show", metavar="ACTION",
                    help="show (default) or record (signed)")
     q.set_defaults(handler=cmd_backup_key)
     q = sub.add_parser("restore", parents=[common],
-                       help="verify a backup, then lay it out as a new home (a PostgreSQL one into the empty "
-                            "database --db names)",
+                       help=_("verify a backup, then lay it out as a new home (a PostgreSQL one into the empty "
+                            "database --db names)"),
                        **with_examples("ussd-console --home /srv/ussd-new restore ussd-backup-20250508T140000Z.tar.gz "
                                        "--checkpoint /media/usb/checkpoint.txt",
                                        "ussd-console --home /srv/ussd-new restore ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt "

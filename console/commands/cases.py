@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from console.render import make_console, print_json, safe, table, when
+from core.i18n import _
 from core.rules.explain import reason_words
 from core.rules.lifecycle import STATUSES
 from core.rules.words import resolution_words
@@ -17,19 +18,19 @@ from .signing import run_signed, signing_parser
 
 def register(sub, common) -> None:
     signing = signing_parser()
-    p = sub.add_parser("case", parents=[common], help="one case: its history, and marking it dispatched, served...",
+    p = sub.add_parser("case", parents=[common], help=_("one case: its history, and marking it dispatched, served..."),
                        **with_examples("ussd-console case show kak01-1",
                                        'ussd-console case mark kak02-2 dispatched --operator alice --reason "clinic team sent"'))
     acts = p.add_subparsers(dest="case_command", metavar="ACTION", required=True)
     q = acts.add_parser("mark", parents=[common, signing],
-                        help="mark a case open, dispatched, served or closed (signed)",
+                        help=_("mark a case open, dispatched, served or closed (signed)"),
                         **with_examples('ussd-console case mark kak01-1 dispatched --operator alice --reason "team sent"',
                                         'ussd-console case mark kak01-1 served --operator alice --reason "kits handed over"',
                                         'ussd-console case mark kak01-1 open --operator alice --reason "marked by mistake"'))
     q.add_argument("frame_id", metavar="FRAME_ID", help="the frame id of any version of the case")
     q.add_argument("status", metavar="STATUS", help=", ".join(STATUSES) + " (open re-opens)")
     q.set_defaults(handler=cmd_case_mark)
-    q = acts.add_parser("show", parents=[common], help="current values, status, versions, marks, open conflicts",
+    q = acts.add_parser("show", parents=[common], help=_("current values, status, versions, marks, open conflicts"),
                         **with_examples("ussd-console case show kak01-1", "ussd-console case show kak01-2 --json"))
     q.add_argument("frame_id", metavar="FRAME_ID", help="the frame id of any version of the case")
     q.set_defaults(handler=cmd_case_show)

@@ -18,6 +18,7 @@ from rich.text import Text
 from console.demo.gateway_sim import SAMPLES, STORY, GatewaySim, drop_session
 from console.errors import CommandError
 from console.render import make_console, table, when
+from core.i18n import _
 from core import Receiver
 from core.config import InboxConfig
 from core.home import Home
@@ -32,7 +33,7 @@ from .ui import logs_to_file
 def register(sub, common) -> None:
     # The console and the demo print no results: no --json.
     p = sub.add_parser("demo", parents=[common_parser(json=False)],
-                       help="the console on a throwaway home fed by a simulated gateway (about a minute)",
+                       help=_("the console on a throwaway home fed by a simulated gateway (about a minute)"),
                        **with_examples("ussd-console demo", "ussd-console demo --pace 0.5 --keep",
                                        "ussd-console demo --print"))
     p.add_argument("--print", dest="printed", action="store_true",
@@ -98,21 +99,23 @@ def run_console(home: Home, samples: Path, pace: float) -> int:
     with Receiver(str(home.db)) as receiver:  # someone to sign with in the throwaway home
         add_operator(home, receiver, DEMO_OPERATOR, DEMO_PASSPHRASE)
     sim = GatewaySim(home.inbox, samples, pace=pace)
-    app = ConsoleApp(home, companions=[sim], quit_note=(
-        f"The demo home {home.root} is then removed. Every file you exported (CSV and .xlsx) is kept "
-        f"in {home.exports}; the path is printed after the console closes."))
+    app = ConsoleApp(home, companions=[sim], quit_note=_(
+        "The demo home %(home)s is then removed. Every file you exported (CSV and .xlsx) is kept "
+        "in %(exports)s; the path is printed after the console closes.", home=home.root, exports=home.exports))
 
     def on_step(number: int, step) -> None:
-        app.notify(step.story, title=f"Gateway {number}/{len(STORY)}: {step.name}", timeout=7, markup=False)
+        app.notify(_(step.story), title=_("Gateway %(n)s/%(of)s: %(file)s", n=number, of=len(STORY), file=step.name),
+                   timeout=7, markup=False)
 
     def on_done() -> None:
-        app.notify(f"The gateway is done. To resolve the conflict: 3, then k or a; sign as {DEMO_OPERATOR}, "
-                   f"passphrase '{DEMO_PASSPHRASE}' (also in the README). d hides notes.",
-                   title="Demo", timeout=15, markup=False)
+        app.notify(_("The gateway is done. To resolve the conflict: 3, then k or a; sign as %(operator)s, "
+                     "passphrase '%(passphrase)s' (also in the README). d hides notes.",
+                     operator=DEMO_OPERATOR, passphrase=DEMO_PASSPHRASE),
+                   title=_("Demo"), timeout=15, markup=False)
 
     sim.on_step, sim.on_done = on_step, on_done
-    app.notify("A simulated gateway will deliver the sample sessions over about a minute. "
-               "1-5 switch screens, ? lists every key, d hides notes.", title="Demo", timeout=8, markup=False)
+    app.notify(_("A simulated gateway will deliver the sample sessions over about a minute. "
+                 "1-5 switch screens, ? lists every key, d hides notes."), title=_("Demo"), timeout=8, markup=False)
     with logs_to_file(home):
         app.run()
     return app.return_code or 0
@@ -131,7 +134,7 @@ def print_story(home: Home, samples: Path) -> int:
             results.clear()
             service.sweep_now()
             out.rule(Text(f"{number}/{len(STORY)} {step.name}"), align="left")
-            out.print(Text(step.story))
+            out.print(Text(_(step.story)))
             rows = [(v.line, v.frame_id, outcome_words(v.outcome.value), reason_words(v.reason))
                     for _result, verdicts in results for v in verdicts]
             out.print(table("", ["line", "frame_id", "outcome", "reason"], rows))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from console.render import make_console, print_json, table
+from core.i18n import _
 from core.rules.retention import describe
 from core.store.records import Eviction
 
@@ -13,13 +14,13 @@ from .common import add_paging, minute, plural, with_examples
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("evictions", parents=[common], help="the eviction log",
+    p = sub.add_parser("evictions", parents=[common], help=_("the eviction log"),
                        **with_examples("ussd-console evictions", "ussd-console evictions --limit 10 --json"))
     add_paging(p, offset=False)
     p.set_defaults(handler=cmd_evictions)
 
     p = sub.add_parser("evict", parents=[common],
-                       help="forget frame ids older than the retention now (cases stay; logged)",
+                       help=_("forget frame ids older than the retention now (cases stay; logged)"),
                        **with_examples("ussd-console evict", "ussd-console retention show"))
     p.set_defaults(handler=cmd_evict, writes=True)
 

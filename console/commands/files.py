@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from console.render import make_console, print_json, table, when
+from core.i18n import _
 from core.inbox import SHOWN_STATES, inbox_files
 
 from .common import add_paging, with_examples
@@ -10,7 +11,7 @@ from .common import add_paging, with_examples
 
 def register(sub, common) -> None:
     p = sub.add_parser("files", parents=[common],
-                       help="inbox files: state, arrival path, frames, reason (rejected files included)",
+                       help=_("inbox files: state, arrival path, frames, reason (rejected files included)"),
                        **with_examples("ussd-console files", "ussd-console files --state rejected",
                                        "ussd-console files --json --limit 1000"))
     p.add_argument("--state", choices=sorted(SHOWN_STATES.values()), help="only files in this state")

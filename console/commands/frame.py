@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from console.errors import CommandError
 from console.render import make_console, print_json, safe
+from core.i18n import _
 from core.rules.compose import BadBody, compose
 
 from .common import with_examples
@@ -12,7 +13,7 @@ from .common import with_examples
 
 def register(sub, common) -> None:
     p = sub.add_parser(
-        "frame", parents=[common], help="a whole frame from its body: the checksum trailer worked out",
+        "frame", parents=[common], help=_("a whole frame from its body: the checksum trailer worked out"),
         description="Print the whole frame for BODY (the six fields before '|#'), with the trailer the "
                     "receiver checks. A body the receiver would reject is an error that names the field.",
         **with_examples("ussd-console frame 'H1|1|Lodwar1|WAT|15|88'",

@@ -13,6 +13,7 @@ import argparse
 from rich.text import Text
 
 from console.render import make_console, print_json, table, when
+from core.i18n import _
 from core.gateways import accounts, signed
 from core.gateways.kinds import KINDS
 
@@ -30,13 +31,13 @@ def minute(ts: float | None) -> str:
 def register(sub, common) -> None:
     signing = signing_parser()
     p = sub.add_parser("gateway", parents=[common],
-                       help="SMS/USSD gateways that post frames straight to `watch --listen` (add, list, retire)",
+                       help=_("SMS/USSD gateways that post frames straight to `watch --listen` (add, list, retire)"),
                        epilog=examples("ussd-console gateway list", "ussd-console help gateway add"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ops = p.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
     q = ops.add_parser(
         "add", parents=[common, signing],
-        help="add a gateway account (signed); prints the path to paste into the gateway, once",
+        help=_("add a gateway account (signed); prints the path to paste into the gateway, once"),
         epilog=examples("ussd-console gateway add office --kind africastalking --operator alice --reason 'short code'",
                         "ussd-console gateway add phone --kind smsgate --secret-file ~/.smsgate-key "
                         "--operator alice --reason 'field phone'"),
@@ -53,11 +54,11 @@ def register(sub, common) -> None:
     q.add_argument("--reply", choices=accounts.REPLIES, default="END",
                    help="africastalking-ussd: end the session (END, default) or keep it open (CON) after a receipt")
     q.set_defaults(handler=cmd_gateway_add, writes=True)
-    q = ops.add_parser("list", parents=[common], help="gateways, who added them, last post and their counts",
+    q = ops.add_parser("list", parents=[common], help=_("gateways, who added them, last post and their counts"),
                        epilog=examples("ussd-console gateway list", "ussd-console gateway list --json"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     q.set_defaults(handler=cmd_gateway_list)
-    q = ops.add_parser("retire", parents=[common, signing], help="retire a gateway (signed): its path answers 404",
+    q = ops.add_parser("retire", parents=[common, signing], help=_("retire a gateway (signed): its path answers 404"),
                        epilog=examples("ussd-console gateway retire office --operator alice --reason 'number given up'"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     q.add_argument("name", metavar="NAME")

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from console.errors import CommandError
 from console.render import make_console, print_json, safe, table
+from core.i18n import _
 from core.config import load_inbox_config
 from core.inbox import claimed_dir, deliver_until_done, hold_after_commit, quiet_skip
 from core.inbox.spreadsheets import sheet_rows
@@ -30,7 +31,7 @@ BATCH = HANDOVER_FRAMES  # frames per call of the ingest: one transaction each
 
 def register(sub, common) -> None:
     p = sub.add_parser(
-        "ingest", parents=[common], help="take in frame files by hand (arrival path 'cli')",
+        "ingest", parents=[common], help=_("take in frame files by hand (arrival path 'cli')"),
         description="Take in frame files by hand. Every frame gets one outcome; re-running a file is safe "
                     "(what is already in comes back as duplicates, nothing is applied twice).",
         epilog=examples("ussd-console ingest kakuma-0800.txt",

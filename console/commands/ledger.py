@@ -35,7 +35,7 @@ def register(sub, common) -> None:
     p.set_defaults(handler=cmd_cases)
 
     p = sub.add_parser("ranking", parents=[common],
-                       help="dispatch order of open and dispatched cases: priority, then people, then first seen",
+                       help=_("dispatch order of open and dispatched cases: priority, then people, then first seen"),
                        epilog=examples("ussd-console ranking --limit 20", "ussd-console ranking --all",
                                        "ussd-console ranking --csv", "ussd-console ranking --csv - | head"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from console.errors import CommandError
 from console.render import make_console, print_json, table
+from core.i18n import _
 from core.rules.retention import describe
 from core.signing import actions, audit, countersign
 from core.signing.keys import check_name, key_path, short_fingerprint
@@ -31,12 +32,12 @@ from .signing import print_pending, print_signed, run_signed, signer_name, signi
 def register(sub, common) -> None:
     signing = signing_parser()
 
-    p = sub.add_parser("operator", parents=[common], help="operators and their signing keys",
+    p = sub.add_parser("operator", parents=[common], help=_("operators and their signing keys"),
                        **with_examples("ussd-console operator list", "ussd-console operator add alice",
                                        "ussd-console help operator add"))
     ops = p.add_subparsers(dest="operator_command", metavar="ACTION", required=True)
     q = ops.add_parser("add", parents=[common],
-                       help="create a key pair for a new operator (signed: by an active operator, after the first)",
+                       help=_("create a key pair for a new operator (signed: by an active operator, after the first)"),
                        **with_examples("ussd-console operator add alice                                  "
                                        "the first operator: every role",
                                        "ussd-console operator add bob --role admin --operator alice       "
@@ -61,20 +62,20 @@ def register(sub, common) -> None:
         q.add_argument("name", metavar="NAME")
         q.add_argument("role", metavar="ROLE", help=", ".join(ROLES))
         q.set_defaults(handler=cmd_operator_role, role_change=verb, writes=True)
-    q = ops.add_parser("list", parents=[common], help="names, roles, key fingerprints, when added and retired",
+    q = ops.add_parser("list", parents=[common], help=_("names, roles, key fingerprints, when added and retired"),
                        **with_examples("ussd-console operator list", "ussd-console operator list --json"))
     q.set_defaults(handler=cmd_operator_list)
     q = ops.add_parser("retire", parents=[common, signing],
-                       help="stop a key from signing (signed by an active operator); its old signatures stay valid",
+                       help=_("stop a key from signing (signed by an active operator); its old signatures stay valid"),
                        **with_examples("ussd-console operator retire carol --operator alice --reason 'left the team'"))
     q.add_argument("name", metavar="NAME")
     q.set_defaults(handler=cmd_operator_retire, writes=True)
     q = ops.add_parser("adopt", parents=[common, signing],
-                       help="once, after upgrading: sign the operators added before operator changes were signed",
+                       help=_("once, after upgrading: sign the operators added before operator changes were signed"),
                        **with_examples("ussd-console operator adopt --operator alice --reason 'upgrade to signed operators'"))
     q.set_defaults(handler=cmd_operator_adopt, writes=True)
 
-    p = sub.add_parser("resolve", parents=[common, signing], help="resolve a conflict held in quarantine (signed)",
+    p = sub.add_parser("resolve", parents=[common, signing], help=_("resolve a conflict held in quarantine (signed)"),
                        epilog=examples('ussd-console resolve 12 --keep-first --operator alice --reason "site confirmed"'),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("id", metavar="ID", help="the conflict's id: the id column of `ussd-console quarantine`")
@@ -87,16 +88,16 @@ def register(sub, common) -> None:
     p.set_defaults(handler=cmd_resolve, writes=True)
 
     p = sub.add_parser("retention", parents=[common],
-                       help="how long frame ids are remembered to catch re-sends (show; set, signed)",
+                       help=_("how long frame ids are remembered to catch re-sends (show; set, signed)"),
                        **with_examples("ussd-console retention show",
                                        'ussd-console retention set 45 --operator alice --reason "long field trips"'))
     ret = p.add_subparsers(dest="retention_command", metavar="ACTION", required=True)
-    q = ret.add_parser("show", parents=[common], help="the policy in force and its history",
+    q = ret.add_parser("show", parents=[common], help=_("the policy in force and its history"),
                        **with_examples("ussd-console retention show", "ussd-console retention show --limit 5 --json"))
     add_paging(q, offset=False, limit=20)
     q.set_defaults(handler=cmd_retention_show)
     q = ret.add_parser("set", parents=[common, signing],
-                       help="change retention (signed; below 30 days an exception, below 3 days refused)",
+                       help=_("change retention (signed; below 30 days an exception, below 3 days refused)"),
                        epilog=examples('ussd-console retention set 10 --operator alice --reason "disk nearly full"'),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     q.add_argument("days", metavar="DAYS", help="days of dedup state to keep, such as 30 or 3.5")

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from console import signed_actions
 from console.render import make_console, print_json, safe, table
+from core.i18n import _
 from core.signing import countersign
 
 from .common import minute, with_examples
@@ -21,7 +22,7 @@ from .signing import run_signed, signing_parser
 def register(sub, common) -> None:
     signing = signing_parser()
     p = sub.add_parser("pending", parents=[common],
-                       help="signed requests waiting for a second admin ([signing] countersign)",
+                       help=_("signed requests waiting for a second admin ([signing] countersign)"),
                        **with_examples("ussd-console pending", "ussd-console pending --json"))
     p.set_defaults(handler=cmd_pending)
     for verb, text in (("approve", "approve a waiting request as a second admin (signed); its action applies"),

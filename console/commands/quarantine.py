@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from console.render import make_console, print_json, safe, table
+from core.i18n import _
 from core.rules.explain import reason_words
 from core.rules.words import resolution_words
 from core.store.records import Conflict
@@ -13,7 +14,7 @@ from .common import add_paging, with_examples
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("quarantine", parents=[common], help="conflicts waiting for an operator",
+    p = sub.add_parser("quarantine", parents=[common], help=_("conflicts waiting for an operator"),
                        **with_examples("ussd-console quarantine", "ussd-console quarantine --all --limit 100",
                                        'ussd-console resolve 12 --keep-first --operator alice --reason "site confirmed"'))
     p.add_argument("--all", action="store_true", help="resolved ones too")

@@ -7,6 +7,7 @@ import os
 from rich.text import Text
 
 from console.render import make_console, print_json, safe, table, when
+from core.i18n import _
 from core.rules.explain import explain_reject
 from core.store.records import Reject
 
@@ -15,7 +16,7 @@ from .common import add_paging, with_examples
 
 def register(sub, common) -> None:
     p = sub.add_parser("rejects", parents=[common],
-                       help="lines that were not valid frames, newest first, with what was wrong",
+                       help=_("lines that were not valid frames, newest first, with what was wrong"),
                        **with_examples("ussd-console rejects", "ussd-console rejects --limit 200",
                                        "ussd-console rejects --json > rejects.jsonl"))
     add_paging(p, offset=False)

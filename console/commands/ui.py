@@ -9,6 +9,7 @@ import os
 import sys
 
 from console.errors import CommandError
+from core.i18n import _
 from core.alerts import load_alerts_config
 from core.config import load_console_config, load_inbox_config, load_log_config
 from core.home import LOG_FORMAT, Home, private_folder
@@ -20,7 +21,7 @@ from .options import common_parser
 
 def register(sub, common) -> None:
     # The console and the demo print no results: no --json.
-    p = sub.add_parser("console", parents=[common_parser(json=False)], help="open the operator console (the default)",
+    p = sub.add_parser("console", parents=[common_parser(json=False)], help=_("open the operator console (the default)"),
                        **with_examples("ussd-console --home /srv/ussd console",
                                        "ussd-console console --no-inbox    while `watch` takes the inbox"))
     p.add_argument("--no-inbox", action="store_true",

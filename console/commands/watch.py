@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 
+from core.i18n import _
 from core.alerts import load_alerts_config
 from core.backup.config import load_backup_config
 from core.backup.schedule import BackupSchedule
@@ -42,7 +43,7 @@ log = logging.getLogger("ussd.watch")
 def register(sub, common) -> None:
     p = sub.add_parser(
         "watch", parents=[common],
-        help="headless receiver: watch and sweep the inbox, evict hourly (settings: <home>/config.toml [inbox])",
+        help=_("headless receiver: watch and sweep the inbox, evict hourly (settings: <home>/config.toml [inbox])"),
         **with_examples("ussd-console --home /srv/ussd watch", "ussd-console watch --no-observer --sweep-interval 10",
                         "ussd-console watch --listen 127.0.0.1:8567"),
     )

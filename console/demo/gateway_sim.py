@@ -15,6 +15,8 @@ import threading
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from core.i18n import N_
+
 SAMPLES = Path(__file__).resolve().parent / "samples"  # package data: they travel with an installed wheel
 
 
@@ -27,25 +29,25 @@ class Step(NamedTuple):
 
 STORY = [
     Step(1, "00-dropped-session.txt", "kakuma-0800-a.txt",
-         "Kakuma session 1 arrives, but the link drops after the first frame."),
+         N_("Kakuma session 1 arrives, but the link drops after the first frame.")),
     Step(5, "01-session.txt", "kakuma-0800-b.txt",
-         "No receipt, so Kakuma re-sends the whole session: the first frame is a duplicate."),
-    Step(6, "08-ifo-session.txt", "ifo-0805.txt", "Ifo sends its first session: three new cases."),
+         N_("No receipt, so Kakuma re-sends the whole session: the first frame is a duplicate.")),
+    Step(6, "08-ifo-session.txt", "ifo-0805.txt", N_("Ifo sends its first session: three new cases.")),
     Step(6, "02-full-resend.txt", "kakuma-0800-c.txt",
-         "Kakuma re-sends session 1 again: all duplicates, nobody is counted twice."),
+         N_("Kakuma re-sends session 1 again: all duplicates, nobody is counted twice.")),
     Step(6, "03-partial-resend.txt", "kakuma-0800-d.txt",
-         "A partial re-send (only WAT 12): still counted once, the ranking does not move."),
+         N_("A partial re-send (only WAT 12): still counted once, the ranking does not move.")),
     Step(6, "07-legacy-export.csv", "dadaab-export.csv",
-         "A legacy gateway exports Dadaab's messages as CSV, phone numbers included: "
-         "the frames are taken, the phone numbers are not stored."),
+         N_("A legacy gateway exports Dadaab's messages as CSV, phone numbers included: "
+            "the frames are taken, the phone numbers are not stored.")),
     Step(6, "06-rerank.txt", "kakuma-0900.txt",
-         "Kakuma session 2: an urgent case re-packs the others (kak03-3 becomes kak03-4): "
-         "re-ranked, not double counted."),
+         N_("Kakuma session 2: an urgent case re-packs the others (kak03-3 becomes kak03-4): "
+            "re-ranked, not double counted.")),
     Step(7, "04-conflict.txt", "kakuma-0905.txt",
-         "kak01-1 comes back with 9 people instead of 3: a conflict, held for an operator."),
+         N_("kak01-1 comes back with 9 people instead of 3: a conflict, held for an operator.")),
     Step(7, "05-bad-lines.txt", "kakuma-0910.txt",
-         "A trailer corrupted on the air and a truncated frame: both rejected, with file and line."),
-    Step(6, "08-ifo-session.txt", "ifo-0805-resend.txt", "Ifo re-sends its session: duplicates only."),
+         N_("A trailer corrupted on the air and a truncated frame: both rejected, with file and line.")),
+    Step(6, "08-ifo-session.txt", "ifo-0805-resend.txt", N_("Ifo re-sends its session: duplicates only.")),
 ]
 
 

@@ -8,23 +8,27 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Static
+from textual.widgets import Button, Static
+
+from console.widgets.words_footer import WordsFooter
+from core.i18n import N_, _
 
 
 class ConfirmDialog(ModalScreen[bool]):
     CSS_PATH = Path(__file__).with_name("dialogs.tcss")
 
     BINDINGS = [
-        Binding("y", "answer(True)", "Yes"),
-        Binding("n", "answer(False)", "No"),
-        Binding("escape", "answer(False)", "Cancel"),
+        Binding("y", "answer(True)", N_("Yes")),
+        Binding("n", "answer(False)", N_("No")),
+        Binding("escape", "answer(False)", N_("Cancel")),
     ]
 
-    def __init__(self, title: str, body: Text | str, yes: str = "Yes", no: str = "No"):
+    def __init__(self, title: str, body: Text | str, yes: str = N_("Yes"), no: str = N_("No")):
+        """``title``, ``yes`` and ``no`` come marked (N_) or already in the operator's words."""
         super().__init__()
-        self.title_text = title
+        self.title_text = _(title)
         self.body = body if isinstance(body, Text) else Text(body)
-        self.yes, self.no = yes, no
+        self.yes, self.no = _(yes), _(no)
 
     def compose(self):
         with Vertical(id="dialog", classes="dialog"):
@@ -33,7 +37,7 @@ class ConfirmDialog(ModalScreen[bool]):
             with Horizontal(id="dialog-buttons"):
                 yield Button(f"{self.yes} (y)", id="yes", variant="error")
                 yield Button(f"{self.no} (n)", id="no", variant="primary")
-        yield Footer()  # the dialog's own keys, not the screen's under it
+        yield WordsFooter()  # the dialog's own keys, not the screen's under it
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()

@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Input, Label, Static
 
+from core.i18n import N_, _
 from core.rules.retention import describe
 from core.signing import actions
 
@@ -21,15 +22,16 @@ class ExceptionDialog(SignForm):
 
     def __init__(self, policy: dict, home, **kwargs):
         super().__init__(home, actions.RETENTION,
-                         title="Retention: sign a change (below 30 days it is an exception; below 3 days refused)",
-                         sign_label="Sign the change", **kwargs)
+                         title=N_("Retention: sign a change (below 30 days it is an exception; below 3 days refused)"),
+                         sign_label=N_("Sign the change"), **kwargs)
         self.policy = policy
 
     def extra_fields(self) -> ComposeResult:
-        yield Static(Text(f"in force: {describe(self.policy['retention_seconds'])}"), id="sign-subject")
+        yield Static(Text(_("in force: %(policy)s", policy=describe(self.policy["retention_seconds"]))),
+                     id="sign-subject")
         with Horizontal(classes="field"):
-            yield Label("Days")
-            yield Input(placeholder="new retention in whole days, e.g. 10", id="days", type="integer",
+            yield Label(_("Days"))
+            yield Input(placeholder=_("new retention in whole days, e.g. 10"), id="days", type="integer",
                         max_length=5, compact=True)
 
     def form_values(self) -> dict:
@@ -38,7 +40,7 @@ class ExceptionDialog(SignForm):
 
     def plan_args(self, values: dict) -> dict:
         if values.get("days") is None:
-            raise ValueError("give the new retention in whole days")
+            raise ValueError(_("give the new retention in whole days"))
         return {"days": values["days"]}
 
     @on(Input.Changed, "#days")

@@ -15,10 +15,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, RadioButton, RadioSet, Static
+from textual.widgets import Button, RadioButton, RadioSet, Static
 
 from console.export_views import VIEWS
+from core.i18n import _, N_
 from core.rules.text import escape_text
+from console.widgets.words_footer import WordsFooter
 
 FORMAT_LABELS = {"csv": "CSV", "xlsx": "XLSX (Excel)"}
 CHOSEN, NOT_CHOSEN = "(•)", "( )"
@@ -74,8 +76,8 @@ class ExportDialog(ModalScreen[tuple[str, str] | None]):
 
     CSS_PATH = Path(__file__).with_name("dialogs.tcss")
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("enter", "export", "Export", priority=True),
+        Binding("escape", "cancel", N_("Cancel")),
+        Binding("enter", "export", N_("Export"), priority=True),
         Binding("ctrl+s", "export", "Export", show=False),
     ]
 
@@ -86,25 +88,26 @@ class ExportDialog(ModalScreen[tuple[str, str] | None]):
 
     def compose(self):
         with Vertical(classes="dialog", id="export-box"):
-            yield Static(Text("Export a view", style="bold"), id="dialog-title")
+            yield Static(Text(_("Export a view"), style="bold"), id="dialog-title")
             with Horizontal(id="export-choices"):
                 with ChoiceSet(id="export-view") as views:
-                    views.border_title = "view"
+                    views.border_title = _("view")
                     for name, v in VIEWS.items():
                         yield Choice(f"{name}: {v.title}", value=name == self.view, name=name)
                 with ChoiceSet(id="export-format") as formats:
-                    formats.border_title = "format"
+                    formats.border_title = _("format")
                     for fmt, label in FORMAT_LABELS.items():
                         yield Choice(label, value=fmt == "csv", name=fmt)
-            yield Static(Text(f"Written to {escape_text(self.folder, 60)}/ with the time in its name.\n"
-                              "Arrows choose; Tab: view or format; Enter exports; Esc cancels."),
+            yield Static(Text(_("Written to %(folder)s/ with the time in its name.\n"
+                                "Arrows choose; Tab: view or format; Enter exports; Esc cancels.",
+                                folder=escape_text(self.folder, 60))),
                          id="dialog-body")
             with Horizontal(id="dialog-buttons"):
-                yield Button("Export (enter)", id="export", variant="primary")
-                cancel = Button("Cancel (esc)", id="cancel")
+                yield Button(_("Export (enter)"), id="export", variant="primary")
+                cancel = Button(_("Cancel (esc)"), id="cancel")
                 cancel.can_focus = False  # Tab never lands here, so Space or Enter never cancels unseen
                 yield cancel
-        yield Footer()  # the dialog's own keys, not the screen's under it
+        yield WordsFooter()  # the dialog's own keys, not the screen's under it
 
     def on_mount(self) -> None:
         # The view list first: arrows choose at once, as the hint says (focus on the button made

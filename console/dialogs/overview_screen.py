@@ -15,11 +15,13 @@ from textual import work
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Label, ProgressBar, Sparkline, Static
+from textual.widgets import Label, ProgressBar, Sparkline, Static
 
 from console import actions
-from console.render import safe
+from console.render import assembled, safe
+from core.i18n import N_, _, ngettext, number
 from core.report.period import Period
+from console.widgets.words_footer import WordsFooter
 
 NEEDS_SHOWN = 6
 
@@ -53,12 +55,13 @@ def _write(receiver, home, now: float):
 
 
 def _people_cases(people: int, cases: int) -> str:
-    return f"{people:,} {'person' if people == 1 else 'people'}, {cases:,} {'case' if cases == 1 else 'cases'}"
+    return _("%(people)s, %(cases)s", people=ngettext("%(n)s person", "%(n)s people", people, n=number(people)),
+             cases=ngettext("%(n)s case", "%(n)s cases", cases, n=number(cases)))
 
 
 class OverviewScreen(ModalScreen[None]):
     CSS_PATH = Path(__file__).with_name("overview_screen.tcss")
-    BINDINGS = [Binding("escape,q", "close", "Close"), *actions.bindings("overview")]
+    BINDINGS = [Binding("escape,q", "close", N_("Close")), *actions.bindings("overview")]
 
     def __init__(self):
         super().__init__()
@@ -68,17 +71,17 @@ class OverviewScreen(ModalScreen[None]):
     def compose(self):
         with Vertical(id="overview-box"):
             with VerticalScroll(id="overview-scroll"):
-                yield Static(Text("reading today's figures...", style="dim"), id="overview-head")
-                yield Label("Arrivals per hour", id="ov-arrivals-title", classes="title")
+                yield Static(Text(_("reading today's figures..."), style="dim"), id="overview-head")
+                yield Label(_("Arrivals per hour"), id="ov-arrivals-title", classes="title")
                 yield Sparkline([], id="ov-arrivals")
                 yield Static("", id="ov-arrivals-scale")
-                yield Label("People by need", id="ov-needs-title", classes="title")
+                yield Label(_("People by need"), id="ov-needs-title", classes="title")
                 yield Vertical(id="ov-needs")
                 yield Static("", id="overview-note")
-        yield Footer()
+        yield WordsFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#overview-box").border_title = "overview: today"
+        self.query_one("#overview-box").border_title = _("overview: today")
         self.load()
 
     @work(exclusive=True, group="overview")
@@ -87,16 +90,21 @@ class OverviewScreen(ModalScreen[None]):
         f = await self.app.view.run(lambda r: _figures(r, self.app.home, now))
         self.figures = f
         by = {c.key: c.cases for c in f.by_status}
-        self.query_one("#overview-head", Static).update(Text(
-            f"{f.cases:,} new cases, {f.people:,} people today | open {by.get('open', 0):,}, dispatched "
-            f"{by.get('dispatched', 0):,}, served {by.get('served', 0):,}, closed {by.get('closed', 0):,} | "
-            f"conflicts open {f.conflicts['still_open']:,}"))
+        self.query_one("#overview-head", Static).update(Text(_(
+            "%(cases)s new cases, %(people)s people today | open %(open)s, dispatched %(dispatched)s, "
+            "served %(served)s, closed %(closed)s | conflicts open %(conflicts)s",
+            cases=number(f.cases), people=number(f.people), open=number(by.get("open", 0)),
+            dispatched=number(by.get("dispatched", 0)), served=number(by.get("served", 0)),
+            closed=number(by.get("closed", 0)), conflicts=number(f.conflicts["still_open"]))))
         counts = [n for _, n in f.arrivals]
         self.query_one("#ov-arrivals", Sparkline).data = counts
         busiest = max(range(len(counts)), key=counts.__getitem__) if any(counts) else None
-        scale = (f"00:00 .. {dt.datetime.fromtimestamp(f.until).strftime('%H:%M')}, one bar an hour; most "
-                 + (f"{counts[busiest]:,} at {dt.datetime.fromtimestamp(f.arrivals[busiest][0]).strftime('%H:00')}"
-                    if busiest is not None else "none: no arrivals yet today"))
+        until = dt.datetime.fromtimestamp(f.until).strftime("%H:%M")
+        if busiest is not None:
+            scale = _("00:00 .. %(until)s, one bar an hour; most %(n)s at %(hour)s", until=until,
+                      n=number(counts[busiest]), hour=dt.datetime.fromtimestamp(f.arrivals[busiest][0]).strftime("%H:00"))
+        else:
+            scale = _("00:00 .. %(until)s, one bar an hour; most none: no arrivals yet today", until=until)
         self.query_one("#ov-arrivals-scale", Static).update(Text(scale, style="dim"))
         needs = self.query_one("#ov-needs", Vertical)
         await needs.remove_children()
@@ -111,15 +119,16 @@ class OverviewScreen(ModalScreen[None]):
         if rows:
             await needs.mount_all(rows)
         else:
-            await needs.mount(Label("none yet today", classes="need-count"))
+            await needs.mount(Label(_("none yet today"), classes="need-count"))
         self._say()
 
     def _say(self) -> None:
         key = actions.key_label(actions.keys_of(actions.BY_ID["write_report"], getattr(self.app, "keymap", {})))
-        words = f"{key} writes today's report (HTML) to the home's reports/"
+        # Our words as they are (accents included); the file's name is outside text.
+        words = assembled(_("%(key)s writes today's report (HTML) to the home's reports/"), key=key)
         if self.written is not None:
-            words = "report written to " + str(self.written)
-        self.query_one("#overview-note", Static).update(Text.assemble(safe(words, 600)))
+            words = assembled(_("report written to %(file)s"), file=safe(str(self.written), 600))
+        self.query_one("#overview-note", Static).update(words)
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -130,9 +139,11 @@ class OverviewScreen(ModalScreen[None]):
         try:
             done = await self.app.view.run(lambda r: _write(r, self.app.home, now))
         except Exception as exc:  # noqa: BLE001 - a full disk or a planted link is said, never a crash
-            self.notify(f"The report could not be written: {exc}", severity="error", markup=False)
+            self.notify(_("The report could not be written: %(error)s", error=exc), severity="error", markup=False)
             return
         self.written = done.file
         self._say()
-        self.notify(f"Report written to {done.file} ({done.cases:,} cases, {done.people:,} people)",
-                    title="Report", markup=False)
+        self.notify(_("Report written to %(file)s (%(cases)s, %(people)s)", file=done.file,
+                      cases=ngettext("%(n)s case", "%(n)s cases", done.cases, n=number(done.cases)),
+                      people=ngettext("%(n)s person", "%(n)s people", done.people, n=number(done.people))),
+                    title=_("Report"), markup=False)

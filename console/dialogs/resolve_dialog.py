@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from core.i18n import N_, _
 from core.signing import actions
 from core.store.records import Conflict
 
 from .sign_form import SignForm
 
 LABELS = {
-    actions.KEEP_FIRST: "keep the first",
-    actions.ACCEPT_CORRECTION: "accept the correction",
+    actions.KEEP_FIRST: N_("Resolve conflict #%(id)s: keep the first"),
+    actions.ACCEPT_CORRECTION: N_("Resolve conflict #%(id)s: accept the correction"),
 }
 
 
@@ -20,7 +21,7 @@ class ResolveDialog(SignForm):
         if action not in actions.DECISIONS:
             raise ValueError(f"unknown decision {action!r}")
         super().__init__(home, actions.resolution(action), {"quarantine_id": item.id},
-                         title=f"Resolve conflict #{item.id}: {LABELS[action]}", sign_label="Sign and resolve",
+                         title=_(LABELS[action], id=item.id), sign_label=N_("Sign and resolve"),
                          **kwargs)
         self.item = item
         self.decision = action

@@ -24,8 +24,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Select, Static
 
+from core.i18n import N_, _
 from core.rules.retention import RetentionError
 from core.rules.text import escape_text
 from core.signing import signed_action, unlock_guard
@@ -33,6 +34,7 @@ from core.signing.keys import ActionError
 from core.signing.operators import list_operators, load_signer
 from core.signing.roles import WHAT
 from console.messages import SigningChanged
+from console.widgets.words_footer import WordsFooter
 
 
 def unlock_place() -> str:
@@ -50,8 +52,8 @@ class SignForm(ModalScreen[bool]):
     CSS_PATH = Path(__file__).with_name("signing.tcss")
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "sign", "Sign"),
+        Binding("escape", "cancel", N_("Cancel")),
+        Binding("ctrl+s", "sign", N_("Sign")),
     ]
     FIRST_FIELD = "#reason"  # focused at once: typing goes into it, never into the operator list
 
@@ -61,8 +63,8 @@ class SignForm(ModalScreen[bool]):
         self.home = home
         self.signed = action
         self.args = dict(args or {})  # the action's plan arguments the dialog was opened with
-        self.title_text = title
-        self.sign_label = sign_label or "Sign"
+        self.title_text = _(title)  # a caller's title comes marked (N_) or already in words
+        self.sign_label = _(sign_label or N_("Sign"))
         self.preview = None
         self._preview_for: tuple | None = None  # the fields the preview on screen was made from
         self._previewing: tuple | None = None  # the fields a preview is being made from
@@ -96,31 +98,31 @@ class SignForm(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         # Compact fields, one line each with the label beside them: the whole form fits 80x24.
         with Vertical(id="sign-box"):
-            needs = f" (needs the {self.signed.role} role)"
+            needs = " " + _("(needs the %(role)s role)", role=self.signed.role)
             yield Label(Text(self.title_text + needs), id="sign-title")
             # Right under the title, so an error is in sight at 80x24 without scrolling.
             yield Static(Text(""), id="sign-result")
             yield from self.extra_fields()
             with Horizontal(classes="field"):
-                yield Label("Operator")
-                yield Select([], prompt="choose who signs", id="operator", allow_blank=True, compact=True)
+                yield Label(_("Operator"))
+                yield Select([], prompt=_("choose who signs"), id="operator", allow_blank=True, compact=True)
             with Horizontal(classes="field"):
-                yield Label("Reason")
-                yield Input(placeholder="why, in one line (required)", id="reason", max_length=500, compact=True)
+                yield Label(_("Reason"))
+                yield Input(placeholder=_("why, in one line (required)"), id="reason", max_length=500, compact=True)
             with VerticalScroll(id="preview-box"):  # focusable: Tab reaches it, arrows scroll it
-                yield Static(Text("choose an operator and give a reason"), id="preview")
+                yield Static(Text(_("choose an operator and give a reason")), id="preview")
             with Horizontal(classes="field"):
-                yield Label("Passphrase")
-                yield Input(password=True, placeholder="the operator's passphrase", id="passphrase", compact=True)
+                yield Label(_("Passphrase"))
+                yield Input(password=True, placeholder=_("the operator's passphrase"), id="passphrase", compact=True)
             with Horizontal(id="sign-buttons"):
-                yield Button(self.sign_label + " (ctrl+s)", id="sign", variant="primary", compact=True)
-                yield Button("Cancel (esc)", id="cancel", compact=True)
-        yield Footer()  # the dialog's own keys, not the screen's under it
+                yield Button(_("%(label)s (ctrl+s)", label=self.sign_label), id="sign", variant="primary", compact=True)
+                yield Button(_("Cancel (esc)"), id="cancel", compact=True)
+        yield WordsFooter()  # the dialog's own keys, not the screen's under it
 
     def on_mount(self) -> None:
         box = self.query_one("#preview-box", VerticalScroll)
-        box.border_title = "what will be signed"
-        box.border_subtitle = "Tab here, then up/down to read it all"
+        box.border_title = _("what will be signed")
+        box.border_subtitle = _("Tab here, then up/down to read it all")
         self.query_one(self.FIRST_FIELD).focus()
         self.load_operators()
 
@@ -141,13 +143,15 @@ class SignForm(ModalScreen[bool]):
         elif len(names) == 1:
             select.value = names[0]
         if unlocked is not None and any(o["name"] == unlocked for o in others):
-            self.show_result(f"{unlocked}'s unlocked key cannot sign this: it needs the {role} role "
-                             f"({WHAT[role]}); choose an operator who holds it.")
+            self.show_result(_("%(name)s's unlocked key cannot sign this: it needs the %(role)s role "
+                               "(%(what)s); choose an operator who holds it.", name=unlocked, role=role,
+                               what=_(WHAT[role])))
         elif not rows and others:
-            self.show_result(f"No active operator holds the {role} role ({WHAT[role]}): an admin grants "
-                             f"it with `ussd-console operator grant NAME {role}`.")
+            self.show_result(_("No active operator holds the %(role)s role (%(what)s): an admin grants "
+                               "it with %(command)s.", role=role, what=_(WHAT[role]),
+                               command=f"`ussd-console operator grant NAME {role}`"))
         elif not rows:
-            self.show_result("No operators yet: add one with `ussd-console operator add NAME`.")
+            self.show_result(_("No operators yet: add one with %(command)s.", command="`ussd-console operator add NAME`"))
         self.refresh_preview()
 
     # -- which field has the keyboard -------------------------------------------------------------
@@ -167,7 +171,7 @@ class SignForm(ModalScreen[bool]):
             # A class, not :focus-within: a Select's row matched that with the keyboard elsewhere.
             row.set_class(focused, "-focused")
         box = self.query_one("#preview-box", VerticalScroll)
-        box.border_title = ("▶ " if self.focused is box else "") + "what will be signed"
+        box.border_title = ("▶ " if self.focused is box else "") + _("what will be signed")
 
     # -- preview ------------------------------------------------------------------------------
     def _operator(self) -> str:
@@ -205,8 +209,8 @@ class SignForm(ModalScreen[bool]):
         box = self.query_one("#passphrase", Input)
         unlocked = self._unlocked(self._operator())
         box.disabled = unlocked
-        box.placeholder = ("key unlocked for this session (ctrl+l locks it)" if unlocked
-                           else "the operator's passphrase")
+        box.placeholder = (_("key unlocked for this session (ctrl+l locks it)") if unlocked
+                           else _("the operator's passphrase"))
 
     def _fields(self) -> tuple:
         return self._operator(), self._reason(), self.form_values()
@@ -216,7 +220,7 @@ class SignForm(ModalScreen[bool]):
         self.preview, self._preview_for = None, None  # the old one no longer says what would be signed
         if self._asked is not None and self._asked != fields:
             self._asked = None
-            self.show_result("the fields changed before the preview came: read it, then sign again", error=True)
+            self.show_result(_("the fields changed before the preview came: read it, then sign again"), error=True)
         self._previewing = fields if fields[0] and fields[1] else None
         self._update_preview(*fields)
 
@@ -225,12 +229,12 @@ class SignForm(ModalScreen[bool]):
         box = self.query_one("#preview", Static)
         fields = (operator, reason, values)
         if not operator or not reason:
-            box.update(Text("choose an operator and give a reason"))
+            box.update(Text(_("choose an operator and give a reason")))
             return
         try:
             preview = await self.app.view.run(lambda r: self.describe(r, operator, reason, values))
         except (ActionError, RetentionError, ValueError) as exc:
-            box.update(Text(f"cannot sign: {escape_text(exc, 300)}"))
+            box.update(Text(_("cannot sign: %(why)s", why=escape_text(exc, 300))))
             self._preview_done(fields, None)
             return
         box.update(Text("\n".join(escape_text(line, 300) for line in preview.lines)))
@@ -248,7 +252,7 @@ class SignForm(ModalScreen[bool]):
             return
         self._asked = None
         if preview is None:
-            self.show_result("nothing to sign: the preview says why", error=True)
+            self.show_result(_("nothing to sign: the preview says why"), error=True)
         else:
             self.call_after_refresh(self._sign_when_shown)
 
@@ -260,7 +264,7 @@ class SignForm(ModalScreen[bool]):
     def show_result(self, message: str, error: bool = False, field: str | None = None) -> None:
         """``field``: the id of the field the error names; the error goes when that field changes."""
         self._error_field = field if error else None
-        text = Text(("Not signed: " if error else "") + escape_text(message, 300))
+        text = Text(_("Not signed: %(why)s", why=escape_text(message, 300)) if error else escape_text(message, 300))
         if error:
             text.stylize("bold")
         self.query_one("#sign-result", Static).update(text)
@@ -293,21 +297,21 @@ class SignForm(ModalScreen[bool]):
         passphrase_box = self.query_one("#passphrase", Input)
         passphrase = passphrase_box.value
         if not operator:
-            self.show_result("choose an operator", error=True, field="operator")
+            self.show_result(_("choose an operator"), error=True, field="operator")
             return
         if not reason:
-            self.show_result("a reason is required", error=True, field="reason")
+            self.show_result(_("a reason is required"), error=True, field="reason")
             return
         if not passphrase and not self._unlocked(operator):
-            self.show_result("give the passphrase", error=True, field="passphrase")
+            self.show_result(_("give the passphrase"), error=True, field="passphrase")
             return
         preview = self.preview
         if preview is None or self._preview_for != fields or (preview.operator, preview.reason) != (operator, reason):
             if self._previewing == fields:
                 self._asked = fields
-                self.show_result("preparing the preview; it is signed once shown")
+                self.show_result(_("preparing the preview; it is signed once shown"))
             else:
-                self.show_result("nothing to sign yet: check the preview", error=True)
+                self.show_result(_("nothing to sign yet: check the preview"), error=True)
             return
         passphrase_box.value = ""  # never kept on screen after a try
         self._do_sign(operator, passphrase, reason, preview, values)
@@ -318,8 +322,8 @@ class SignForm(ModalScreen[bool]):
         where = unlock_place()
         unlocking = session is None or session.signer_for(operator) is None
         # Unlocking a key takes a few seconds (the passphrase's KDF is slow on purpose): say so.
-        self.show_result(f"unlocking {escape_text(operator, 40)}'s key (a few seconds), then signing..." if unlocking
-                         else "signing...")
+        self.show_result(_("unlocking %(name)s's key (a few seconds), then signing...", name=escape_text(operator, 40))
+                         if unlocking else _("signing..."))
         if unlocking:
             # After repeated failures the wait is served here, off the store's one thread.
             await asyncio.to_thread(unlock_guard.before_attempt, self.home, operator, where,
@@ -342,5 +346,5 @@ class SignForm(ModalScreen[bool]):
         if session is not None:
             session.unlock(signer)
             self.app.post_message(SigningChanged())  # the header says whose key is unlocked
-        self.app.notify(escape_text(message, 300), title="Signed", timeout=8)
+        self.app.notify(escape_text(message, 300), title=_("Signed"), timeout=8)
         self.dismiss(True)

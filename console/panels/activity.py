@@ -10,6 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.widgets import DataTable, Sparkline, Static
 
+from core.i18n import N_, SOURCE, _, language
 from console.dialogs.reject_dialog import RejectDialog
 from console.render import safe
 from console.ui_text import basename, count, outcome, reason, stamp
@@ -25,26 +26,26 @@ from .panel import PAGE, Panel
 
 # The reason comes before the file: at 80 columns, even maximized, it is the column that must not be cut.
 FEED_COLUMNS = [
-    ("ts", "time"),
-    ("outcome", "outcome"),
-    ("reason", "reason"),
-    ("frame_id", "frame id"),
-    ("where", "file:line"),
-    ("source", "path"),
+    ("ts", N_("time")),
+    ("outcome", N_("outcome")),
+    ("reason", N_("reason")),
+    ("frame_id", N_("frame id")),
+    ("where", N_("file:line")),
+    ("source", N_("path")),
 ]
 REJECT_COLUMNS = [
-    ("ts", "when"),
-    ("where", "file:line"),
-    ("frame_id", "frame id"),
-    ("why", "what was wrong (enter: all)"),
-    ("text", "line"),
+    ("ts", N_("when")),
+    ("where", N_("file:line")),
+    ("frame_id", N_("frame id")),
+    ("why", N_("what was wrong (enter: all)")),
+    ("text", N_("line")),
 ]
 FILE_COLUMNS = [
-    ("ts", "when"),
-    ("file", "file"),
-    ("path", "path"),
-    ("reason", "why the whole file was rejected"),
-    ("kept", "kept as"),
+    ("ts", N_("when")),
+    ("file", N_("file")),
+    ("path", N_("path")),
+    ("reason", N_("why the whole file was rejected")),
+    ("kept", N_("kept as")),
 ]
 # At 80 columns a table gives up, in this order, what is said elsewhere: the feed its path (the
 # counts per path are above it), the rejects their line (Enter shows it whole). Then the feed's
@@ -124,7 +125,7 @@ def per_path_table(per_source: dict, files: dict, claims_lost: int | None, gatew
             Text(count(rejected)), Text(count(files.get(source)) if source in files else "-"),
         )
     if not per_source and not files:
-        grid.add_row(Text("nothing has arrived yet", style="dim"), *([""] * 6))
+        grid.add_row(Text(_("nothing has arrived yet"), style="dim"), *([""] * 6))
     for name, g in (gateways or {}).items():  # each gateway is its path gw_<name>; its posts told apart
         grid.add_row(Text(f"gateway {name}: {count(g['posts'])} posts, {count(g['webhook_retries'])} webhook "
                           f"retries, {count(g['refused'])} refused, {count(g['spooled'])} spooled", style="dim"),
@@ -158,7 +159,7 @@ class NewestFirstTable(KeyedTable):
 
 class ActivityPanel(Panel):
     TAB_ID = "activity"
-    TITLE = "Activity"
+    TITLE = N_("Activity")
     EXPORT_VIEW = "rejects"
     BINDINGS = actions.bindings(TAB_ID)
 
@@ -170,11 +171,15 @@ class ActivityPanel(Panel):
         yield Static(id="arrivals-label")
         yield Sparkline([], id="arrivals")
         yield Static(id="per-path")
-        yield Static(Text("Live feed (newest first)", style="bold"), classes="section")
-        yield NewestFirstTable(FEED_COLUMNS, drop=FEED_DROP, shorten=FEED_SHORTEN, id="feed-table")
-        yield Static(Text("Rejects (newest first)", style="bold"), classes="section")
+        yield Static(Text(_("Live feed (newest first)"), style="bold"), classes="section")
+        # Longer headers than the English ones: at 80 columns the file:line goes whole rather than show cut
+        # at the edge (the Rejects table below says it for every line that was wrong).
+        feed_drop = FEED_DROP if language() == SOURCE else (*FEED_DROP, "where")
+        yield NewestFirstTable(FEED_COLUMNS, drop=feed_drop, shorten=FEED_SHORTEN, id="feed-table")
+        yield Static(Text(_("Rejects (newest first)"), style="bold"), classes="section")
         yield NewestFirstTable(REJECT_COLUMNS, drop=REJECT_DROP, shorten=REJECT_SHORTEN, id="rejects-table")
-        yield Static(Text("Rejected files (newest first; ussd-console files --state rejected)", style="bold"),
+        yield Static(Text(_("Rejected files (newest first; %(command)s)", command="ussd-console files --state rejected"),
+                          style="bold"),
                      classes="section", id="rejected-files-label")
         yield NewestFirstTable(FILE_COLUMNS, id="rejected-files-table")
 
@@ -195,9 +200,9 @@ class ActivityPanel(Panel):
 
     def show(self, data: ActivityData) -> None:
         arrivals = data.arrivals
-        label = Text("Arrivals per minute, last hour: ", style="bold")
-        label.append(f"this minute {count(arrivals[-1] if arrivals else 0)}, "
-                     f"peak {count(max(arrivals, default=0))}, hour total {count(sum(arrivals))}")
+        label = Text(_("Arrivals per minute, last hour:") + " ", style="bold")
+        label.append(_("this minute %(now)s, peak %(peak)s, hour total %(total)s", now=count(arrivals[-1] if arrivals else 0),
+                       peak=count(max(arrivals, default=0)), total=count(sum(arrivals))))
         self.query_one("#arrivals-label", Static).update(label)
         self.query_one("#arrivals", Sparkline).data = arrivals
         health = self.app.health or {}

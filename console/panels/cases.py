@@ -12,6 +12,7 @@ from textual import on
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Input
 
+from core.i18n import N_, SOURCE, _, language
 from console.render import safe
 from console.ui_text import need, need_code, number, short_stamp, stamp, status
 from console.widgets.keyed_table import CaseTable, KeyedTable
@@ -23,15 +24,15 @@ from .case_rows import CaseRows
 from .panel import PAGE, InfoLine, Page, Panel, window_text
 
 COLUMNS = [
-    ("frame_id", "frame id"),
-    ("site", "site"),
-    ("need", "need"),
-    ("headcount", "people"),
-    ("pri", "pri"),
-    ("status", "status"),
-    ("first_seen", "seen"),  # first seen: a time today, a month-day before (whole stamp when wide)
-    ("version", "ver"),
-    ("source", "path"),
+    ("frame_id", N_("frame id")),
+    ("site", N_("site")),
+    ("need", N_("need")),
+    ("headcount", N_("people")),
+    ("pri", N_("pri")),
+    ("status", N_("status")),
+    ("first_seen", N_("seen")),  # first seen: a time today, a month-day before (whole stamp when wide)
+    ("version", N_("ver")),
+    ("source", N_("path")),
 ]
 # Column -> the store's sort. "first seen" sorts by arrival (row order): the same
 # order, and instant on a store of a million cases where a sort on the time is not.
@@ -44,7 +45,7 @@ SORTS = {
     "pri": "pri",
 }
 SORT_CYCLE = ["first_seen", "pri", "headcount", "site", "need", "frame_id"]
-SORT_NAMES = dict(COLUMNS) | {"first_seen": "first seen", "pri": "pri(ority)"}
+SORT_NAMES = dict(COLUMNS) | {"first_seen": N_("first seen"), "pri": N_("pri(ority)")}
 FILTER_SETTLE = 0.25  # seconds after the last key before the filter applies: one query per pause, not per key
 NARROW_PATH = 8  # at 80 columns: the path's first characters (cli, watch, sweep, gw_...)
 
@@ -58,11 +59,15 @@ def closed_up(text: Text, width: int) -> Text:
 
 
 SHORTEN = {"first_seen": closed_up}
+# In a language whose headers are longer than the English ones, the path goes whole at 80 columns
+# rather than show cut at the edge (it is in the case's history); in English the seen column
+# closes up first and everything fits.
+LONGER_WORDS_DROP = ("source",)
 
 
 class CasesPanel(CaseRows, Panel):
     TAB_ID = "cases"
-    TITLE = "Cases"
+    TITLE = N_("Cases")
     EXPORT_VIEW = "cases"
     BINDINGS = actions.bindings(TAB_ID)
 
@@ -77,8 +82,9 @@ class CasesPanel(CaseRows, Panel):
     def compose(self):
         with Horizontal(classes="panel-top"):
             yield InfoLine(id="cases-info")
-            yield Input(placeholder="/ filter: site, need or id", id="cases-filter", max_length=64)
-        yield CaseTable(COLUMNS, shorten=SHORTEN, id="cases-table")
+            yield Input(placeholder=_("/ filter: site, need or id"), id="cases-filter", max_length=64)
+        drop = () if language() == SOURCE else LONGER_WORDS_DROP
+        yield CaseTable(COLUMNS, drop=drop, shorten=SHORTEN, id="cases-table")
 
     def params(self):
         return (self.sort, self.descending, self.filter, self.page_offset)
@@ -114,14 +120,14 @@ class CasesPanel(CaseRows, Panel):
 
     def _show_info(self, shown: int | None = None) -> None:
         shown = len(self.query_one(KeyedTable).row_keys) if shown is None else shown
-        info = window_text(self.page_offset, shown, self.total, "cases")
+        info = window_text(self.page_offset, shown, self.total, N_("cases"))
         arrow = "v" if self.descending else "^"
-        info.append(f" | sort {SORT_NAMES[self.sort]} {arrow}", style="dim")
+        info.append(" | " + _("sort %(column)s %(arrow)s", column=_(SORT_NAMES[self.sort]), arrow=arrow), style="dim")
         if self.filter:
-            info.append(" | filter ", style="dim")
+            info.append(" | " + _("filter") + " ", style="dim")
             info.append_text(safe(self.filter, 24, style="bold"))
         if self.busy:
-            info.append(" | loading...", style="italic")
+            info.append(" | " + _("loading..."), style="italic")
         self.query_one("#cases-info", InfoLine).update(info)
 
     # -- actions ---------------------------------------------------------------------

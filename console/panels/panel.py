@@ -27,6 +27,7 @@ from console import actions
 from console.messages import ExportRequest, RefreshRequest
 from console.ui_text import count
 from console.widgets.keyed_table import KeyedTable
+from core.i18n import _
 
 PAGE = 200  # rows a table holds at most: one window of the store, never the whole table
 SLOW_FACTOR = 4  # a load that took t seconds waits at least SLOW_FACTOR * t before it repeats
@@ -195,6 +196,10 @@ class Panel(Vertical):
 
 def window_text(offset: int, shown: int, total: int, what: str) -> Text:
     """Say which window of how many rows is shown, e.g. "cases 1-200 of 12,345"."""
+    what = _(what)  # a word kept marked (N_) by the panel
     if not shown:
-        return Text(f"{what}: none" + (f" (of {count(total)})" if total else ""))
-    return Text(f"{what} {count(offset + 1)}-{count(offset + shown)} of {count(total)}")
+        if total:
+            return Text(_("%(what)s: none (of %(total)s)", what=what, total=count(total)))
+        return Text(_("%(what)s: none", what=what))
+    return Text(_("%(what)s %(first)s-%(last)s of %(total)s", what=what, first=count(offset + 1),
+                  last=count(offset + shown), total=count(total)))

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual import on
 from textual.widgets import DataTable, Static
 
+from core.i18n import _, N_
 from console.render import safe
 from console.ui_text import PRI, RESOLUTION_WORDS, count, need, number, reason, stamp
 from console.widgets.keyed_table import KeyedTable
@@ -28,12 +29,12 @@ from console.messages import OpenCase, ResolveRequest
 from .panel import PAGE, InfoLine, Page, Panel, window_text
 
 COLUMNS = [
-    ("id", "#"),
-    ("frame_id", "frame id"),
-    ("reason", "reason"),
-    ("seen", "seen"),
-    ("last_seen", "last seen"),
-    ("status", "status"),
+    ("id", N_("#")),
+    ("frame_id", N_("frame id")),
+    ("reason", N_("reason")),
+    ("seen", N_("seen")),
+    ("last_seen", N_("last seen")),
+    ("status", N_("status")),
 ]
 # Resolutions in a few columns; the words match `quarantine --all`.
 STATUS_WORDS = RESOLUTION_WORDS
@@ -57,8 +58,8 @@ def left_side(item: Conflict) -> tuple[str, str, str]:
     """What the newcomer is compared with: the case as the ledger holds it now (an accepted
     correction may have changed it since the conflict was raised), else the recorded first."""
     if item.ledger_text is not None:
-        return "ledger now", item.ledger_frame_id, item.ledger_text
-    return "first (applied)", item.first_frame_id, item.first_text
+        return N_("ledger now"), item.ledger_frame_id, item.ledger_text
+    return N_("first (applied)"), item.first_frame_id, item.first_text
 
 
 def compare(item: Conflict) -> Table:
@@ -68,9 +69,9 @@ def compare(item: Conflict) -> Table:
     newcomer = _frame(item.frame_id, item.frame_text)
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), expand=False, show_edge=False, pad_edge=False)
     table.add_column("", width=1)
-    table.add_column("field")
-    table.add_column(side)
-    table.add_column("new version (held)")
+    table.add_column(_("field"))
+    table.add_column(_(side))
+    table.add_column(_("new version (held)"))
     for label, get in FIELDS:
         a = get(first, left_id)
         b = get(newcomer, item.frame_id)
@@ -97,7 +98,7 @@ def summary(item: Conflict) -> Text:
 
 class QuarantinePanel(Panel):
     TAB_ID = "quarantine"
-    TITLE = "Quarantine"
+    TITLE = N_("Quarantine")
     EXPORT_VIEW = "quarantine"
     BINDINGS = actions.bindings(TAB_ID)
 
@@ -132,12 +133,12 @@ class QuarantinePanel(Panel):
             for q in rows
         ])
         # One line at 80 columns, whatever the counts: with resolved ones too, t's way back is the hint.
-        info = window_text(self.page_offset, len(rows), self.total, "conflicts" if self.show_resolved
-                           else "open conflicts")
+        info = window_text(self.page_offset, len(rows), self.total, N_("conflicts") if self.show_resolved
+                           else N_("open conflicts"))
         if self.show_resolved:
-            info.append(", resolved too | t: open only", style="dim")
+            info.append(_(", resolved too | t: open only"), style="dim")
         elif self.total:
-            info.append(" | the first version stays until signed", style="dim")
+            info.append(" | " + _("the first version stays until signed"), style="dim")
         self.query_one("#quarantine-info", InfoLine).update(info)
         self._show_detail()
 
@@ -149,8 +150,8 @@ class QuarantinePanel(Panel):
         item = self.selected()
         detail = self.query_one("#quarantine-detail", Static)
         if item is None:
-            detail.update(Text("No open conflicts. A conflict is a frame that disagrees with what was "
-                               "applied first; it waits here for an operator.", style="dim"))
+            detail.update(Text(_("No open conflicts. A conflict is a frame that disagrees with what was "
+                                 "applied first; it waits here for an operator."), style="dim"))
             return
         out = Table.grid()
         out.add_row(summary(item))
@@ -158,7 +159,7 @@ class QuarantinePanel(Panel):
         if item.status != "open":
             out.add_row(Text(f"resolved: {STATUS_WORDS.get(item.status, item.status)} by ")
                         + safe(item.resolved_by, 32) + Text(f" at {stamp(item.resolved_at)}"))
-        out.add_row(Text("≠ differs | k keep first, a accept correction (signed) | Enter: the case", style="dim"))
+        out.add_row(Text(_("≠ differs | k keep first, a accept correction (signed) | Enter: the case"), style="dim"))
         detail.update(out)
 
     @on(DataTable.RowHighlighted, "#quarantine-table")

@@ -13,6 +13,7 @@ from typing import NamedTuple
 from rich.text import Text
 from textual.containers import Horizontal, Vertical
 
+from core.i18n import _, language, N_, SOURCE
 from console.render import safe
 from console.ui_text import day_only, number, stamp, status
 from console.widgets.bars import Bars
@@ -25,14 +26,14 @@ from .case_rows import CaseRows
 from .panel import PAGE, SLOW_FACTOR, InfoLine, Panel, window_text
 
 COLUMNS = [
-    ("rank", "rank"),
-    ("frame_id", "frame id"),
-    ("site", "site"),
-    ("need", "need"),
-    ("headcount", "people"),
-    ("pri", "pri"),
-    ("status", "status"),
-    ("first_seen", "first seen"),
+    ("rank", N_("rank")),
+    ("frame_id", N_("frame id")),
+    ("site", N_("site")),
+    ("need", N_("need")),
+    ("headcount", N_("people")),
+    ("pri", N_("pri")),
+    ("status", N_("status")),
+    ("first_seen", N_("first seen")),
 ]
 BARS_LIMIT = 50  # groups fetched for the bars; the widget shows the largest few
 KEEP_ROWS = 10  # under the table (80 columns), the bars give way before the table shows fewer rows
@@ -62,7 +63,7 @@ def bars_fit(height: int, rows: int, bars: int) -> bool:
 
 class RankingPanel(CaseRows, Panel):
     TAB_ID = "ranking"
-    TITLE = "Ranking"
+    TITLE = N_("Ranking")
     EXPORT_VIEW = "ranking"
     BINDINGS = actions.bindings(TAB_ID)
 
@@ -77,11 +78,13 @@ class RankingPanel(CaseRows, Panel):
         with Horizontal(id="ranking-body"):
             with Vertical(id="ranking-main"):
                 yield InfoLine(id="ranking-info")
-                # A date with two digits for its day gives up its time before the table runs past its edge.
-                yield KeyedTable(COLUMNS, shorten={"first_seen": day_only}, id="ranking-table")
+                # A date with two digits for its day gives up its time before the table runs past its edge;
+                # in a language with longer headers the date goes whole rather than show cut at the edge.
+                drop = () if language() == SOURCE else ("first_seen",)
+                yield KeyedTable(COLUMNS, drop=drop, shorten={"first_seen": day_only}, id="ranking-table")
             with Horizontal(id="ranking-bars"):
-                yield Bars("People by need", limit=5, id="bars-need")
-                yield Bars("People by site", limit=5, id="bars-site")
+                yield Bars(_("People by need"), limit=5, id="bars-need")
+                yield Bars(_("People by site"), limit=5, id="bars-site")
 
     def params(self):
         return (self.page_offset,)
@@ -147,6 +150,6 @@ class RankingPanel(CaseRows, Panel):
             self.query_one("#bars-need", Bars).rows = tuple((r.key, r.headcount) for r in data.bars.by_need)
             self.query_one("#bars-site", Bars).rows = tuple((r.key, r.headcount) for r in data.bars.by_site)
         self._fit_bars()
-        info = window_text(self.page_offset, len(rows), self.total, "dispatch order")
-        info.append(" | highest pri(ority) first; Enter: history", style="dim")
+        info = window_text(self.page_offset, len(rows), self.total, N_("dispatch order"))
+        info.append(" | " + _("highest pri(ority) first; Enter: history"), style="dim")
         self.query_one("#ranking-info", InfoLine).update(info)

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from core.i18n import _, N_
 from console.render import safe
 from console.ui_text import count, number, stamp
 from console.widgets.keyed_table import KeyedTable
@@ -22,25 +23,25 @@ from console import actions
 from .panel import Panel
 
 EXCEPTION_COLUMNS = [
-    ("set_at", "signed at"),
-    ("retention", "retention"),
-    ("set_by", "by"),
-    ("reason", "reason"),
+    ("set_at", N_("signed at")),
+    ("retention", N_("retention")),
+    ("set_by", N_("by")),
+    ("reason", N_("reason")),
 ]
 EVICTION_COLUMNS = [
-    ("ran_at", "ran at"),
-    ("policy", "policy"),
-    ("cutoff", "cutoff"),
-    ("removed", "removed"),
-    ("oldest", "oldest"),
-    ("newest", "newest"),
-    ("by", "by"),
+    ("ran_at", N_("ran at")),
+    ("policy", N_("policy")),
+    ("cutoff", N_("cutoff")),
+    ("removed", N_("removed")),
+    ("oldest", N_("oldest")),
+    ("newest", N_("newest")),
+    ("by", N_("by")),
 ]
 BACKUP_COLUMNS = [
-    ("at", "written at"),
-    ("file", "file"),
-    ("size", "size"),
-    ("verified", "verified"),
+    ("at", N_("written at")),
+    ("file", N_("file")),
+    ("size", N_("size")),
+    ("verified", N_("verified")),
 ]
 
 
@@ -72,18 +73,18 @@ def policy_text(policy: Policy) -> Text:
 
 class RetentionPanel(Panel):
     TAB_ID = "retention"
-    TITLE = "Retention"
+    TITLE = N_("Retention")
     BINDINGS = actions.bindings(TAB_ID)
 
     def compose(self):
         yield Static(id="retention-summary")
-        yield Static(Text("Signed exceptions", style="bold"), classes="section")
-        yield Static(Text("none: the policy has never gone below 30 days", style="dim"), id="exceptions-none")
+        yield Static(Text(_("Signed exceptions"), style="bold"), classes="section")
+        yield Static(Text(_("none: the policy has never gone below 30 days"), style="dim"), id="exceptions-none")
         yield KeyedTable(EXCEPTION_COLUMNS, id="exceptions-table")
-        yield Static(Text("Eviction log (newest first)", style="bold"), classes="section")
+        yield Static(Text(_("Eviction log (newest first)"), style="bold"), classes="section")
         # At 80 columns each run's policy goes before any date is cut, as `ussd-console evictions` does.
         yield KeyedTable(EVICTION_COLUMNS, drop=("policy",), id="evictions-table")
-        yield Static(Text("Backups (newest first)", style="bold"), classes="section")
+        yield Static(Text(_("Backups (newest first)"), style="bold"), classes="section")
         yield Static(id="backups-summary")
         yield KeyedTable(BACKUP_COLUMNS, id="backups-table")
 
@@ -110,9 +111,9 @@ class RetentionPanel(Panel):
         grid.add_column()
         if policy.fault:
             grid.add_row(Text("FAULT", style="bold reverse"), safe(policy.fault, 400))
-        grid.add_row("Policy in force", policy_text(policy))
+        grid.add_row(_("Policy in force"), policy_text(policy))
         if policy.reason:
-            grid.add_row("Reason", safe(policy.reason, 120))
+            grid.add_row(_("Reason"), safe(policy.reason, 120))
         grid.add_row("Rule", Text(f"under {describe(EXCEPTION_BELOW)} needs a signed exception; "
                                   f"never under {FLOOR_SECONDS // 3600} hours"))
         oldest = witnesses.oldest
@@ -120,7 +121,7 @@ class RetentionPanel(Panel):
         kept = Text(f"{count(witnesses.kept)}, to catch re-sends")  # one line at 80 columns
         if oldest is not None:
             kept.append(f"; oldest {stamp(oldest)} goes {stamp(oldest + policy.retention_seconds)}")
-        grid.add_row("Frame ids kept", kept)
+        grid.add_row(_("Frame ids kept"), kept)
         grid.add_row("Due now", Text(f"{count(witnesses.due)} older than the cutoff {stamp(witnesses.cutoff)}"))
         due_at = self.app.next_eviction_at
         grid.add_row("Next eviction", Text(

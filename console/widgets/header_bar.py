@@ -15,26 +15,30 @@ from rich.text import Text
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
-from console.ui_text import count, files_waiting, inbox_takers
+from console.ui_text import count, inbox_takers
 from core.alerts.deliverer import BACKLOG_FAULT
 from core.alerts.pause import paused as alerts_paused
 from core.backup.schedule import warning as backup_warning
 from core.inbox.heartbeat import live
+from core.i18n import N_, _, ngettext
 from core.rules.text import escape_text
 from core.store.records import Totals
 
 OBSERVER = {
-    "running": ("watch ok", "ok"),
-    "dead": ("watch DEAD", "bad"),
-    "off": ("watch off", "dim"),
-    "restarting": ("watch restarting", "bad"),
+    "running": (N_("watch ok"), "ok"),
+    "dead": (N_("watch DEAD"), "bad"),
+    "off": (N_("watch off"), "dim"),
+    "restarting": (N_("watch restarting"), "bad"),
 }
 BACKUP_CHECK_EVERY = 30.0  # seconds; backups are hours apart
 SWEEP = {
-    "running": ("sweep ok", "ok"),
-    "off": ("sweep off", "dim"),
+    "running": (N_("sweep ok"), "ok"),
+    "off": (N_("sweep off"), "dim"),
 }
 
+# core.backup.schedule's words, as the header shows them
+BACKUP_WORDS = {"BACKUP FAILED": N_("BACKUP FAILED"), "BACKUP OVERDUE": N_("BACKUP OVERDUE"),
+                "BACKUP FAULT": N_("BACKUP FAULT")}
 HOME_AT_LEAST = 12  # columns the home keeps before the title gives way to it
 TAKERS_EVERY = 5.0  # seconds between looks at the home's heartbeats (a console without its own inbox)
 
@@ -133,33 +137,33 @@ class HeaderBar(Widget):
             watch = next((t for t in self.takers if t.get("role") == "watch"), None)
             taker = watch or next(iter(self.takers), None)
             if taker is None:
-                out.append("inbox off", style=self._style("dim"))  # nothing takes it on this home now
+                out.append(_("inbox off"), style=self._style("dim"))  # nothing takes it on this home now
                 return out
             word, kind = OBSERVER.get(taker.get("observer"), ("watch ?", "bad"))
             who = "watch" if taker is watch else str(taker.get("role") or "receiver")
             if kind == "ok":
-                out.append(f"{who} takes the inbox", style=self._style("ok"))
+                out.append(_("%(who)s takes the inbox", who=who), style=self._style("ok"))
             else:
-                out.append(f"{who} takes the inbox: {word}", style=self._style(kind))
+                out.append(_("%(who)s takes the inbox: %(state)s", who=who, state=_(word)), style=self._style(kind))
             waiting = taker.get("files_waiting") or 0
             if waiting:
-                out.append(f" | {files_waiting(waiting).removesuffix(' in the inbox')}")
+                out.append(" | " + ngettext("%(n)s file waiting", "%(n)s files waiting", waiting, n=count(waiting)))
             return out
         h = self.health or {}
         word, kind = OBSERVER.get(h.get("observer"), (f"watch {h.get('observer', '?')}", "bad"))
-        out.append(word, style=self._style(kind))
+        out.append(_(word), style=self._style(kind))
         out.append(" | ")
         word, kind = SWEEP.get(h.get("sweep"), (f"sweep {h.get('sweep', '?')}", "bad"))
-        out.append(word, style=self._style(kind))
+        out.append(_(word), style=self._style(kind))
         waiting = h.get("files_waiting") or 0
         if waiting:
-            out.append(f" | {files_waiting(waiting).removesuffix(' in the inbox')}")
+            out.append(" | " + ngettext("%(n)s file waiting", "%(n)s files waiting", waiting, n=count(waiting)))
         faults = h.get("faults") or []
         backlog = [f for f in faults if f.startswith(BACKLOG_FAULT)]
         if backlog:
-            out.append(" | ! ALERT BACKLOG", style=self._style("bad"))  # a target owes too many alerts
+            out.append(_(" | ! ALERT BACKLOG"), style=self._style("bad"))  # a target owes too many alerts
         if h.get("last_error") and len(backlog) < max(1, len(faults)):
-            out.append(" | ! inbox error", style=self._style("bad"))
+            out.append(_(" | ! inbox error"), style=self._style("bad"))
         return out
 
     def render(self) -> Text:
@@ -168,9 +172,9 @@ class HeaderBar(Widget):
         right = self._health()
         if self.unlocked:
             right.append(" | ")
-            right.append(f"key {escape_text(self.unlocked, 16)} unlocked", style=self._style("title"))
+            right.append(_("key %(name)s unlocked", name=escape_text(self.unlocked, 16)), style=self._style("title"))
         right.append(f" | {now}")
-        title = Text("USSD console ", style=self._style("title"))
+        title = Text(_("USSD console") + " ", style=self._style("title"))
         room = width - len(title) - len(right) - 1
         if room < min(HOME_AT_LEAST, len(self.home)):
             title = Text("")  # the home says more than the product's name (an inbox fault at 80 columns)
@@ -186,30 +190,31 @@ class HeaderBar(Widget):
     def _totals_line(self) -> Text:
         out = Text()
         if self.error:
-            out.append(f"! store error: {escape_text(self.error, 100)}", style=self._style("bad"))
+            out.append(_("! store error: %(error)s", error=escape_text(self.error, 100)), style=self._style("bad"))
             return out
         t = self.totals
         if t is None:
-            out.append("reading the store...", style=self._style("dim"))
+            out.append(_("reading the store..."), style=self._style("dim"))
             return out
         # The alert comes first, so huge totals at 80 columns can only push the counts off the end.
         open_ = t.conflicts_open
         if open_:
-            word = "CONFLICT" if open_ == 1 else "CONFLICTS"
-            out.append(f" ! {count(open_)} {word} OPEN ", style=self._style("alert"))
+            words = ngettext("! %(n)s CONFLICT OPEN", "! %(n)s CONFLICTS OPEN", open_, n=count(open_))
+            out.append(f" {words} ", style=self._style("alert"))
             out.append(" ")
         else:
-            out.append("conflicts 0 | ")
+            out.append(_("conflicts 0") + " | ")
         if t.retention_fault:
-            out.append(" ! RETENTION FAULT ", style=self._style("alert"))
+            out.append(" " + _("! RETENTION FAULT") + " ", style=self._style("alert"))
             out.append(" ")
         if self.backup:
-            out.append(f" ! {self.backup} ", style=self._style("alert"))
+            out.append(f" ! {_(BACKUP_WORDS.get(self.backup, self.backup))} ", style=self._style("alert"))
             out.append(" ")
         if self.paused:
-            out.append(" ! ALERTS PAUSED ", style=self._style("alert"))  # since a restore: `alerts resume`
+            out.append(" " + _("! ALERTS PAUSED") + " ", style=self._style("alert"))  # since a restore: `alerts resume`
             out.append(" ")
-        out.append(f"cases {count(t.cases)} | people {count(t.headcount_total)} | "
-                   f"duplicates {count(t.duplicates)} | rejects {count(t.rejects)}")
+        out.append(_("cases %(cases)s | people %(people)s | duplicates %(duplicates)s | rejects %(rejects)s",
+                     cases=count(t.cases), people=count(t.headcount_total), duplicates=count(t.duplicates),
+                     rejects=count(t.rejects)))
         out.truncate(max(self.size.width, 20), overflow="ellipsis")
         return out

@@ -22,6 +22,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from console import actions
+from core.i18n import _
 
 
 Shorten = Callable[[Text, int], Text]  # a cell made at most this wide, saying that it was shortened
@@ -83,7 +84,7 @@ class KeyedTable(DataTable):
         kwargs.setdefault("cursor_type", "row")
         kwargs.setdefault("zebra_stripes", False)
         super().__init__(**kwargs)
-        self._column_spec = list(columns)
+        self._column_spec = [(key, _(label)) for key, label in columns]  # the operator's language
         self._drop = [k for k in drop]
         self._shorten = dict(shorten or {})
         self._cells: dict[str, tuple] = {}

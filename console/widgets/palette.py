@@ -1,4 +1,5 @@
-"""The command palette: every action of the actions table, found by its title or by the words an
+"""The command palette: every action of the actions table, found by its title (in the operator's
+language or in English) or by the words an
 operator would type ("resolve", "conflict", "history", "backup"), without the emoji badge (many
 SSH terminals draw the magnifier badly or as two cells)."""
 
@@ -9,8 +10,6 @@ from textual.command import CommandPalette, Hit, Hits, SearchIcon
 from textual.system_commands import SystemCommandsProvider
 
 from console import actions
-
-_BY_TITLE = {a.palette_title: a for a in actions.ACTIONS}
 
 
 class PlainPalette(CommandPalette):
@@ -26,12 +25,13 @@ class ActionsProvider(SystemCommandsProvider):
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
+        by_title = {a.shown_title: a for a in actions.ACTIONS}  # in the language chosen for this run
         for name, help_text, callback, *_ in self.app.get_system_commands(self.screen):
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)
                 continue
-            action = _BY_TITLE.get(name)
+            action = by_title.get(name)
             if action is None:
                 continue
             word_scores = [(matcher.match(word), word) for word in actions.matching_words(action)]

@@ -15,6 +15,8 @@ matplotlib.use("svg")  # before pyplot is ever imported anywhere: no GUI backend
 from matplotlib.figure import Figure  # noqa: E402 - after the backend is chosen
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
+from core.i18n import _, number  # noqa: E402
+
 from .model import Figures  # noqa: E402
 
 INK = "#1f3b57"  # dark: prints as near black
@@ -29,7 +31,7 @@ matplotlib.rcParams.update({"svg.fonttype": "path", "svg.hashsalt": "ussd-report
 def _counts(axis) -> None:
     """Whole numbers with thousands separators (never 1e6 above the axis)."""
     axis.set_major_locator(MaxNLocator(nbins=5, integer=True))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: number(int(round(v)))))
 
 
 def _hour_label(ts: float, bucket: int) -> str:
@@ -43,26 +45,26 @@ def arrivals(ax, f: Figures) -> None:
     step = max(1, -(-len(xs) // 5))
     ax.set_xticks(xs[::step], [_hour_label(t, f.bucket_seconds) for t, _ in f.arrivals][::step], fontsize=7)
     _counts(ax.yaxis)
-    ax.set_ylabel("new cases per " + ("day" if f.bucket_seconds >= 86400 else "hour"))
+    ax.set_ylabel(_("new cases per day") if f.bucket_seconds >= 86400 else _("new cases per hour"))
 
 
 def people_by_need(ax, f: Figures) -> None:
     rows = list(reversed(f.by_need))
     ax.barh([c.label for c in rows], [c.people for c in rows], color=INK, edgecolor=EDGE, linewidth=0.5)
     for y, c in enumerate(rows):
-        ax.text(c.people, y, f" {c.people:,}", va="center", fontsize=7)
+        ax.text(c.people, y, " " + number(c.people), va="center", fontsize=7)
     _counts(ax.xaxis)
-    ax.set_xlabel("people")
+    ax.set_xlabel(_("people"))
 
 
 def cases_by_status(ax, f: Figures) -> None:
     for x, c in enumerate(f.by_status):
         colour, hatch = STATUS_STYLE.get(c.key, ("#808080", "xx"))
         ax.bar(x, c.cases, color=colour, hatch=hatch, edgecolor=EDGE, linewidth=0.8)
-        ax.text(x, c.cases, f"{c.cases:,}", ha="center", va="bottom", fontsize=7)
+        ax.text(x, c.cases, number(c.cases), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(f.by_status)), [c.label for c in f.by_status])
     _counts(ax.yaxis)
-    ax.set_ylabel("cases")
+    ax.set_ylabel(_("cases"))
 
 
 CHARTS = {"arrivals": arrivals, "people_by_need": people_by_need, "cases_by_status": cases_by_status}

@@ -4,7 +4,10 @@ escaped; each chart sits beside the table of its numbers."""
 
 from __future__ import annotations
 
+import re
 from html import escape
+
+from core.i18n import _, language
 
 from . import charts
 from .model import Figures
@@ -24,13 +27,15 @@ td.n{text-align:right} .note{font-size:.85em;color:#333;margin:.2em 0}
 
 
 def _cell(text: str, header: str) -> str:
-    numeric = text.replace(",", "").replace(".", "").isdigit() and header not in ("frame", "site", "conflict", "state")
+    """A number right-aligned, in any language's digit grouping; the columns of names never."""
+    numeric = re.sub(r"[\s,.]", "", text).isdigit() and header not in {_(w) for w in ("frame", "site", "conflict", "state")}
     return f"<td class=\"n\">{escape(text)}</td>" if numeric else f"<td>{escape(text)}</td>"
 
 
 def _table(t: Table) -> str:
     if not t.rows:
-        return "<p class=\"note\">None.</p>"  # under its own heading
+        none = escape(_("None."))
+        return f"<p class=\"note\">{none}</p>"  # under its own heading
     head = "".join(f"<th scope=\"col\">{escape(h)}</th>" for h in t.header)
     body = "".join("<tr>" + "".join(_cell(c, h) for c, h in zip(row, t.header)) + "</tr>" for row in t.rows)
     note = f"<p class=\"note\">{escape(t.note)}</p>" if t.note else ""
@@ -42,8 +47,9 @@ def _section(t: Table, f: Figures) -> str:
     inner = _table(t)
     if t.chart:
         chart = charts.svg(t.chart, f)
-        inner = f"<div class=\"pair\"><div class=\"chart\" role=\"img\" aria-label=\"{escape(t.title)} (the table " \
-                f"beside it has the numbers)\">{chart}</div><div>{inner}</div></div>"
+        label = escape(_("%(title)s (the table beside it has the numbers)", title=t.title))
+        inner = f"<div class=\"pair\"><div class=\"chart\" role=\"img\" aria-label=\"{label}\">{chart}</div>" \
+                f"<div>{inner}</div></div>"
     return f"<section><h2>{escape(t.title)}</h2>{inner}</section>"
 
 
@@ -52,9 +58,11 @@ def render(f: Figures) -> str:
     heads = "".join(f"<div class=\"head\"><b>{escape(v)}</b>{escape(k)}</div>" for k, v in headline(f))
     notes = "".join(f"<p class=\"note\">{escape(x)}</p>" for x in f.notes)
     body = "".join(_section(t, f) for t in tables(f))
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    title = escape(_("Situation report"))
+    checkpoint = escape(_("Audit log checkpoint at report time: %(checkpoint)s", checkpoint=f.checkpoint))
+    return (f"<!DOCTYPE html>\n<html lang=\"{language()}\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>Situation report</title><style>{STYLE}</style></head><body>"
-            f"<h1>Situation report</h1>{meta}<div class=\"heads\">{heads}</div>{notes}{body}"
-            f"<p class=\"checkpoint\">Audit log checkpoint at report time: {escape(f.checkpoint)}</p>"
+            f"<title>{title}</title><style>{STYLE}</style></head><body>"
+            f"<h1>{title}</h1>{meta}<div class=\"heads\">{heads}</div>{notes}{body}"
+            f"<p class=\"checkpoint\">{checkpoint}</p>"
             "</body></html>\n")

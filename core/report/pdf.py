@@ -8,6 +8,8 @@ import textwrap
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 
+from core.i18n import _
+
 from . import charts
 from .model import Figures
 from .sections import Table, headline, tables, title_lines
@@ -34,7 +36,7 @@ class Pages:
 
     def close_page(self) -> None:
         if self.fig is not None:
-            self.fig.text(MARGIN / A4[0], 0.35 / A4[1], f"Situation report, page {self.count}", fontsize=7)
+            self.fig.text(MARGIN / A4[0], 0.35 / A4[1], _("Situation report, page %(n)s", n=self.count), fontsize=7)
             self.pdf.savefig(self.fig)
             self.fig = None
 
@@ -60,7 +62,7 @@ def _table(p: Pages, t: Table, x: float, width: float) -> None:
     starts = [x + CHAR_W * sum(widths[:i]) for i in range(len(widths))]
     if not t.rows:
         p.need(LINE)
-        p.text(x, f"{t.title}: none.")
+        p.text(x, _("%(title)s: none.", title=t.title))
         p.y -= LINE
         return
     lines = [(True, t.header)] + [(False, line) for row in t.rows for line in _wrapped(row, [w - 2 for w in widths])]
@@ -99,7 +101,7 @@ def write(f: Figures, path: str) -> int:
     with PdfPages(path, metadata={"Title": "Situation report", "Creator": "ussd-console report",
                                   "CreationDate": None, "ModDate": None}) as pdf:
         p = Pages(pdf, f.checkpoint)
-        p.text(MARGIN, "Situation report", size=16, bold=True)
+        p.text(MARGIN, _("Situation report"), size=16, bold=True)
         p.y -= LINE * 2.2
         for line in title_lines(f):
             p.text(MARGIN, line)
@@ -117,7 +119,7 @@ def write(f: Figures, path: str) -> int:
             _section(p, t, f)
         p.need(LINE * 3)
         p.y -= LINE
-        p.text(MARGIN, "Audit log checkpoint at report time:", bold=True)
+        p.text(MARGIN, _("Audit log checkpoint at report time:"), bold=True)
         p.y -= LINE
         for chunk in textwrap.wrap(f.checkpoint, int((A4[0] - 2 * MARGIN) / (CHAR_W * 1.05))):
             p.need(LINE)

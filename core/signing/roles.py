@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 
+from core.i18n import N_
+
 ADMIN = "admin"
 RESOLVER = "resolver"
 DISPATCHER = "dispatcher"
@@ -47,9 +49,9 @@ NEEDS = {
 
 # What each role lets an operator sign, for the docs, the help screen and refusals.
 WHAT = {
-    ADMIN: "operators and roles, gateways, retention and its exceptions",
-    RESOLVER: "resolving conflicts",
-    DISPATCHER: "case marks (dispatched, served, closed, open)",
+    ADMIN: N_("operators and roles, gateways, retention and its exceptions"),
+    RESOLVER: N_("resolving conflicts"),
+    DISPATCHER: N_("case marks (dispatched, served, closed, open)"),
 }
 
 

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
+from core.i18n import _
 from core.store.database import write_transaction
 
 from . import audit, countersign, roles
@@ -81,12 +82,15 @@ class Preview(NamedTuple):
 
 
 def _lines(action: str, target: str, fields: dict, fingerprint: str, what: list[str]) -> list[str]:
+    """The preview's frame in the operator's words; the action id, the target and every value stay
+    as signed (what a signature covers is ``fields``, never these lines)."""
     return [
         *what,
-        f"target: {target}; action: {action}",
-        f"operator: {fields['operator']} (key {short_fingerprint(fingerprint)})",
-        f"reason: {fields['reason']}",
-        f"audit entry #{fields['seq']} after head {fields['prev_hash'][:16]}; time: the moment you sign",
+        _("target: %(target)s; action: %(action)s", target=target, action=action),
+        _("operator: %(operator)s (key %(key)s)", operator=fields["operator"], key=short_fingerprint(fingerprint)),
+        _("reason: %(reason)s", reason=fields["reason"]),
+        _("audit entry #%(seq)s after head %(head)s; time: the moment you sign", seq=fields["seq"],
+          head=fields["prev_hash"][:16]),
     ]
 
 

@@ -1,0 +1,180 @@
+"""The console in the operator's language: tabs, footer, header and notifications translated, the
+palette finding an action by its translated title and by its English one, the signing preview's
+frame in the language while what it signs stays the same, and ``ussd-console demo`` in French from
+its first screen when the environment says French."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+from textual.widgets import Footer, Tab
+from textual.widgets._footer import FooterKey
+
+from console import actions
+from core import Receiver, i18n
+from tests.support.console_pilot import palette_titles
+from tests.support.console_support import fixed_app, notes_on_screen, press_and_settle, run_async, until
+
+LANGS = ("es", "fr", "pt", "sw")
+NO_LOCALE = {"LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": ""}
+# What the first screen says in each language: its tab, a footer key, the header's counts.
+FIRST_SCREEN = {
+    "en": ("1 Cases", "q Quit", "cases 10 | people 150"),
+    "fr": ("1 Cas", "q Quitter", "cas 10 | personnes 150"),
+    "sw": ("1 Kesi", "q Toka", "kesi 10 | watu 150"),
+    "pt": ("1 Casos", "q Sair", "casos 10 | pessoas 150"),
+    "es": ("1 Casos", "q Salir", "casos 10 | personas 150"),
+}
+
+
+KEYS = ["⏎", "/", "s", "D", "S", "?", "q", "^p"]
+
+
+@pytest.fixture(autouse=True)
+def english_again():
+    """A test that selects a language leaves English behind it, as each run of main() starts anew."""
+    yield
+    i18n.select(i18n.SOURCE)
+
+
+def footer_words(app) -> list[str]:
+    return [f"{key.key_display} {key.description}" for key in app.screen.query_one(Footer).query(FooterKey)]
+
+
+def first_screen(app) -> dict:
+    header = app.screen.query_one("#header")
+    return {"tabs": [str(t.label) for t in app.screen.query(Tab)], "footer": footer_words(app),
+            "header": header.render().plain}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+@run_async
+async def test_the_first_screen_speaks_the_language(sample_home, lang):
+    i18n.select(lang)
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot)
+        seen = first_screen(app)
+    tab, key, counts = FIRST_SCREEN[lang]
+    assert tab in seen["tabs"], seen["tabs"]
+    assert key in seen["footer"], seen["footer"]
+    assert counts in seen["header"], seen["header"]
+    assert [w.split(" ", 1)[0] for w in seen["footer"]] == KEYS  # the keys stay where they are, in every language
+
+
+@run_async
+async def test_the_palette_finds_an_action_by_its_translated_and_its_english_title(sample_home):
+    i18n.select("fr")
+    app = fixed_app(sample_home)
+    sort = actions.BY_ID["sort"]
+    assert sort.shown_title == "Trier les cas par la colonne suivante" and sort.palette_title.startswith("Sort")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot)
+        for query in ("colonne suivante", "next column"):
+            titles = await palette_titles(app, pilot, query)
+            assert any(t.startswith(sort.shown_title) for t in titles), (query, titles)
+        keep = actions.BY_ID["keep_first"].shown_title
+        assert keep.endswith("(signé)")
+        assert any(t.startswith(keep) for t in await palette_titles(app, pilot, "keep the first"))
+
+
+def test_the_help_rows_and_scopes_come_in_the_language():
+    i18n.select("sw")
+    rows = dict((action_id, what) for _keys, action_id, what in actions.help_rows("quarantine"))
+    assert rows["keep_first"].startswith("Tatua mgongano: baki na toleo la kwanza (kwa saini)")
+    assert "; inahitaji jukumu la resolver na mgongano wazi uliochaguliwa" in rows["keep_first"]
+    assert actions.scope_title("quarantine") == "3 Karantini" and actions.scope_title("app") == "Kila mahali"
+    i18n.select("en")
+    assert dict((i, w) for _k, i, w in actions.help_rows("quarantine"))["keep_first"] == (
+        "Resolve the conflict: keep the first version (signed); needs the resolver role and an open conflict selected")
+
+
+def test_the_preview_frame_is_in_the_language_and_what_it_signs_is_not(home, tmp_path):
+    from core.signing import marks, signed_action
+    from tests.support.signing import A1, B2, add_operators, ingest
+
+    add_operators(home, tmp_path, "alice")
+    ingest(home, tmp_path, [A1, B2])
+    shown = {}
+    with Receiver(str(home.db)) as r:
+        for lang in ("en", *LANGS):
+            i18n.select(lang)
+            shown[lang] = signed_action.preview(r, marks.MARK, {"frame_id": "B-2", "status": "dispatched"},
+                                                "alice", "checked with the site")
+    english = shown["en"]
+    assert "reason: checked with the site" in english.lines
+    assert shown["fr"].lines[-2] == "motif : checked with the site"  # the operator's reason stays as typed
+    assert "cible : case:B-2 ; action : case.mark" in shown["fr"].lines
+    for lang in LANGS:
+        p = shown[lang]
+        assert p.lines != english.lines
+        assert (p.action, p.target, p.fingerprint, p.reason, p.payload, p.fields) == (
+            english.action, english.target, english.fingerprint, english.reason, english.payload, english.fields)
+
+
+def test_make_demo_in_french_shows_a_french_console_from_the_first_screen(monkeypatch):
+    """``LANG=fr_FR.UTF-8 make demo`` (``ussd-console demo``): the console it opens, run headless."""
+    from console.app import ConsoleApp
+    from console.cli import main
+
+    seen = {}
+
+    def headless(app):
+        async def look():
+            async with app.run_test(size=(80, 24), notifications=True) as pilot:
+                await press_and_settle(pilot)
+                await until(lambda: notes_on_screen(app), what="the demo's first note")
+                seen.update(first_screen(app), notes=notes_on_screen(app))
+                app.exit()
+        asyncio.run(look())
+
+    monkeypatch.setattr(ConsoleApp, "run", headless)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    for name, value in {**NO_LOCALE, "LANG": "fr_FR.UTF-8"}.items():
+        monkeypatch.setenv(name, value)
+    assert main(["demo", "--pace", "0"]) == 0
+    assert "1 Cas" in seen["tabs"] and "q Quitter" in seen["footer"], seen
+    assert "| personnes " in seen["header"] and "balayage" in seen["header"], seen["header"]
+    assert any("Une passerelle simulée va livrer" in note for note in seen["notes"]), seen["notes"]
+
+
+REPORT_WORDS = {"en": ("<html lang=\"en\">", "<h1>Situation report</h1>", "People by need", "Health now"),
+                "fr": ("<html lang=\"fr\">", "<h1>Rapport de situation</h1>", "Personnes par besoin", "État de santé"),
+                "sw": ("<html lang=\"sw\">", "<h1>Ripoti ya hali</h1>", "Watu kwa hitaji", "Hali ya mfumo sasa"),
+                "pt": ("<html lang=\"pt\">", "<h1>Relatório de situação</h1>", "Pessoas por necessidade", "Saúde agora"),
+                "es": ("<html lang=\"es\">", "<h1>Informe de situación</h1>", "Personas por necesidad", "Salud ahora")}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_the_situation_report_follows_the_language_and_its_json_does_not(sample_home, tmp_path, lang):
+    from tests.support.cli import cli
+
+    env = {**NO_LOCALE, "LANG": "C.UTF-8"}
+    english = cli(sample_home, "report", "--since", "30d", "--to", str(tmp_path / "en.html"), "--json", env=env)
+    r = cli(sample_home, "report", "--since", "30d", "--to", str(tmp_path / "r.html"), "--json", "--lang", lang,
+            env=env)
+    assert english.returncode == 0 and r.returncode == 0, r.stderr
+    assert r.stdout.replace("r.html", "en.html") == english.stdout  # codes and field names, byte for byte
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert all(word in page for word in REPORT_WORDS[lang]), lang
+    if lang != "en":
+        assert "People by need" not in page and "Situation report" not in page
+
+
+AUDIT_HELP = {"en": "the signed audit log", "fr": "le journal d'audit signé",
+              "sw": "kumbukumbu ya ukaguzi iliyotiwa saini", "pt": "o registo de auditoria assinado",
+              "es": "el registro de auditoría firmado"}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_the_list_of_commands_says_what_each_does_in_the_language(lang):
+    from tests.support.cli import run_cli
+
+    r = run_cli("--lang", lang, "--help", env={**NO_LOCALE, "LANG": "C.UTF-8"})
+    assert r.returncode == 0
+    lines = {line.split()[0]: " ".join(line.split()[1:]) for line in r.stdout.splitlines()
+             if line.startswith("    ") and line.split()}
+    assert lines["audit"] == AUDIT_HELP[lang]

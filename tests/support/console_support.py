@@ -56,6 +56,25 @@ def console_opened_with(monkeypatch) -> dict:
     return seen
 
 
+def steady_cursors() -> None:
+    """Every Input of the tests' consoles shows a steady cursor. A blinking one is a 0.5 s timer
+    that starts when the field takes the focus, so a snapshot taken on a busy machine caught it off
+    and the picture lacked the cursor. Set before the field mounts, the blink never starts and the
+    focus shows the cursor. Idempotent; only the tests' process is concerned."""
+    from textual.widgets import Input
+
+    if getattr(Input, "_steady_in_tests", False):
+        return
+    made = Input.__init__
+
+    def steady_init(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        self.cursor_blink = False
+
+    Input.__init__ = steady_init
+    Input._steady_in_tests = True
+
+
 def fixed_app(home: Home, **kwargs):
     from console.app import ConsoleApp
     from tools.sample_store import FIXED_NOW
@@ -65,6 +84,7 @@ def fixed_app(home: Home, **kwargs):
     kwargs.setdefault("service_factory", None)
     kwargs.setdefault("evict_every", None)
     kwargs.setdefault("home_label", HOME_LABEL)
+    steady_cursors()
     app = ConsoleApp(home, **kwargs)
     # No animations: a tab's underline slides, and a busy machine would catch it half way.
     app.animation_level = "none"

@@ -58,15 +58,8 @@ async def case_history(app, p, out: Path) -> Path:
     await p.press("2")
     await app.settled()
     await p.press("down", "down", "enter")
-    for _ in range(200):
-        if isinstance(app.screen, CaseScreen) and app.screen.story is not None:
-            break
-        await p.pause(0.05)
-    await p.pause()
-    target = out / "case.svg"
-    target.write_text(app.export_screenshot(title="ussd-console: a case's history"), encoding="utf-8")
-    await p.press("escape")
-    return target
+    return await _shoot_when(app, p, lambda: isinstance(app.screen, CaseScreen) and app.screen.story is not None,
+                             out / "case.svg", "ussd-console: a case's history")
 
 
 async def overview(app, p, out: Path) -> Path:
@@ -74,13 +67,18 @@ async def overview(app, p, out: Path) -> Path:
     from console.dialogs.overview_screen import OverviewScreen
 
     await p.press("o")
+    return await _shoot_when(app, p, lambda: isinstance(app.screen, OverviewScreen) and app.screen.figures is not None,
+                             out / "overview.svg", "ussd-console: the overview")
+
+
+async def _shoot_when(app, p, ready, target: Path, title: str) -> Path:
+    """A pushed screen's picture once its worker has loaded it (up to 10 s), then back out of it."""
     for _ in range(200):
-        if isinstance(app.screen, OverviewScreen) and app.screen.figures is not None:
+        if ready():
             break
         await p.pause(0.05)
     await p.pause()
-    target = out / "overview.svg"
-    target.write_text(app.export_screenshot(title="ussd-console: the overview"), encoding="utf-8")
+    target.write_text(app.export_screenshot(title=title), encoding="utf-8")
     await p.press("escape")
     return target
 

@@ -10,13 +10,11 @@ Kept apart from ``core.store.models`` so the dedup core does not depend on them;
 
 from __future__ import annotations
 
-import weakref
 from types import SimpleNamespace
 
 from peewee import AutoField, Database, DoubleField, IntegerField, Model, TextField
 
-_BOUND: "weakref.WeakKeyDictionary[Database, SimpleNamespace]" = weakref.WeakKeyDictionary()
-
+from core.store.database import bound_models
 
 def bind_audit_models(db: Database) -> SimpleNamespace:
     class Base(Model):
@@ -76,10 +74,7 @@ def bind_audit_models(db: Database) -> SimpleNamespace:
 
 def audit_models(db: Database) -> SimpleNamespace:
     """The audit models bound to ``db``, bound once per database object."""
-    bound = _BOUND.get(db)
-    if bound is None:
-        bound = _BOUND[db] = bind_audit_models(db)
-    return bound
+    return bound_models(db, bind_audit_models)
 
 
 APPEND_ONLY = "the audit log is append-only"

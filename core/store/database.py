@@ -15,11 +15,27 @@ import os
 import re
 import sqlite3
 import stat
-from typing import Iterator
+import weakref
+from typing import Callable, Iterator, TypeVar
 
 from peewee import Database, PeeweeException
 
 from .backend import is_postgres_url
+
+M = TypeVar("M")
+_BOUND: "weakref.WeakKeyDictionary[Database, dict]" = weakref.WeakKeyDictionary()
+
+
+def bound_models(db: Database, bind: Callable[[Database], M]) -> M:
+    """The models ``bind`` makes for ``db``, made once per database object and let go with it:
+    a table set that lives beside ``models.py`` (the outbox, the gateways', the audit log's)."""
+    per_db = _BOUND.get(db)
+    if per_db is None:
+        per_db = _BOUND[db] = {}
+    made = per_db.get(bind)
+    if made is None:
+        made = per_db[bind] = bind(db)
+    return made
 
 
 class StoreError(RuntimeError):

@@ -10,16 +10,14 @@ actions; the counts and message ids by the listener and the spool, in the ingest
 from __future__ import annotations
 
 import re
-import weakref
 from types import SimpleNamespace
 from typing import Mapping
 
 from peewee import BigIntegerField, CompositeKey, Database, DoubleField, IntegerField, Model, TextField
 
+from .database import bound_models
+
 NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,12}")  # the path label is gw_<name>, within 16 characters
-
-_BOUND: "weakref.WeakKeyDictionary[Database, SimpleNamespace]" = weakref.WeakKeyDictionary()
-
 
 def _bind(db: Database) -> SimpleNamespace:
     class Base(Model):
@@ -80,10 +78,7 @@ def _bind(db: Database) -> SimpleNamespace:
 
 
 def gateway_models(db: Database) -> SimpleNamespace:
-    bound = _BOUND.get(db)
-    if bound is None:
-        bound = _BOUND[db] = _bind(db)
-    return bound
+    return bound_models(db, _bind)
 
 
 def migrate_v21(db: Database, m) -> None:

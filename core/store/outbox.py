@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-import weakref
 from types import SimpleNamespace
 from typing import Callable, NamedTuple
 
@@ -28,14 +27,11 @@ from peewee import AutoField, BooleanField, Database, DoubleField, IntegerField,
 
 from core.rules.events import CHECKPOINT, Event
 
-from .database import write_transaction
+from .database import bound_models, write_transaction
 
 STATES = ("pending", "failed", "delivered")
 FAN_OUT_BATCH = 500
 PRUNE_BATCH = 500  # events removed per transaction: a big first prune never holds the write lock long
-
-_BOUND: "weakref.WeakKeyDictionary[Database, SimpleNamespace]" = weakref.WeakKeyDictionary()
-
 
 def _bind(db: Database) -> SimpleNamespace:
     class Base(Model):
@@ -80,10 +76,7 @@ def _bind(db: Database) -> SimpleNamespace:
 
 
 def outbox_models(db: Database) -> SimpleNamespace:
-    bound = _BOUND.get(db)
-    if bound is None:
-        bound = _BOUND[db] = _bind(db)
-    return bound
+    return bound_models(db, _bind)
 
 
 def migrate_v15(db: Database, m) -> None:

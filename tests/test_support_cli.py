@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.cli import cli, run_cli
 from tests.support.helpers import ROOT, frame
-from tests.support.tiers import starts_process
+from tests.support.tiers import reaches_process, starts_process
 
 
 def started(*argv: str, **kw) -> subprocess.CompletedProcess:
@@ -60,3 +60,16 @@ def test_the_tiers_follow_what_a_test_starts(request):
     assert runner or request.config.option.markexpr
     put_back = items["test_the_runner_puts_back_what_a_command_changes_for_the_process"]
     assert not starts_process(put_back)
+
+
+def test_the_tiers_follow_a_helper_imported_inside_the_test():
+    """`from tools.perf_probe import measure` in a test's body: measure starts a child, so the test
+    is in the process tier though the module never names it; the screenshots tool starts nothing."""
+    def probes():
+        from tools.perf_probe import IDLE_SECONDS, measure  # noqa: F401
+
+    def shoots():
+        from tools.screenshots import SCREENS, main as shots  # noqa: F401
+
+    assert reaches_process(probes, set())
+    assert not reaches_process(shoots, set())

@@ -17,6 +17,7 @@ process`` shows the tier.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import io
 import re
@@ -89,7 +90,7 @@ def _code(obj) -> tuple[str, set[str]]:
     return " ".join(kept), names
 
 
-def _reached(obj, seen: set[int]) -> bool:
+def reaches_process(obj, seen: set[int]) -> bool:
     """Whether ``obj`` (a function or class of the tests) or what it names starts a process."""
     obj = inspect.unwrap(obj) if callable(obj) else obj
     if id(obj) in seen:
@@ -99,13 +100,33 @@ def _reached(obj, seen: set[int]) -> bool:
     if PROCESS_WORDS.search(text):
         return True
     module = sys.modules.get(getattr(obj, "__module__", ""), None)
-    for name in names:
-        value = getattr(module, name, None) if module is not None else None
+    found = [getattr(module, name, None) if module is not None else None for name in names]
+    found += _imported_inside(text)
+    for value in found:
         if isinstance(value, types.ModuleType):
             continue
-        if (inspect.isfunction(value) or inspect.isclass(value)) and _own(value) and _reached(value, seen):
+        if (inspect.isfunction(value) or inspect.isclass(value)) and _own(value) and reaches_process(value, seen):
             return True
     return False
+
+
+# ``from tools.perf_probe import measure`` inside a test's body: its names are not the module's.
+_LOCAL_IMPORT = re.compile(r"\bfrom ((?:tests|tools)(?: \. \w+)*) import (?:\( )?(\w+(?: as \w+)?(?: , \w+(?: as \w+)?)*)")
+
+
+def _imported_inside(text: str) -> list[object]:
+    """What a body's own ``from tests... / tools... import`` lines bring in (already imported, or
+    importable: the suite's own helpers start nothing on import)."""
+    values = []
+    for dotted, listed in _LOCAL_IMPORT.findall(text):
+        try:
+            imported = importlib.import_module(dotted.replace(" ", ""))
+        except ImportError:
+            continue
+        for part in listed.split(","):
+            name = part.split(" as ")[0].strip()
+            values.append(getattr(imported, name, None))
+    return values
 
 
 def starts_process(item) -> bool:
@@ -119,11 +140,11 @@ def starts_process(item) -> bool:
     if any(params.get(name) == value for name, value in PROCESS_PARAMS):
         return True
     seen: set[int] = set()
-    if _reached(item.obj, seen):
+    if reaches_process(item.obj, seen):
         return True
     for name in names - PARAMETRIZED:
         for fixturedef in item._fixtureinfo.name2fixturedefs.get(name, ()):
-            if _own(fixturedef.func) and _reached(fixturedef.func, seen):
+            if _own(fixturedef.func) and reaches_process(fixturedef.func, seen):
                 return True
     return False
 

@@ -16,7 +16,7 @@ import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 ENGLISH = DOCS / "operator.md"
-LANGUAGES = ("fr", "sw", "pt")
+LANGUAGES = ("fr", "sw", "pt", "es")
 
 FENCE = re.compile(r"^(```|~~~)")
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")

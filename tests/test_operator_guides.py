@@ -22,6 +22,7 @@ FENCE = re.compile(r"^(```|~~~)")
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 LINK = re.compile(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 INLINE_CODE = re.compile(r"`[^`]*`")
+KEY_ROW = re.compile(r"^\| ((?:`[^`]+` ?)+) \| `(\w+)` \|.*\| ([\w-]+) \|$")  # | `k` | `id` | ... | role |
 
 
 def guide(lang: str) -> Path:
@@ -111,11 +112,25 @@ def test_every_relative_link_leads_somewhere(lang):
     assert not broken, f"{path.name}: links that lead nowhere: {broken}"
 
 
+def key_rows(text: str) -> list[tuple[str, str, str]]:
+    """The key table's (keys, action id, role) per row: what an operator presses and remaps."""
+    return [found.groups() for found in map(KEY_ROW.match, text.splitlines()) if found]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_translation_has_the_english_key_table(lang):
+    english = key_rows(read(ENGLISH))
+    assert len(english) > 30, "the English key table was not found"
+    assert key_rows(read(guide(lang))) == english, f"{lang}: the key table's keys, ids or roles differ from English"
+
+
 def test_the_parser_sees_headings_blocks_and_links():
     text = "# A\n\n## B c'est\n\n```sh\n# not a heading\n```\n\nsee [x](a.md#y) and `[z](no.md)`\n"
     headings, blocks, links = parts(text)
     assert headings == [(1, "A"), (2, "B c'est")]
     assert blocks == ["```sh\n# not a heading\n```"]
     assert links == ["a.md#y"]
+    assert key_rows("| `ctrl+p` | `palette` | Palette | Partout | - |\n| key | id | what | where | role |") == [
+        ("`ctrl+p`", "palette", "-")]
     assert slug("Réattribuer les touches") == "réattribuer-les-touches"
     assert slug("Ce qu'il est advenu de chaque trame") == "ce-quil-est-advenu-de-chaque-trame"

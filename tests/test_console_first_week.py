@@ -175,6 +175,36 @@ async def test_a_dialog_shows_its_own_keys_in_the_footer_not_the_screens(sample_
 
 
 @run_async
+async def test_the_footer_follows_each_screen_and_rebuilds_only_when_its_keys_change(sample_home):
+    """Textual's footer rebuilt its dozen keys each time the bindings were looked at again, most
+    often to the same keys: a layout of the whole screen each time. Ours rebuilds when they change."""
+    from console.widgets.words_footer import WordsFooter
+
+    app = fixed_app(sample_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await press_and_settle(pilot, "1")
+        await until(lambda: "⏎ History" in footer_words(app), what="the cases' keys")
+        footer = app.screen.query_one(WordsFooter)
+        builds = []
+        rebuild = footer.recompose
+
+        async def counted():
+            builds.append(app.screen)
+            await rebuild()
+        footer.recompose = counted
+        footer.bindings_changed(app.screen)  # the same keys as shown
+        await pilot.pause()
+        await pilot.pause()
+        assert builds == []
+        await press_and_settle(pilot, "3")
+        await until(lambda: "k Keep first" in footer_words(app), what="the quarantine's keys")
+        assert builds
+        await press_and_settle(pilot, "1")
+        await until(lambda: "⏎ History" in footer_words(app) and not any("Keep first" in w for w in footer_words(app)),
+                    what="the cases' keys again")
+
+
+@run_async
 async def test_the_cases_footer_says_that_enter_opens_a_cases_history(sample_home):
     app = fixed_app(sample_home)
     async with app.run_test(size=SIZE) as pilot:

@@ -3,6 +3,7 @@ extracts it (babel.cfg), and what is wrong with a catalog, entry by entry, in wo
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -16,14 +17,16 @@ from .helpers import ROOT
 PLACEHOLDER = re.compile(r"%(?:\(\w+\))?[-#0 +]*\d*(?:\.\d+)?[sdifrxXeEgGc%]")
 
 
-def marked() -> set[str | tuple[str, str]]:
-    """Every message the source marks: a string, or (singular, plural) for ``ngettext``."""
+@functools.lru_cache(maxsize=1)
+def marked() -> frozenset[str | tuple[str, str]]:
+    """Every message the source marks: a string, or (singular, plural) for ``ngettext``. Read once
+    per process: the source does not change under a run, and each catalog's test asks for it."""
     with open(ROOT / "babel.cfg", encoding="utf-8") as fh:
         method_map, options_map = parse_mapping_cfg(fh, "babel.cfg")
     found = set()
     for _file, _line, message, _comments, _context in extract_from_dir(str(ROOT), method_map, options_map):
         found.add(tuple(message) if isinstance(message, (tuple, list)) else message)
-    return found
+    return frozenset(found)
 
 
 def _placeholders(text: str) -> list[str]:

@@ -208,7 +208,12 @@ def _masked(value, limit: int) -> str:
     masked whole) and after (an escape can turn a separator into one the mask knows)."""
     if value is None:
         return ""
-    return mask_phones(escape_text(mask_phones(value) if isinstance(value, str) else value, limit))
+    if not isinstance(value, str):
+        return mask_phones(escape_text(value, limit))
+    shown = escape_text(mask_phones(value), limit)
+    if shown is value:  # neither masked nor escaped (each returns its input then): a second mask finds nothing
+        return shown
+    return mask_phones(shown)
 
 
 def needs_facts(results: Sequence) -> list[Frame]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import uuid
 
 from core import Receiver
 from core.alerts import AlertsConfig, Deliverer
@@ -18,6 +19,17 @@ from tests.support.clock import TestClock, tick
 from tests.support.watch import Watcher
 
 PHONE_TRACES = ("+254", "0722", "712345678")
+
+
+def test_a_batch_of_event_ids_are_distinct_version_4_uuids_written_as_uuid4_writes_them():
+    ids = outbox.event_ids(2000)
+    assert len(set(ids)) == 2000
+    for event_id in ids:
+        parsed = uuid.UUID(event_id)
+        assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, event_id)
+        assert len(event_id) == len(uuid.uuid4().hex)
+    assert outbox.event_ids(0) == []
+
 
 
 def test_a_command_that_fails_twice_then_succeeds_gets_the_conflict_once_after_the_retries(home, tmp_path):

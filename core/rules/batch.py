@@ -171,9 +171,8 @@ class ActivityRow(NamedTuple):
 # Built once or twice per frame on the hot path, so without Python code (see ``_builder``).
 _verdict, _seen_row, _case_row = _builder(Verdict), _builder(SeenRow), _builder(CaseRow)
 _case_ref, _reject_row, _activity_row = _builder(CaseRef), _builder(RejectRow), _builder(ActivityRow)
-# Named fields read in bulk (C-level getters, as fast as indexing): of frames and verdicts, and of offers.
-_frame_id, _outcome, _file, _line = (attrgetter("frame_id"), attrgetter("outcome"), attrgetter("file"),
-                                     attrgetter("line"))
+# Named fields read in bulk (C-level getters, as fast as indexing): of verdicts, and of offers.
+_outcome, _file = attrgetter("outcome"), attrgetter("file")
 _row_id = itemgetter(0)  # a witness row's frame id
 _last_two = itemgetter(slice(-2, None))  # a witness's crc8: the trailer's two hex digits
 
@@ -209,7 +208,12 @@ def _masked(value, limit: int) -> str:
     masked whole) and after (an escape can turn a separator into one the mask knows)."""
     if value is None:
         return ""
-    return mask_phones(escape_text(mask_phones(value) if isinstance(value, str) else value, limit))
+    if not isinstance(value, str):
+        return mask_phones(escape_text(value, limit))
+    shown = escape_text(mask_phones(value), limit)
+    if shown is value:  # neither masked nor escaped (each returns its input then): a second mask finds nothing
+        return shown
+    return mask_phones(shown)
 
 
 def needs_facts(results: Sequence) -> list[Frame]:
@@ -321,109 +325,66 @@ class BatchState:
     def decide_all(self, offers: Sequence[Offer], results: Sequence) -> list[Verdict]:
         """``decide`` for every offer in order, the receiver's fast path.
 
-        One lean pass sorts the frames into the two verdicts most get, by the
-        very tests ``decide`` makes first: a first arrival (nothing stored
-        under its id or case key, and the first valid frame of its case key in
-        the batch) and an exact re-send (the same text as its id's witness,
-        stored or applied earlier in this batch, on a case with nothing
-        settled). Their rows, state and verdicts are then built in bulk (C-level
-        ``zip``/``map``, no Python code per frame). Every other frame, and
-        every reject, goes through ``decide`` itself, in order, so the rules
-        have one statement.
-
-        Deciding those after the bulk is exact: a first arrival's id and key
-        appear nowhere earlier in the batch, so the only frames it changes
-        anything for come after it, and an exact re-send changes nothing but
-        its id's re-send count (a sum). tests/test_fast_path_differential.py
-        holds this equal to ``decide_batch`` on random streams.
+        One in-order pass decides inline the two verdicts most frames get, by
+        the very tests ``decide`` makes first: a first arrival (nothing stored
+        or decided under its id or case key, nothing settled on the key) and an
+        exact re-send (the same text as its id's witness, on a case with
+        nothing settled). Each is taken into this state as ``decide`` would
+        take it (its witness text, its case, its rows), so every other frame,
+        and every reject, goes through ``decide`` itself on the same state and
+        the rules have one statement. The first arrivals' witness rows are
+        built in bulk at the end, each with its re-sends counted in
+        (``folded``); re-sends of a witness stored before the batch are bumps.
+        tests/test_fast_path_differential.py holds this equal to
+        ``decide_batch`` on random streams.
         """
-        seen_get, cases, settled = self.seen.get, self.cases, self.settled_texts
-        new_texts: dict[str, str] = {}  # id -> text of a frame applied here: its witness from then on
-        new_get = new_texts.get
-        keys: set[str] = set()  # case keys of every valid frame so far
-        key_add = keys.add
+        seen, cases, settled = self.seen, self.cases, self.settled_texts
+        seen_get, again = seen.get, self.folded
+        again_get = again.get
         bumps = self.seen_bumps
         bumps_get = bumps.get
-        again = self.folded  # id of a frame applied here -> its count with its re-sends so far
-        again_get = again.get
-        applied, applied_at, resent, resent_at, slow_at = [], [], [], [], []
-        applied_add, applied_at_add, resent_add, resent_at_add, slow_add = (
-            applied.append, applied_at.append, resent.append, resent_at.append, slow_at.append)
+        fresh: set[str] = set()  # ids applied inline here: their re-sends are counted in their rows
+        fresh_add = fresh.add
+        applied_ids, applied_texts = [], []
+        id_add, text_add = applied_ids.append, applied_texts.append
+        add_case, add_verdict = self.case_rows.append, self.verdicts.append
+        decide = self.decide
+        now, source = self.now, self.source
+        one_file, file_at = self._shown_files(offers)
+        files = repeat(one_file) if file_at is None else file_at
         frame_class = Frame
-        for i, parsed in enumerate(results):
+        heads = 0
+        for offer, parsed, file in zip(offers, results, files):
             if parsed.__class__ is frame_class and parsed.trailer_ok:
-                frame_id, key = parsed.frame_id, parsed.case_key
+                # every field at once (a field added to ``Frame`` fails here, never shifts silently)
+                frame_id, text, seq, site, need, headcount, pri, _trailer_ok, key = parsed
                 witness = seen_get(frame_id)
                 if witness is None:
-                    witness = new_get(frame_id)
-                    if witness is None:
-                        if key in keys or key in cases or (settled and settled.get(key)):
-                            slow_add(i)
-                        else:
-                            new_texts[frame_id] = parsed.text
-                            applied_add(parsed)
-                            applied_at_add(i)
-                    elif witness == parsed.text and not (settled and settled.get(key)):
-                        again[frame_id] = again_get(frame_id, 1) + 1  # counted in its new row
-                        resent_add(parsed)
-                        resent_at_add(i)
+                    if key not in cases and not (settled and settled.get(key)):
+                        seen[frame_id] = text
+                        cases[key] = _case_ref((frame_id, text, parsed.payload))
+                        fresh_add(frame_id)
+                        id_add(frame_id)
+                        text_add(text)
+                        add_case(_case_row((key, frame_id, text, seq, site, need, headcount, pri, now, now, source, 1)))
+                        heads += headcount
+                        add_verdict(_verdict((frame_id, _APPLIED, "new", source, file, offer.line)))
+                        continue
+                elif witness == text and not (settled and settled.get(key)):
+                    if frame_id in fresh:
+                        again[frame_id] = again_get(frame_id, 1) + 1
                     else:
-                        slow_add(i)
-                    key_add(key)
+                        bumps[frame_id] = bumps_get(frame_id, 0) + 1
+                    add_verdict(_verdict((frame_id, _DUPLICATE, "retransmit", source, file, offer.line)))
                     continue
-                if witness == parsed.text and not (settled and settled.get(key)):
-                    bumps[frame_id] = bumps_get(frame_id, 0) + 1
-                    resent_add(parsed)
-                    resent_at_add(i)
-                else:
-                    slow_add(i)
-                key_add(key)
-            else:
-                slow_add(i)
-        now, source = self.now, self.source
-        if applied:
-            ids, texts, seqs, sites, needs, heads, pris, _trailers_ok, akeys = zip(*applied)  # Frame's fields
-            # The state ``decide``'s frames see: only they look, each at its own id and key.
-            wanted = {results[i].case_key for i in slow_at if results[i].__class__ is frame_class}
-            for frame in compress(applied, map(wanted.__contains__, akeys)):
-                self.seen[frame.frame_id] = frame.text
-                cases[frame.case_key] = _case_ref((frame.frame_id, frame.text, frame.payload))
-            self.seen_rows.extend(map(_seen_row, zip(ids, texts, map(_last_two, texts), repeat(now), repeat(now),
-                                                     map(again_get, ids, repeat(1)), repeat(source))))
-            applied_rows = list(map(_case_row, zip(akeys, ids, texts, seqs, sites, needs, heads, pris, repeat(now),
-                                                   repeat(now), repeat(source), repeat(1))))
-            self.added_cases += len(applied)
-            self.added_headcount += sum(heads)
-        else:
-            applied_rows = []
-        # Every verdict in offer order: the bulk ones scattered to their places, then the rest.
-        out: list = [None] * len(results)
-        place = out.__setitem__
-        one_file, file_at = self._shown_files(offers)
-        lines = list(map(_line, offers))
-        for at, frames, outcome, reason in ((applied_at, applied, _APPLIED, "new"),
-                                            (resent_at, resent, _DUPLICATE, "retransmit")):
-            if at:
-                files = repeat(one_file) if file_at is None else map(file_at.__getitem__, at)
-                any(map(place, at, map(_verdict, zip(map(_frame_id, frames), repeat(outcome), repeat(reason),
-                                                      repeat(source), files, map(lines.__getitem__, at)))))
-        if slow_at:
-            verdicts = self.verdicts
-            first_row = len(self.case_rows)
-            slow_applied = []
-            decide = self.decide
-            for i in slow_at:
-                verdict = decide(offers[i], results[i])
-                out[i] = verdict
-                if verdict.outcome is _APPLIED:
-                    slow_applied.append(i)
-            del verdicts[len(verdicts) - len(slow_at):]
-            if slow_applied:  # applied in ``decide``: the cases' rows in arrival order (their ids follow it)
-                merged = sorted(zip(applied_at + slow_applied, applied_rows + self.case_rows[first_row:]))
-                applied_rows = [row for _, row in merged]
-                del self.case_rows[first_row:]
-        self.case_rows.extend(applied_rows)
-        self.verdicts.extend(out)
+            decide(offer, parsed)
+        if applied_ids:
+            rows = list(map(_seen_row, zip(applied_ids, applied_texts, map(_last_two, applied_texts), repeat(now),
+                                           repeat(now), map(again_get, applied_ids, repeat(1)), repeat(source))))
+            rows.extend(self.seen_rows)  # then the witnesses ``decide`` recorded, as before
+            self.seen_rows = rows
+            self.added_cases += len(applied_ids)
+            self.added_headcount += heads
         self.fold_resends()
         return self.verdicts
 

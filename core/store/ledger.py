@@ -3,8 +3,8 @@
 ``ingest_many`` is the only code that writes the ledger. It parses a batch
 with the pure ``core.rules.frame.parse``, gathers what the store knows about
 the batch's ids in a few set-based queries (``_gather``), lets the pure
-``core.rules.batch.BatchState`` decide every frame (``decide_all``: the common
-verdicts sorted out in one pass and built in bulk, the rest through ``decide``),
+``core.rules.batch.BatchState`` decide every frame (``decide_all``: one in-order
+pass, the common verdicts inline, the rest through ``decide``),
 and writes the rows it holds in one transaction per call (R8: a frame's dedup
 row and its applied case commit together or not at all; one commit writes each
 dirtied page of the case indexes once, where slices of the call wrote them once

@@ -18,6 +18,7 @@ the outbox holds what is still owed and a recent past, not every event ever.
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from types import SimpleNamespace
@@ -96,6 +97,18 @@ def record(db: Database, event: Event, at: float | None = None) -> str:
 
 # ``json.dumps(details, sort_keys=True)`` made once: ``dumps`` with any option builds an encoder per call.
 _details = json.JSONEncoder(sort_keys=True).encode
+# A version-4 UUID's fixed bits (RFC 4122: the version nibble 4, the variant bits 10) and the rest.
+_UUID4_BITS = (0x4 << 76) | (0x8 << 60)
+_UUID4_RANDOM = ~((0xF << 76) | (0xC << 60)) & ((1 << 128) - 1)
+
+
+def event_ids(n: int) -> list[str]:
+    """``n`` event ids as ``uuid.uuid4().hex`` gives them, from one read of the system's random
+    source: a batch of conflicts took one read and one ``UUID`` object an id (about 6 us each,
+    more than the alert's row), where these cost about 1.6."""
+    raw = os.urandom(16 * n)
+    whole = int.from_bytes
+    return [f"{whole(raw[i : i + 16], 'big') & _UUID4_RANDOM | _UUID4_BITS:032x}" for i in range(0, 16 * n, 16)]
 
 
 def record_many(db: Database, events: list[Event], at: float) -> None:
@@ -105,7 +118,8 @@ def record_many(db: Database, events: list[Event], at: float) -> None:
         E = outbox_models(db).AlertEvent
         columns = ("event_id", "kind", "at", "summary", "details", "fanned")
         db.insert_rows(E._meta.table_name, [E._meta.fields[c].column_name for c in columns],
-                       [(uuid.uuid4().hex, e.kind, float(at), e.summary, _details(e.details), False) for e in events])
+                       [(i, e.kind, float(at), e.summary, _details(e.details), False)
+                        for i, e in zip(event_ids(len(events)), events)])
 
 
 def record_now(db: Database, events: list[Event]) -> None:

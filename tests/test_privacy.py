@@ -32,15 +32,23 @@ MASKED = [
     ("2024-05-01 0712 345 678", "2024-05-01 [phone]"),
     ("12345678", MASK),
 ]
+# Eight digits where a frame's site would be, in what is no frame.
+NO_SITE = [
+    ("x|12345678|MED|", "x|[phone]|MED|"),  # between bars, but no "H1|<seq>|" before them
+    ("AH1|1|12345678|MED|3|40", "AH1|1|[phone]|MED|3|40"),  # "AH1" starts no frame
+    ("H1|12345|12345678|MED|", "H1|12345|[phone]|MED|"),  # a seq has at most 4 digits
+    ("H1|1|0712345678|MED|3|40|#15", "H1|1|[phone]|MED|3|40|#15"),  # ten digits are no site
+]
 KEPT = [
     "served 2024-05-02", "2026-12-02 01:22:33,123 INFO watching", "at 2024-05-01T12:30",
     "listening on 192.168.100.200:8080", "lod01-1 H1|1|Kakuma1|MED|3|86|#89", "1234567", "v3.11.7",
     "1\n2\n3\n4\n5\n6\n7\n8",  # a line break never joins two groups
     "ids 1,2,3,4,5,6,7,8",
+    "H1|1|12345678|MED|3|40|#15", "lod01-1 H1|1234|12345678|WAT|3|86|#89",  # a site may be eight digits
 ]
 
 
-@pytest.mark.parametrize("text, masked", MASKED)
+@pytest.mark.parametrize("text, masked", MASKED + NO_SITE)
 def test_a_number_written_any_usual_way_is_masked_in_text_and_in_bytes(text, masked):
     assert mask_phones(text) == masked
     assert mask_phones_bytes(text.encode()) == masked.encode()
@@ -64,7 +72,8 @@ def test_a_stream_masked_in_chunks_keeps_a_cut_number_for_the_next_chunk():
                 assert ch in RUN_BYTES, (text, ch)
 
 
-@given(seq=st.integers(1, 9), site=st.from_regex(r"[A-Za-z0-9]{1,12}", fullmatch=True),
+@given(seq=st.integers(1, 9),
+       site=st.one_of(st.from_regex(r"[A-Za-z0-9]{1,8}", fullmatch=True), st.from_regex(r"[0-9]{1,8}", fullmatch=True)),
        need=st.sampled_from(["MED", "SHE", "WAT", "FOO", "PRO"]), head=st.integers(1, 999_999),
        pri=st.integers(0, 99))
 def test_a_frame_is_never_masked(seq, site, need, head, pri):

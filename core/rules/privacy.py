@@ -10,8 +10,10 @@ and brackets round an area code: ``+254 712 345 678``, ``0712-34-5678``,
 ``0712.345.678``, ``(0712) 345678``. A line break never joins two groups: a
 file's lines are separate texts.
 
-No valid frame holds such a run (its numeric fields are 1-6 digits between
-``|``), so the mask never touches a frame. Two shapes of 8 digits are left
+A valid frame holds such a run only as its site (1-8 letters or digits, so
+``H1|1|12345678|MED|...``): eight digits between ``|`` right after ``H1|<seq>|`` and
+before ``|<need>|`` are a site and kept; its other numeric fields are 1-6 digits
+between ``|``, which never join. So the mask never touches a frame. Two shapes of 8 digits are left
 alone because nobody dials them: an ISO date (``2024-05-01``, with a time; a
 real month and day, and not continued by more digits, so ``0712-34-5678`` is
 no date) and an IPv4 address (four dotted parts of at most 255).
@@ -33,10 +35,18 @@ _DATE = r"(?:19|20)\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[ T]\d\d:\d\
 _IPV4 = r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}"
 
 
+# A frame's site of eight digits: between "|" and "|<need>|"; _SITE_BEFORE checks the nine characters
+# before it (at most eight are "H1|<seq>|", so the ninth says whether H1 starts a word).
+_SITE = r"(?<=\|)\d{8}(?=\|[A-Z]{3}\|)"
+_SITE_BEFORE = re.compile(r"(?:^|[^A-Za-z0-9])H1\|\d{1,4}\|\Z")
+_SITE_BEFORE_BYTES = re.compile(_SITE_BEFORE.pattern.encode())
+
+
 def _pattern(sep: str, date: str, ipv4: str, digit: str, plus: str) -> str:
     # A kept shape must end where the digits end: "2024-05-01" followed by "-78" or "5" is not a date.
     end = rf"(?!{digit})(?![.\-]{digit})"
-    return rf"(?P<date>{date}){end}|(?P<ip>{ipv4}){end}|(?P<run>{plus}?\(?{digit}(?:{sep}{{0,3}}{digit}){{7,}})"
+    return (rf"(?P<date>{date}){end}|(?P<ip>{ipv4}){end}|(?P<site>{_SITE})"
+            rf"|(?P<run>{plus}?\(?{digit}(?:{sep}{{0,3}}{digit}){{7,}})")
 
 
 _RUN = re.compile(_pattern(_SEP_STR, _DATE, _IPV4, r"\d", r"\+"))
@@ -57,6 +67,8 @@ def _ip_kept(address: str) -> bool:
 def _masked(m: re.Match) -> str:
     if m.group("date") is not None:
         return m.group(0)
+    if m.group("site") is not None:
+        return m.group(0) if _SITE_BEFORE.search(m.string[max(0, m.start() - 9):m.start()]) else MASK
     ip = m.group("ip")
     if ip is not None and (_ip_kept(ip) or sum(c.isdigit() for c in ip) < 8):
         return ip
@@ -66,6 +78,8 @@ def _masked(m: re.Match) -> str:
 def _masked_bytes(m: re.Match) -> bytes:
     if m.group("date") is not None:
         return m.group(0)
+    if m.group("site") is not None:
+        return m.group(0) if _SITE_BEFORE_BYTES.search(m.string[max(0, m.start() - 9):m.start()]) else MASK.encode()
     ip = m.group("ip")
     if ip is not None and (_ip_kept(ip.decode()) or sum(c in b"0123456789" for c in ip) < 8):
         return ip

@@ -1,0 +1,169 @@
+"""The commands' own words in each shipped language (rejects, quarantine, pending, evictions, files,
+the signing flow, ...): their listings and lines translated and at 80 columns with no word cut,
+their ``--help`` in the language, and their ``--json`` byte for byte the English one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from core import i18n
+from tests.support.cli import cli, run_cli
+from tests.support.signing import A1, A1_FIX, B2, C1, add_operators, ingest, passfile
+
+LANGS = ("es", "fr", "pt", "sw")
+NO_LOCALE = {"LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "C.UTF-8"}
+USAGE = {"fr": "utilisation : ", "sw": "matumizi: ", "pt": "utilização: ", "es": "uso: "}
+TABLE = set("┃│┏┗┡└")  # a table's lines; a line printed whole for copying (soft-wrapped) may be longer
+RULES = re.compile(r"[\s│┃─━┏┓┗┛┡┩└┘┌┐├┤┬┴┼╇╈╋╭╮╯╰]+")
+
+
+@pytest.fixture(autouse=True)
+def english_again():
+    """Each run of main() selects its language; the process goes on in English after a test."""
+    yield
+    i18n.select(i18n.SOURCE)
+
+
+@pytest.fixture
+def busy(home, tmp_path):
+    """alice and bob (admins), a conflict in quarantine, a reject, an inbox file, an eviction run, and a retention
+    change alice asked for that waits for a second admin."""
+    add_operators(home, tmp_path, "alice", "bob")
+    ingest(home, tmp_path, [A1, B2, A1_FIX, ("Z-9", "not a frame at all")])
+    home.inbox.mkdir(exist_ok=True)
+    (home.inbox / "site.txt").write_text(f"{C1[0]} {C1[1]}\n", encoding="utf-8")
+    assert cli(home, "ingest", str(home.inbox / "site.txt"), env=NO_LOCALE).returncode == 0  # a file in the inbox
+    assert cli(home, "evict", env=NO_LOCALE).returncode == 0
+    home.config.write_text('[signing]\ncountersign = ["retention"]\n', encoding="utf-8")
+    asked = cli(home, "retention", "set", "40", "--operator", "alice", "--reason", "long trips",
+                "--passphrase-file", passfile(tmp_path, "alice"), env=NO_LOCALE)
+    assert asked.returncode == 0, asked.stderr
+    return home
+
+
+def said(home, lang: str, *argv: str) -> str:
+    """What ``argv`` prints in ``lang`` (its ``--json`` checked to be the English one first)."""
+    english = cli(home, *argv, "--json", env=NO_LOCALE)
+    assert english.returncode == 0 and english.stdout, english.stderr
+    assert cli(home, *argv, "--json", "--lang", lang, env=NO_LOCALE).stdout == english.stdout
+    r = cli(home, *argv, "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 0, r.stderr
+    assert all(len(line) <= 80 for line in r.stdout.splitlines() if set(line) & TABLE), r.stdout
+    return r.stdout
+
+
+def whole(out: str, *headers: str) -> None:
+    """Every word of each header is in ``out`` as a whole word: at 80 columns a column header may go
+    over two lines between its words, never inside one."""
+    words = set(RULES.split(out))
+    for header in headers:
+        for word in header.split():
+            assert word in words, (word, out)
+
+
+def helps(lang: str, *command: str, words: str) -> None:
+    r = run_cli("--lang", lang, *command, "--help", env=NO_LOCALE)
+    assert r.returncode == 0 and r.stdout.startswith(USAGE[lang] + "ussd-console " + " ".join(command)), r.stdout
+    assert words in " ".join(r.stdout.split()), r.stdout
+
+
+def tr(msgid: str, lang: str, **values) -> str:
+    i18n.select(lang)
+    try:
+        return i18n._(msgid, **values)
+    finally:
+        i18n.select(i18n.SOURCE)
+
+
+REJECTS = {"fr": "la ligne, et ce qui n'allait pas", "sw": "mstari, na kilichokosewa",
+           "pt": "a linha, e o que estava errado", "es": "la línea, y lo que estaba mal"}
+QUARANTINE = {"fr": ("Quarantaine (ouverts)", "registre :", "résoudre avec :"),
+              "sw": ("Karantini (wazi)", "daftari:", "tatua kwa:"),
+              "pt": ("Quarentena (abertos)", "registo:", "resolver com:"),
+              "es": ("Cuarentena (abiertos)", "registro:", "resolver con:")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_rejects_and_quarantine_speak_the_language(busy, lang):
+    out = said(busy, lang, "rejects")
+    whole(out, REJECTS[lang], tr("file:line, when", lang))
+    assert "Z-9" in out
+    out = said(busy, lang, "quarantine")
+    title, ledger, hint = QUARANTINE[lang]
+    assert title in out and hint in out and "ussd-console resolve ID --keep-first" in " ".join(out.split())
+    assert ledger in out and "A-1" in out
+    whole(out, tr("what differs", lang), tr("ledger now / new version", lang))
+    whole(said(busy, lang, "quarantine", "--all"), tr("status", lang))
+    helps(lang, "quarantine", words=tr("resolved ones too", lang))
+    helps(lang, "rejects", words=tr("show at most N rows (default %(limit)s)", lang, limit=50))
+
+
+def test_the_quarantines_versions_line_up_in_every_language(busy):
+    """The version the ledger holds and the newcomer start in the same column, whatever the labels' length."""
+    for lang in ("en", *LANGS):
+        lines = cli(busy, "quarantine", "--lang", lang, env=NO_LOCALE).stdout.splitlines()
+        old = next(line for line in lines if "H1|1|Kakuma1|MED|3|" in line)
+        new = next(line for line in lines if "H1|1|Kakuma1|MED|7|" in line)
+        assert old.index("H1|") == new.index("H1|"), (lang, old, new)
+    english = cli(busy, "quarantine", env=NO_LOCALE).stdout
+    assert "ledger: H1|1|Kakuma1|MED|3|" in english and "new:    H1|1|Kakuma1|MED|7|" in english
+
+
+PENDING = {"fr": "En attente d'un second admin", "sw": "Yanasubiri msimamizi wa pili",
+           "pt": "À espera de um segundo admin", "es": "Esperando a un segundo admin"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_pending_and_the_eviction_log_speak_the_language(busy, lang):
+    out = said(busy, lang, "pending")
+    assert PENDING[lang] in out and "`ussd-console approve ID`" in " ".join(out.split())
+    whole(out, tr("expires", lang))
+    out = said(busy, lang, "evictions")
+    assert tr("Eviction log", lang) in out
+    whole(out, tr("started by", lang), tr("cutoff", lang))
+    helps(lang, "approve", words=tr("who signs", lang))
+    helps(lang, "evict", words=tr("home folder (default $%(variable)s or ./%(folder)s)", lang,
+                                  variable="USSD_CONSOLE_HOME", folder="data"))
+
+
+EVICTED = {"fr": "0 id de trame vu pour la première fois il y a plus de 30 jours oublié",
+           "sw": "vitambulisho 0 vya fremu vilivyoonekana kwanza zaidi ya siku 30 iliyopita vimesahauliwa",
+           "pt": "0 id de trama visto pela primeira vez há mais de 30 dias esquecido",
+           "es": "0 ids de trama vistos por primera vez hace más de 30 días olvidados"}
+FILES = {"fr": "Fichiers de la boîte de réception : 1 affiché", "sw": "Faili za kikasha: 1 imeonyeshwa",
+         "pt": "Ficheiros da caixa de entrada: 1 mostrado", "es": "Archivos de la bandeja de entrada: 1 mostrado"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_evict_and_files_speak_the_language(busy, lang):
+    evicted = cli(busy, "evict", "--lang", lang, env=NO_LOCALE)
+    assert evicted.returncode == 0 and EVICTED[lang] in " ".join(evicted.stdout.split())
+    out = said(busy, lang, "files")
+    assert out.startswith(FILES[lang])
+    helps(lang, "files", words=tr("only files in this state", lang))
+
+
+SIGNING = {"fr": ("Sur le point de signer :", "entrée d'audit signée n° "),
+           "sw": ("Karibu kutia saini:", "ingizo la ukaguzi lililotiwa saini #"),
+           "pt": ("Prestes a assinar:", "entrada de auditoria assinada n.º "),
+           "es": ("A punto de firmar:", "entrada de auditoría firmada n.º ")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_signing_flow_speaks_the_language_and_signs_the_same(busy, tmp_path, lang):
+    from tests.support.signing import snapshot
+
+    [request] = [line for line in cli(busy, "pending", "--json", env=NO_LOCALE).stdout.splitlines()]
+    rid = request.split('"id": ')[1].split(",")[0].strip('"')
+    r = cli(busy, "reject", rid, "--operator", "bob", "--reason", "not now", "--passphrase-file",
+            passfile(tmp_path, "bob"), "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 0, r.stderr
+    about, entry = SIGNING[lang]
+    assert r.stdout.startswith(about) and entry in r.stdout
+    last = snapshot(busy)["audit"][-1]
+    assert (last["operator"], last["reason"]) == ("bob", "not now")  # what is signed is the operator's own words
+    missing = cli(busy, "resolve", "1", "--keep-first", "--operator", "alice", "--lang", lang, env=NO_LOCALE)
+    assert missing.returncode == 2 and "--reason TEXT" in missing.stderr
+    assert tr("give the reason with --reason TEXT (required for every signed action)", lang) in missing.stderr

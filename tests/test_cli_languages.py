@@ -167,3 +167,43 @@ def test_the_signing_flow_speaks_the_language_and_signs_the_same(busy, tmp_path,
     missing = cli(busy, "resolve", "1", "--keep-first", "--operator", "alice", "--lang", lang, env=NO_LOCALE)
     assert missing.returncode == 2 and "--reason TEXT" in missing.stderr
     assert tr("give the reason with --reason TEXT (required for every signed action)", lang) in missing.stderr
+
+
+OPERATORS = {"fr": ("Opérateurs", "tous les rôles", "actif"), "sw": ("Waendeshaji", "majukumu yote", "hai"),
+             "pt": ("Operadores", "todas as funções", "ativo"), "es": ("Operadores", "todos los roles", "activo")}
+AUDIT = {"fr": ("Journal d'audit (", "journal d'audit OK : "), "sw": ("Kumbukumbu ya ukaguzi (", "kumbukumbu ya ukaguzi SAWA: "),
+         "pt": ("Registo de auditoria (", "registo de auditoria OK: "), "es": ("Registro de auditoría (", "registro de auditoría OK: ")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_operators_retention_and_the_audit_log_speak_the_language(busy, lang):
+    title, every, active = OPERATORS[lang]
+    out = said(busy, lang, "operator", "list")
+    assert out.startswith(title) and every in out and active in out
+    whole(out, tr("key fingerprint", lang), tr("roles", lang))
+    out = said(busy, lang, "retention", "show")
+    assert tr("Retention history", lang) in out and tr("retention: %(policy)s", lang, policy="")[:5] in out
+    whole(out, tr("set at", lang), tr("set by", lang))
+    shown, verified = AUDIT[lang]
+    out = said(busy, lang, "audit", "show")
+    assert out.startswith(shown) and tr("head %(hash)s", lang, hash="")[:4] in out
+    whole(out, tr("action and target", lang))
+    out = said(busy, lang, "audit", "verify")
+    assert out.startswith(verified)
+    assert cli(busy, "audit", "checkpoint", "--lang", lang, env=NO_LOCALE).stdout.splitlines()[1].startswith("# ")
+    helps(lang, "operator", "add", words=tr("read the new operator's passphrase from the first line of PATH", lang))
+    helps(lang, "resolve", words=tr("dismiss the new version; the ledger stays", lang))
+    helps(lang, "audit", "verify", words=tr("a head hash written down earlier; it must still be in the log", lang))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_new_operator_is_told_in_the_language_and_a_refusal_keeps_its_accents_and_escapes_the_name(busy, tmp_path,
+                                                                                                     lang):
+    r = cli(busy, "operator", "add", "carol", "--passphrase-file", passfile(tmp_path, "carol"), "--operator", "alice",
+            "--operator-passphrase-file", passfile(tmp_path, "alice"), "--role", "resolver", "--lang", lang,
+            env=NO_LOCALE)
+    assert r.returncode == 0, r.stderr
+    assert tr("operator %(name)s added; key fingerprint %(fingerprint)s; roles: %(roles)s", lang, name="carol",
+              fingerprint="", roles="")[:8] in r.stdout
+    r = cli(busy, "operator", "add", "dan", "--operator", "alice", "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 2 and "--role ROLE" in r.stderr and "\\x" not in r.stderr, r.stderr

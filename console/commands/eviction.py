@@ -33,7 +33,7 @@ def _removed_range(e: Eviction) -> Text:
 
 
 def _eviction_rows(rows):
-    return [(minute(e.ran_at), retention_length(e.retention_seconds), minute(e.cutoff), Text(number(e.removed)),
+    return [(minute(e.ran_at), Text(retention_length(e.retention_seconds)), minute(e.cutoff), Text(number(e.removed)),
              _removed_range(e), e.started_by) for e in rows]
 
 

@@ -207,3 +207,56 @@ def test_a_new_operator_is_told_in_the_language_and_a_refusal_keeps_its_accents_
               fingerprint="", roles="")[:8] in r.stdout
     r = cli(busy, "operator", "add", "dan", "--operator", "alice", "--lang", lang, env=NO_LOCALE)
     assert r.returncode == 2 and "--role ROLE" in r.stderr and "\\x" not in r.stderr, r.stderr
+
+
+GATEWAYS = {"fr": ("Passerelles", "acceptés : envois pris"), "sw": ("Malango", "yaliyokubaliwa: machapisho"),
+            "pt": ("Gateways", "aceites: envios recebidos"), "es": ("Pasarelas", "aceptados: envíos recibidos")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_gateways_and_alerts_speak_the_language(busy, tmp_path, lang):
+    added = cli(busy, "gateway", "add", "office", "--kind", "africastalking", "--operator", "alice", "--reason", "short",
+                "--passphrase-file", passfile(tmp_path, "alice"), "--lang", lang, env=NO_LOCALE)
+    assert added.returncode == 0, added.stderr
+    assert tr("paste this into the gateway's callback URL; it is shown only now:", lang) in " ".join(added.stdout.split())
+    title, counted = GATEWAYS[lang]
+    out = said(busy, lang, "gateway", "list")
+    assert counted in out and f"\n{title}" in out
+    whole(out, tr("webhook retries", lang), tr("last post", lang), tr("added by", lang))
+    assert tr("Gateways (posts)", lang) in cli(busy, "status", "--lang", lang, env=NO_LOCALE).stdout
+    listed = said(busy, lang, "alerts")  # the conflict's alert, waiting for a target
+    assert listed.startswith(tr("Alerts, newest first", lang))
+    whole(listed, tr("summary / last error", lang), tr("target", lang), tr("(none yet)", lang))
+    untargeted = cli(busy, "alerts", "test", "--lang", lang, env=NO_LOCALE)
+    assert untargeted.returncode == 2 and "[alerts]" in untargeted.stderr and "\\x" not in untargeted.stderr
+    helps(lang, "gateway", "add", words=tr("1-13 lower-case letters, digits or '_'", lang))
+    helps(lang, "alerts", words=tr("only deliveries in this state", lang))
+
+
+BACKUP = {"fr": ("sauvegarde écrite : ", "sauvegarde OK : "), "sw": ("nakala ya akiba imeandikwa: ", "nakala ya akiba SAWA: "),
+          "pt": ("cópia de segurança escrita: ", "cópia de segurança OK: "),
+          "es": ("copia de seguridad escrita: ", "copia de seguridad OK: ")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_backup_and_its_check_speak_the_language(busy, tmp_path, lang):
+    import json
+
+    made = cli(busy, "backup", "--to", str(tmp_path / "b"), "--json", env=NO_LOCALE)
+    assert made.returncode == 0, made.stderr
+    file = json.loads(made.stdout)["file"]
+    written, verified = BACKUP[lang]
+    r = cli(busy, "backup", "--to", str(tmp_path / "c"), "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 0 and r.stdout.startswith(written), r.stdout
+    assert tr("note: no [backup] recipients in config.toml: this backup is NOT encrypted; keep it safe", lang)[:12] \
+        in r.stderr
+    english = cli(busy, "backup", "verify", file, "--json", env=NO_LOCALE)
+    assert english.returncode == 0
+    assert cli(busy, "backup", "verify", file, "--json", "--lang", lang, env=NO_LOCALE).stdout == english.stdout
+    r = cli(busy, "backup", "verify", file, "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 0 and r.stdout.startswith(verified), r.stdout
+    assert tr("checked: %(what)s", lang, what="")[:6] in r.stdout
+    key = cli(busy, "backup", "key", "--lang", lang, env=NO_LOCALE)
+    assert key.returncode == 0 and tr("backup key %(fingerprint)s (%(short)s); %(state)s", lang, fingerprint="",
+                                      short="", state="")[:8] in key.stdout
+    helps(lang, "backup", "verify", words=tr("the age identity file, for an encrypted backup", lang))

@@ -260,3 +260,111 @@ def test_a_backup_and_its_check_speak_the_language(busy, tmp_path, lang):
     assert key.returncode == 0 and tr("backup key %(fingerprint)s (%(short)s); %(state)s", lang, fingerprint="",
                                       short="", state="")[:8] in key.stdout
     helps(lang, "backup", "verify", words=tr("the age identity file, for an encrypted backup", lang))
+
+
+INGEST = {"fr": ("Verdicts", "registre : "), "sw": ("Maamuzi", "daftari: "), "pt": ("Veredictos", "registo: "),
+          "es": ("Veredictos", "registro: ")}
+
+
+EXPORTED = {"fr": "cases : 2 lignes écrites dans ", "sw": "cases: mistari 2 imeandikwa kwenye ",
+            "pt": "cases: 2 linhas escritas em ", "es": "cases: 2 filas escritas en "}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_ingest_frame_and_export_speak_the_language(home, tmp_path, lang):
+    from core.home import Home
+    from tests.support.helpers import frame
+
+    path = tmp_path / "day.txt"
+    path.write_text(f"{A1[0]} {A1[1]}\n{B2[0]} {B2[1]}\n", encoding="utf-8")
+    english = cli(Home(tmp_path / "english").ensure(), "ingest", str(path), "--json", env=NO_LOCALE)
+    assert english.returncode == 0 and english.stdout.count("\n") == 2
+    assert cli(home, "ingest", str(path), "--json", "--lang", lang, env=NO_LOCALE).stdout == english.stdout
+    out = cli(home, "ingest", str(path), "--lang", lang, env=NO_LOCALE)
+    verdicts, ledger = INGEST[lang]
+    assert out.returncode == 0 and out.stdout.startswith(verdicts) and ledger in out.stdout, out.stdout
+    assert all(len(line) <= 80 for line in out.stdout.splitlines())
+    missing = cli(home, "ingest", str(tmp_path / "n\u00e9ant.txt"), "--lang", lang, env=NO_LOCALE)
+    assert missing.returncode == 2 and "n\\xe9ant.txt" in missing.stderr  # the path escaped, our words as they are
+    assert tr("cannot read %(path)s: %(reason)s", lang, path="", reason="").split()[0] in missing.stderr
+    body = frame(1, "Lodwar1", "WAT", 15, 88).rsplit("|", 1)[0]
+    assert cli(home, "frame", body, "--json", "--lang", lang, env=NO_LOCALE).stdout == \
+        cli(home, "frame", body, "--json", env=NO_LOCALE).stdout
+    bad = cli(home, "frame", "H1|x", "--lang", lang, env=NO_LOCALE)
+    assert bad.returncode == 2 and tr("not a frame body: %(reason)s", lang, reason="").strip() in bad.stderr
+    written = cli(home, "export", "cases", "--out", str(tmp_path / "c.csv"), "--lang", lang, env=NO_LOCALE)
+    assert written.returncode == 0
+    assert written.stdout.startswith(EXPORTED[lang])
+    ranked = cli(home, "ranking", "--csv", str(tmp_path / "r.csv"), "--lang", lang, env=NO_LOCALE)
+    assert ranked.returncode == 0 and "r.csv" in ranked.stdout
+    helps(lang, "ingest", words=tr("frame files: 'frame_id frame' lines, gateway CSV exports or JSON lines", lang))
+    helps(lang, "frame", words=tr("H1|place|site|need|people|priority, e.g. %(example)s", lang,
+                                  example="H1|1|Lodwar1|WAT|15|88"))
+    helps(lang, "export", words=tr("replace an existing file", lang))
+    helps(lang, "ranking", words=tr("served and closed cases too", lang))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_servers_commands_and_the_demo_have_their_help_in_the_language(lang):
+    helps(lang, "watch", words=tr("seconds between sweeps (default 3)", lang))
+    helps(lang, "serve", words=tr("address to listen on (default 127.0.0.1)", lang))
+    helps(lang, "console", words=tr("show the store without taking files from the inbox (another process does)", lang))
+    helps(lang, "demo", words=tr("keep the throwaway home and say where it is", lang))
+    helps(lang, "report", words=tr("one site's cases only", lang))
+    r = run_cli("--lang", lang, "--help", env=NO_LOCALE)
+    listed = {line.split()[0]: " ".join(line.split()[1:]) for line in r.stdout.splitlines()
+              if line.startswith("    ") and line.split()}
+    assert listed["report"] == tr("the situation report of a period (HTML or PDF)", lang)
+    assert listed["export"].startswith(tr("write a view as CSV or .xlsx (%(views)s)", lang, views="")[:10])
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_usage_mistake_of_serve_is_told_in_the_language(home, lang):
+    r = cli(home, "serve", "--port", "70000", "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 2 and "--port 70000" in r.stderr
+    assert r.stderr.startswith(tr("ussd-console: error: %(reason)s", lang, reason="")), r.stderr
+    assert tr("--port %(port)s is not a port (1 to 65535, or 0 for any free one)", lang, port=70000) in r.stderr
+
+
+def test_the_demo_printed_speaks_the_language(monkeypatch):
+    r = run_cli("demo", "--print", "--lang", "fr", env=NO_LOCALE)
+    assert r.returncode == 0, r.stderr
+    assert "Ordre d'envoi" in r.stdout and "chacun appliqué une fois" in " ".join(r.stdout.split())
+
+
+class _Served:
+    """``GuardedServer`` as ``serve`` builds it, kept instead of served: the session command it was given."""
+
+    made: list[str] = []
+
+    def __init__(self, command: str, **kw):
+        self.made.append(command)
+        self.public_url = "http://127.0.0.1:1"
+
+    def serve(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("way", ["config", "flag", "environment"])
+def test_the_browser_sessions_speak_the_language_serve_was_started_in(home, monkeypatch, way):
+    import shlex
+
+    from console.cli import chosen_language
+    from console.web import guard
+
+    monkeypatch.setattr(guard, "GuardedServer", _Served)
+    _Served.made.clear()
+    ingest(home, home.root.parent, [A1])  # a store to serve
+    argv, env = ["serve", "--port", "0"], dict(NO_LOCALE)
+    if way == "config":
+        home.config.write_text('[console]\nlanguage = "sw"\n', encoding="utf-8")
+    elif way == "flag":
+        argv += ["--lang", "sw"]
+    else:
+        env["LANG"] = "sw_KE.UTF-8"
+    r = cli(home, *argv, env=env)
+    assert r.returncode == 0, r.stderr
+    [command] = _Served.made
+    session = shlex.split(command)[1:]  # after "exec": python -m console.cli --home ... console --no-inbox
+    assert session[3:7] == ["--home", str(home.root), "--lang", "sw"] and session[-2:] == ["console", "--no-inbox"]
+    assert chosen_language(session[3:]) == "sw"  # what the session's own command line chooses, whatever its environment

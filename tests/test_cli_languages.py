@@ -368,3 +368,31 @@ def test_the_browser_sessions_speak_the_language_serve_was_started_in(home, monk
     session = shlex.split(command)[1:]  # after "exec": python -m console.cli --home ... console --no-inbox
     assert session[3:7] == ["--home", str(home.root), "--lang", "sw"] and session[-2:] == ["console", "--no-inbox"]
     assert chosen_language(session[3:]) == "sw"  # what the session's own command line chooses, whatever its environment
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_commands_help_comes_out_whole_in_the_language(lang):
+    """argparse fills each option's help with ``%``: a translated help with a stray one would crash ``--help``."""
+    from tests.support.cli import every_parser
+
+    paths = [path for path, _parser in every_parser() if path and path[0] != "help"]
+    assert ("operator", "add") in paths and ("backup", "verify") in paths
+    for path in paths:
+        r = run_cli("--lang", lang, *path, "--help", env=NO_LOCALE)
+        assert r.returncode == 0 and r.stdout.startswith(USAGE[lang]), (path, r.stderr)
+        assert "Traceback" not in r.stderr and "%(" not in r.stdout, (path, r.stdout)
+
+
+CASE = {"fr": ("cas A-1 : ouvert", "maintenant : Kakuma1 MED, 3 personnes"),
+        "sw": ("kesi A-1: wazi", "sasa: Kakuma1 MED, watu 3"),
+        "pt": ("caso A-1: aberto", "agora: Kakuma1 MED, 3 pessoas"),
+        "es": ("caso A-1: abierto", "ahora: Kakuma1 MED, 3 personas")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_cases_history_speaks_the_language(busy, lang):
+    out = said(busy, lang, "case", "show", "A-1")
+    head, now = CASE[lang]
+    assert out.startswith(head) and now in out, out
+    whole(out, tr("Open conflicts", lang), tr("new version", lang), tr("none (open since it arrived)", lang))
+    helps(lang, "case", "show", words=tr("the frame id of any version of the case", lang))

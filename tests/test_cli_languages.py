@@ -396,3 +396,16 @@ def test_a_cases_history_speaks_the_language(busy, lang):
     assert out.startswith(head) and now in out, out
     whole(out, tr("Open conflicts", lang), tr("new version", lang), tr("none (open since it arrived)", lang))
     helps(lang, "case", "show", words=tr("the frame id of any version of the case", lang))
+
+
+NEGATIVE = {"fr": "-1 est négatif", "sw": "-1 ni hasi", "pt": "-1 é negativo", "es": "-1 es negativo"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_bad_row_count_or_date_is_a_usage_error_in_the_language(home, lang):
+    r = cli(home, "rejects", "--limit", "-1", "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 2 and r.stderr.startswith(USAGE[lang]) and NEGATIVE[lang] in r.stderr, r.stderr
+    r = cli(home, "cases", "--since", "yesterday", "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 2 and "'yesterday'" in r.stderr and "2025-05-08 14:30" in r.stderr
+    assert tr("%(value)s is not a date like %(date)s or %(time)s", lang, value="", date="", time="").split()[0] \
+        in r.stderr

@@ -40,12 +40,12 @@ MIN_TOKEN = 16  # characters a --token-file token needs at least
 
 
 def register(sub, common) -> None:
+    url = f"http://127.0.0.1:{DEFAULT_PORT}"
     p = sub.add_parser("serve", parents=[common],
-                       help=_("the console in a browser at %(url)s (reach it through an SSH tunnel)",
-                              url=f"http://127.0.0.1:{DEFAULT_PORT}"),
+                       help=_("the console in a browser at %(url)s (reach it through an SSH tunnel)", url=url),
                        **with_examples("ussd-console serve",
-                                       f"ssh -L {DEFAULT_PORT}:127.0.0.1:{DEFAULT_PORT} receiver   " + _(
-                                           "(then, on your machine, %(url)s)", url=f"http://127.0.0.1:{DEFAULT_PORT}"),
+                                       f"ssh -L {DEFAULT_PORT}:127.0.0.1:{DEFAULT_PORT} receiver   "
+                                       + _("(then, on your machine, %(url)s)", url=url),
                                        "ussd-console serve --public --host 0.0.0.0 --public-url https://ussd.example.org "
                                        "--token-file token.txt"))
     p.add_argument("--host", default="127.0.0.1", help=_("address to listen on (default 127.0.0.1)"))

@@ -118,9 +118,10 @@ def print_pending(ctx, result: dict, *more: str) -> int:
         return 0
     rid, entry = result["pending"], result["entry"]
     out = make_console()
+    approve = f"`ussd-console approve {rid}`"
     out.print(Text(_("waiting for a second admin: request %(id)s (%(action)s %(target)s); nothing is applied "
                      "until another admin runs %(command)s", id=rid, action=result["action"], target=result["target"],
-                     command=f"`ussd-console approve {rid}`")), soft_wrap=True)
+                     command=approve)), soft_wrap=True)
     out.print(Text(_("it expires at %(time)s; %(command)s lists what waits", time=minute(result["expires_at"]),
                      command="`ussd-console pending`")), soft_wrap=True)
     for line in more:

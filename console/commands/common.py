@@ -90,10 +90,6 @@ def table_or_none(title: str, columns, rows, none: str | None = None, **kwargs):
     return Text(_("%(title)s: %(none)s", title=title, none=none or _("none")))
 
 
-def plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
-
-
 def minute(ts: float | None) -> str:
     """A table's time to the minute: the seconds are in --json, the columns are for the rest."""
     return moment(ts, seconds=False)

@@ -409,3 +409,14 @@ def test_a_bad_row_count_or_date_is_a_usage_error_in_the_language(home, lang):
     assert r.returncode == 2 and "'yesterday'" in r.stderr and "2025-05-08 14:30" in r.stderr
     assert tr("%(value)s is not a date like %(date)s or %(time)s", lang, value="", date="", time="").split()[0] \
         in r.stderr
+
+
+def test_the_browsers_login_and_full_pages_speak_serves_language():
+    from console.web.guard import full_words, login_words
+
+    assert "That is not the login token." in login_words("http://127.0.0.1:8566", wrong=True)
+    i18n.select("fr")
+    page = login_words("http://127.0.0.1:8566", wrong=True)
+    assert "Ce n&#x27;est pas le jeton de connexion." in page or "Ce n'est pas le jeton de connexion." in page
+    assert "<code>ussd-console serve</code>" in page and ">Se connecter</button>" in page
+    assert "au plus 3 sessions de console" in full_words(3) and "<code>--max-sessions</code>" in full_words(3)

@@ -9,7 +9,7 @@ import time
 from rich.text import Text
 
 from console.errors import CommandError
-from console.render import make_console, print_json, safe, table, when
+from console.render import assembled, make_console, print_json, safe, table, when
 from core.i18n import _
 from core.alerts import SendError, load_alerts_config, pause, send
 from core.rules import events
@@ -29,9 +29,9 @@ def register(sub, common) -> None:
                        **with_examples("ussd-console alerts", "ussd-console alerts --state failed", "ussd-console alerts test",
                                        "ussd-console alerts resume --operator alice --reason 'checked [alerts] after the restore'"))
     p.add_argument("action", nargs="?", choices=["list", "test", "resume"], default="list",
-                   help="list (default); test: send one test event to every target now; resume (signed, an admin): "
-                        "deliver again on a home restored from a backup")
-    p.add_argument("--state", choices=outbox.STATES, help="only deliveries in this state")
+                   help=_("list (default); test: send one test event to every target now; resume (signed, an admin): "
+                          "deliver again on a home restored from a backup"))
+    p.add_argument("--state", choices=outbox.STATES, help=_("only deliveries in this state"))
     add_paging(p, offset=False)
     p.set_defaults(handler=cmd_alerts)
 
@@ -42,19 +42,23 @@ def cmd_alerts(args, ctx) -> int:
     if args.action == "test":
         return _test(ctx)
     if args.limit < 1:
-        raise CommandError("--limit must be at least 1")
+        raise CommandError.told(_("--limit must be at least 1"))
     rows = outbox.listing(ctx.receiver.db, state=args.state, limit=args.limit)
     if ctx.json:
         for row in rows:
             print_json(row)
         return 0
-    title = "Alerts" + (f" ({args.state})" if args.state else "") + ", newest first"
-    make_console().print(table(title, ["event", "kind", "at", "target", "state", "tries", "next try", "summary / last error"], [
-        (r["event_id"][:12], r["kind"], when(r["at"]), r["target"] or "(none yet)", r["state"],
-         r["attempts"], when(r["next_at"]), safe(r["summary"] if r["state"] != "failed" else
-                                                 f"{r['summary']} | last error: {r['last_error']}", 300))
+    title = (_("Alerts (%(state)s), newest first", state=args.state) if args.state
+             else _("Alerts, newest first"))
+    event, kind, state, tries, next_try = _("event"), _("kind"), _("state"), _("tries"), _("next try")
+    columns = [event, kind, _("at"), _("target"), state, tries, next_try, _("summary / last error")]
+    make_console().print(table(title, columns, [
+        (r["event_id"][:12], r["kind"], when(r["at"]), r["target"] or Text(_("(none yet)")), r["state"],
+         r["attempts"], when(r["next_at"]), safe(r["summary"], 300) if r["state"] != "failed" else
+         assembled(_("%(summary)s | last error: %(error)s"), summary=safe(r["summary"], 300),
+                   error=safe(r["last_error"], 300)))
         for r in rows
-    ], codes=("event", "kind", "state", "tries"), drop=("next try", "tries", "event")))
+    ], codes=(event, kind, state, tries), drop=(next_try, tries, event)))
     return 0
 
 
@@ -64,7 +68,7 @@ def _resume(args, ctx) -> int:
     from .signing import run_signed
 
     if pause.paused(ctx.home, ctx.receiver.db) is None:
-        raise CommandError("the alert targets of this home are not paused; nothing to sign")
+        raise CommandError.told(_("the alert targets of this home are not paused; nothing to sign"))
     return run_signed(ctx, args, RESUME, {"home": ctx.home},
                       done=lambda result: _resumed(ctx, remove_marker(ctx.home, result)))
 
@@ -77,11 +81,12 @@ def _resumed(ctx, result: dict) -> int:
                     "targets": result["targets"]})
     else:
         out = make_console()
-        out.print(Text(f"alerts resumed (signed audit entry #{entry['seq']} by {name}); pending alerts go out "
-                       "to the targets in config.toml from now on"), soft_wrap=True)
+        out.print(Text(_("alerts resumed (signed audit entry #%(seq)s by %(operator)s); pending alerts go out to "
+                         "the targets in config.toml from now on", seq=entry["seq"], operator=name)), soft_wrap=True)
     if result.get("marker_left"):
-        make_console(stderr=True).print(Text("note: could not remove the pause marker (the signed resume stands): ")
-                                        + safe(result["marker_left"], 300), soft_wrap=True)
+        make_console(stderr=True).print(assembled(_("note: could not remove the pause marker (the signed resume "
+                                                    "stands): %(reason)s"), reason=safe(result["marker_left"], 300)),
+                                        soft_wrap=True)
     return 0
 
 
@@ -91,7 +96,8 @@ def _test(ctx) -> int:
         raise CommandError(pause.words(marker))
     config = load_alerts_config(ctx.home.config)
     if not config.targets:
-        raise CommandError(f"no alert target in {ctx.home.config} [alerts] (set command and/or url)")
+        raise CommandError.told(_("no alert target in %(config)s [alerts] (set command and/or url)"),
+                                config=ctx.home.config)
     event = events.test(str(ctx.home.root))
     now = time.time()
     payload = {"event_id": f"test-{int(now)}", "kind": event.kind, "at": now, "summary": event.summary,
@@ -111,7 +117,8 @@ def _test(ctx) -> int:
         out = make_console()
         for target, r in results.items():
             where = shlex.join(config.command) if target == "command" else mask_url(config.url)
-            line = Text(f"{target} ({safe(where, 120)}): ")
-            line.append("delivered" if r["delivered"] else f"FAILED: {r['error']}")
-            out.print(line)
+            verdict = (Text(_("delivered")) if r["delivered"]
+                       else assembled(_("FAILED: %(error)s"), error=safe(r["error"], 600)))
+            out.print(assembled(_("%(target)s (%(where)s): %(verdict)s"), target=target, where=safe(where, 120),
+                                verdict=verdict))
     return 0 if all(r["delivered"] for r in results.values()) else EXIT_SOME_FAILED

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from core.i18n import _
+from core.i18n import _, ngettext, number
 from core.signing import audit
 from core.signing import checkpoint as checkpoint_
 
-from ..render import make_console, print_json, safe, table, when
+from ..render import assembled, make_console, print_json, safe, table, when
 from .common import add_paging, with_examples
 
 EXIT_BAD_LOG = 1
@@ -29,8 +29,9 @@ def register(sub, common) -> None:
                        help=_("check every signature and the hash chain, and the tables against the log"),
                        **with_examples("ussd-console audit verify", "ussd-console audit verify --checkpoint checkpoint.txt",
                                        "ussd-console audit verify --checkpoint - < checkpoint.txt"))
-    q.add_argument("--head", metavar="HASH", help="a head hash written down earlier; it must still be in the log")
-    q.add_argument("--checkpoint", metavar="FILE", help="a checkpoint kept outside (`audit checkpoint`); - for stdin")
+    q.add_argument("--head", metavar="HASH", help=_("a head hash written down earlier; it must still be in the log"))
+    q.add_argument("--checkpoint", metavar="FILE",
+                   help=_("a checkpoint kept outside (%(command)s); - for stdin", command="`audit checkpoint`"))
     q.set_defaults(handler=cmd_audit_verify)
     q = aud.add_parser("show", parents=[common], help=_("the log, newest first"),
                        **with_examples("ussd-console audit show", "ussd-console audit show --limit 500 --json"))
@@ -46,22 +47,34 @@ def register(sub, common) -> None:
 def print_retention_fault(policy: dict) -> None:
     """A policy row set aside (below the floor, unsigned) is said on stderr, where scripts look too."""
     if policy.get("fault"):
-        make_console(stderr=True).print(Text("RETENTION FAULT: ", style="bold red") + safe(policy["fault"], 600),
+        make_console(stderr=True).print(Text(_("RETENTION FAULT: "), style="bold red") + safe(policy["fault"], 600),
                                         soft_wrap=True)
 
 
 def _print_verdict(result, head) -> None:
     out = make_console()
+    n = number(result.count)
     if result.ok:
-        out.print(Text(f"audit log OK: {result.count} entries verified; head {head.hash}"), soft_wrap=True)
+        out.print(Text(ngettext("audit log OK: %(n)s entry verified; head %(hash)s",
+                                "audit log OK: %(n)s entries verified; head %(hash)s", result.count, n=n,
+                                hash=head.hash)), soft_wrap=True)
     elif result.rows:
-        out.print(Text(f"audit log BAD: {result.count} entries verified, but ", style="bold red")
-                  + safe(result.why), soft_wrap=True)
+        out.print(_bad(ngettext("audit log BAD: %(n)s entry verified, but %(why)s",
+                                "audit log BAD: %(n)s entries verified, but %(why)s", result.count, n=n,
+                                why="%(why)s"), result.why), soft_wrap=True)
         for row in result.rows:
             out.print(Text("  ") + safe(row, 400), soft_wrap=True)
     else:
-        out.print(Text(f"audit log BAD at entry #{result.first_bad_seq}: ", style="bold red")
-                  + safe(result.why) + Text(f" ({result.count} entries verified before it)"), soft_wrap=True)
+        out.print(_bad(ngettext("audit log BAD at entry #%(seq)s: %(why)s (%(n)s entry verified before it)",
+                                "audit log BAD at entry #%(seq)s: %(why)s (%(n)s entries verified before it)",
+                                result.count, seq=result.first_bad_seq, n=n, why="%(why)s"), result.why), soft_wrap=True)
+
+
+def _bad(template: str, why: str) -> Text:
+    """A verdict against the log, in bold red, its reason (words of the log's rows) as outside text."""
+    line = assembled(template, why=safe(why))
+    line.stylize("bold red")
+    return line
 
 
 def cmd_audit_verify(args, ctx) -> int:
@@ -83,15 +96,17 @@ def cmd_audit_checkpoint(args, ctx) -> int:
             print_json({**result._asdict(), "rows": list(result.rows)})
         else:
             _print_verdict(result, audit.head(ctx.receiver))
-            make_console(stderr=True).print("no checkpoint taken: the log does not verify")
+            make_console(stderr=True).print(Text(_("no checkpoint taken: the log does not verify")))
         return EXIT_BAD_LOG
     if ctx.json:
         print_json(cp.as_json())
         return 0
     out = make_console()
     out.print(Text(cp.line()), soft_wrap=True)
-    out.print(Text(f"# {cp.count} entries; keep this line outside this machine (paper, a message). "
-                   "Later: ussd-console audit verify --checkpoint FILE", style="dim"), soft_wrap=True)
+    out.print(Text("# " + ngettext("%(n)s entry; keep this line outside this machine (paper, a message). Later: %(command)s",
+                                   "%(n)s entries; keep this line outside this machine (paper, a message). Later: "
+                                   "%(command)s", cp.count, n=number(cp.count),
+                                   command="ussd-console audit verify --checkpoint FILE"), style="dim"), soft_wrap=True)
     return 0
 
 
@@ -112,12 +127,14 @@ def cmd_audit_show(args, ctx) -> int:
         return 0
     head = audit.head(receiver)
     out = make_console()
+    time_, operator, action = _("time"), _("operator"), _("action and target")
     out.print(table(
-        f"Audit log ({head.count} entries, newest first)",
-        ["#", "time", "operator", "action and target", "reason"],
+        ngettext("Audit log (%(n)s entry, newest first)", "Audit log (%(n)s entries, newest first)", head.count,
+                 n=number(head.count)),
+        ["#", time_, operator, action, _("reason")],
         [(r["seq"], _when(r["at"])[:16], r["operator"], Text("\n").join([safe(r["action"]), safe(r["target"])]),
           r["reason"]) for r in rows],
-        codes=("#", "time", "operator", "action and target"),
+        codes=("#", time_, operator, action),
     ))
-    out.print(Text(f"head {head.hash}"), soft_wrap=True)
+    out.print(Text(_("head %(hash)s", hash=head.hash)), soft_wrap=True)
     return 0

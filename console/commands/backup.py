@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from core.i18n import _
+from core.i18n import _, ngettext, number
 from core.backup import archive, origin
 from core.backup.make import make_backup
 from core.backup.restore import restore
@@ -22,7 +22,7 @@ from core.backup.verify import verify
 from core.backup.config import load_backup_config
 from core.home import Home
 
-from ..render import make_console, print_json, safe
+from ..render import assembled, make_console, print_json, safe
 from .signing import signing_parser
 from .common import with_examples
 
@@ -35,14 +35,14 @@ def register(sub, common) -> None:
                        help=_("one file with the store, operators' keys and config (encrypted to [backup] recipients)"),
                        **with_examples("ussd-console backup", "ussd-console backup --to /media/usb",
                                        "ussd-console backup verify /media/usb/ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt"))
-    p.add_argument("--to", metavar="DIR", help="the folder to write it in (default [backup] dir or <home>/backups)")
+    p.add_argument("--to", metavar="DIR", help=_("the folder to write it in (default [backup] dir or <home>/backups)"))
     p.set_defaults(handler=cmd_backup)
     act = p.add_subparsers(dest="backup_command", metavar="ACTION")
     q = act.add_parser("verify", parents=[common], help=_("check a backup whole and sound (exit 0), damaged (1)"),
                        **with_examples("ussd-console backup verify backups/ussd-backup-20250508T140000Z.tar.gz",
                                        "ussd-console backup verify /media/usb/ussd-backup-20250508T140000Z.tar.gz.age --identity key.txt"))
     q.add_argument("file", metavar="FILE")
-    q.add_argument("--identity", metavar="PATH", help="the age identity file, for an encrypted backup")
+    q.add_argument("--identity", metavar="PATH", help=_("the age identity file, for an encrypted backup"))
     _trust_arguments(q)
     q.set_defaults(handler=cmd_backup_verify)
     q = act.add_parser("key", parents=[common, signing_parser()],
@@ -51,7 +51,7 @@ def register(sub, common) -> None:
                        **with_examples("ussd-console backup key",
                                        "ussd-console backup key record --operator alice --reason 'new machine'"))
     q.add_argument("key_action", nargs="?", choices=["show", "record"], default="show", metavar="ACTION",
-                   help="show (default) or record (signed)")
+                   help=_("show (default) or record (signed)"))
     q.set_defaults(handler=cmd_backup_key)
     q = sub.add_parser("restore", parents=[common],
                        help=_("verify a backup, then lay it out as a new home (a PostgreSQL one into the empty "
@@ -63,24 +63,28 @@ def register(sub, common) -> None:
                                        "ussd-console --home /srv/ussd-new restore backup.tar.gz --checkpoint checkpoint.txt "
                                        "--db postgresql://ussd@db/ussd_new"))
     q.add_argument("file", metavar="FILE")
-    q.add_argument("--identity", metavar="PATH", help="the age identity file, for an encrypted backup")
+    q.add_argument("--identity", metavar="PATH", help=_("the age identity file, for an encrypted backup"))
     _trust_arguments(q)
     q.add_argument("--accept-unsigned", action="store_true",
-                   help="restore a backup whose manifest is not signed (made before backups were signed); "
-                        "nothing proves its config.toml and keys: read them before `alerts resume`")
+                   help=_("restore a backup whose manifest is not signed (made before backups were signed); "
+                          "nothing proves its config.toml and keys: read them before %(command)s",
+                          command="`alerts resume`"))
     q.set_defaults(handler=cmd_restore)
 
 
 def _trust_arguments(q) -> None:
     q.add_argument("--checkpoint", metavar="FILE|LINE",
-                   help="a checkpoint kept off the machine (`audit checkpoint`: a file, - for stdin, or the line): "
-                        "its backup key proves which home made the backup")
+                   help=_("a checkpoint kept off the machine (%(command)s: a file, - for stdin, or the line): "
+                          "its backup key proves which home made the backup", command="`audit checkpoint`"))
     q.add_argument("--backup-key", metavar="FINGERPRINT",
-                   help="the fingerprint of the home's backup key (`backup key`), when no checkpoint is at hand")
+                   help=_("the fingerprint of the home's backup key (%(command)s), when no checkpoint is at hand",
+                          command="`backup key`"))
 
 
-def _fail(words: str, code: int) -> int:
-    make_console(stderr=True).print(Text("backup: ", style="bold red") + safe(words, 600), soft_wrap=True)
+def _fail(words: str | Text, code: int) -> int:
+    """One line on stderr: ``words`` as outside text (an error's own words), or a ``Text`` of ours as it is."""
+    told = words if isinstance(words, Text) else safe(words, 600)
+    make_console(stderr=True).print(Text(_("backup: "), style="bold red") + told, soft_wrap=True)
     return code
 
 
@@ -100,21 +104,36 @@ def cmd_backup(args, ctx) -> int:
         out = make_console()
         if not made.encrypted:
             make_console(stderr=True).print(
-                Text("note: no [backup] recipients in config.toml: this backup is NOT encrypted; keep it safe"),
+                Text(_("note: no [backup] recipients in config.toml: this backup is NOT encrypted; keep it safe")),
                 soft_wrap=True)
         c = made.manifest["counts"]
-        out.print(Text.assemble("backup written: ", safe(str(made.file), 1000),
-                                f" ({made.size:,} bytes; {c['cases']} cases, {c['audit_entries']} audit entries"
-                                f"{', encrypted' if made.encrypted else ''})"), soft_wrap=True)
+        what = _("%(size)s; %(cases)s, %(entries)s", size=_bytes(made.size), cases=_cases(c["cases"]),
+                 entries=_entries(c["audit_entries"]))
+        template = (_("backup written: %(file)s (%(what)s, encrypted)") if made.encrypted
+                    else _("backup written: %(file)s (%(what)s)"))
+        out.print(assembled(template, file=safe(str(made.file), 1000), what=what), soft_wrap=True)
     if made.manifest.get("checkpoint") is None:
-        make_console(stderr=True).print(Text("warning: the audit log does not verify: ") +
-                                        safe(made.manifest.get("audit_problem") or "", 400), soft_wrap=True)
+        make_console(stderr=True).print(assembled(_("warning: the audit log does not verify: %(reason)s"),
+                                                  reason=safe(made.manifest.get("audit_problem") or "", 400)),
+                                        soft_wrap=True)
     elif " backup=" not in made.manifest["checkpoint"] and not ctx.json:
-        make_console(stderr=True).print(Text(
+        make_console(stderr=True).print(Text(_(
             "note: this home's backup key is not recorded in the audit log yet, so a restore on another machine "
-            "has no checkpoint to prove this backup's origin: an admin runs `ussd-console backup key record "
-            "--operator NAME --reason TEXT` once"), soft_wrap=True)
+            "has no checkpoint to prove this backup's origin: an admin runs %(command)s once",
+            command="`ussd-console backup key record --operator NAME --reason TEXT`")), soft_wrap=True)
     return 0
+
+
+def _bytes(n: int) -> str:
+    return ngettext("%(n)s byte", "%(n)s bytes", n, n=number(n))
+
+
+def _cases(n: int) -> str:
+    return ngettext("%(n)s case", "%(n)s cases", n, n=number(n))
+
+
+def _entries(n: int) -> str:
+    return ngettext("%(n)s audit entry", "%(n)s audit entries", n, n=number(n))
 
 
 def _pg_server(args, ctx) -> str | None:
@@ -174,7 +193,7 @@ def cmd_backup_verify(args, ctx) -> int:
     except archive.BackupError as exc:
         if ctx.json:
             print_json({"file": args.file, "ok": False, "why": str(exc)})
-        return _fail(f"BAD: {exc}", EXIT_BAD)
+        return _fail(assembled(_("BAD: %(reason)s"), reason=safe(str(exc), 600)), EXIT_BAD)
     not_counted = _note_verified(ctx, Path(args.file), manifest)
     if ctx.json:
         print_json({"file": args.file, "ok": True, "made_at": manifest["made_at"], "counts": manifest["counts"],
@@ -183,22 +202,24 @@ def cmd_backup_verify(args, ctx) -> int:
                     **manifest["verified"]})
     else:
         c = manifest["counts"]
-        make_console().print(Text.assemble("backup OK: ", safe(args.file, 1000),
-                                           f" ({c['cases']} cases, {c['frames_kept']} frames kept, "
-                                           f"{c['conflicts_open']} conflicts open, {c['audit_entries']} audit entries)"),
+        what = _("%(cases)s, %(frames)s, %(conflicts)s, %(entries)s", cases=_cases(c["cases"]),
+                 frames=ngettext("%(n)s frame kept", "%(n)s frames kept", c["frames_kept"], n=number(c["frames_kept"])),
+                 conflicts=ngettext("%(n)s conflict open", "%(n)s conflicts open", c["conflicts_open"],
+                                    n=number(c["conflicts_open"])), entries=_entries(c["audit_entries"]))
+        make_console().print(assembled(_("backup OK: %(file)s (%(what)s)"), file=safe(args.file, 1000), what=what),
                              soft_wrap=True)
-        make_console().print(Text("checked: " + "; ".join(manifest["verified"]["checked"])), soft_wrap=True)
-    for words in manifest["verified"]["not_checked"]:
-        make_console(stderr=True).print(Text("note: not checked: ") + safe(words, 600), soft_wrap=True)
+        make_console().print(Text(_("checked: %(what)s", what="; ".join(manifest["verified"]["checked"]))),
+                             soft_wrap=True)
+    _not_checked(manifest)
     if not_counted:
-        make_console(stderr=True).print(Text("note: it does not count as this home's verified backup: ")
-                                        + safe(not_counted, 600), soft_wrap=True)
+        make_console(stderr=True).print(assembled(_("note: it does not count as this home's verified backup: "
+                                                    "%(reason)s"), reason=safe(not_counted, 600)), soft_wrap=True)
     return 0
 
 
 def cmd_restore(args, ctx) -> int:
     if not getattr(args, "home", None):
-        return _fail("say where to restore with --home NEW (a new folder)", EXIT_CANNOT)
+        return _fail(Text(_("say where to restore with --home NEW (a new folder)")), EXIT_CANNOT)
     home = Home.resolve(args.home)
     try:
         trust = _trust(args, ctx, home_too=False)
@@ -207,19 +228,27 @@ def cmd_restore(args, ctx) -> int:
         return _fail(str(exc), EXIT_CANNOT)
     except archive.BackupError as exc:
         origin_words = str(exc).startswith(("not made by this home", "manifest not signed"))
-        return _fail(f"not restored{'' if origin_words else ', the backup is damaged'}: {exc}", EXIT_BAD)
+        return _fail(assembled(_("not restored: %(reason)s") if origin_words
+                               else _("not restored, the backup is damaged: %(reason)s"), reason=safe(str(exc), 600)),
+                     EXIT_BAD)
     if ctx.json:
         print_json({"home": str(home.root), "restored": args.file, "counts": manifest["counts"],
                     "checkpoint": manifest["checkpoint"], "store_kind": archive.store_kind(manifest)})
     else:
-        make_console().print(Text.assemble("restored into ", safe(str(home.root), 1000),
-                                           f"; now: ussd-console --home {home.root} audit verify"), soft_wrap=True)
-        make_console().print(Text("its alert targets are paused: read [alerts] in its config.toml, then an admin "
-                                  "signs `ussd-console alerts resume`; record this machine's backup key with "
-                                  "`ussd-console backup key record`"), soft_wrap=True)
-    for words in manifest["verified"]["not_checked"]:
-        make_console(stderr=True).print(Text("note: not checked: ") + safe(words, 600), soft_wrap=True)
+        make_console().print(assembled(_("restored into %(home)s; now: %(command)s"), home=safe(str(home.root), 1000),
+                                       command=f"ussd-console --home {home.root} audit verify"), soft_wrap=True)
+        make_console().print(Text(_("its alert targets are paused: read [alerts] in its config.toml, then an admin "
+                                    "signs %(resume)s; record this machine's backup key with %(record)s",
+                                    resume="`ussd-console alerts resume`", record="`ussd-console backup key record`")),
+                             soft_wrap=True)
+    _not_checked(manifest)
     return 0
+
+
+def _not_checked(manifest: dict) -> None:
+    for words in manifest["verified"]["not_checked"]:
+        make_console(stderr=True).print(assembled(_("note: not checked: %(what)s"), what=safe(words, 600)),
+                                        soft_wrap=True)
 
 
 def cmd_backup_key(args, ctx) -> int:
@@ -235,11 +264,12 @@ def cmd_backup_key(args, ctx) -> int:
         return 0
     from core.signing.keys import short_fingerprint
 
-    state = ("recorded in the audit log: checkpoints carry it" if info["in_force"] else
-             "recorded in the audit log earlier, but another key is in force" if info["recorded"] else
-             "NOT recorded in the audit log yet: an admin runs `ussd-console backup key record`")
-    make_console().print(Text.assemble("backup key ", info["fingerprint"], f" ({short_fingerprint(info['fingerprint'])})",
-                                       "; ", state), soft_wrap=True)
+    state = (_("recorded in the audit log: checkpoints carry it") if info["in_force"] else
+             _("recorded in the audit log earlier, but another key is in force") if info["recorded"] else
+             _("NOT recorded in the audit log yet: an admin runs %(command)s",
+               command="`ussd-console backup key record`"))
+    make_console().print(Text(_("backup key %(fingerprint)s (%(short)s); %(state)s", fingerprint=info["fingerprint"],
+                                short=short_fingerprint(info["fingerprint"]), state=state)), soft_wrap=True)
     return 0
 
 
@@ -259,7 +289,8 @@ def _key_recorded(ctx, info: dict, result: dict) -> int:
     if ctx.json:
         print_json({"fingerprint": info["fingerprint"], "audit_seq": entry["seq"], "operator": entry["operator"]})
     else:
-        make_console().print(Text(f"backup key {info['fingerprint'][:16]} recorded (signed audit entry "
-                                  f"#{entry['seq']} by {name}); keep the new checkpoint off the machine: "
-                                  "ussd-console audit checkpoint"), soft_wrap=True)
+        make_console().print(Text(_("backup key %(fingerprint)s recorded (signed audit entry #%(seq)s by %(operator)s); "
+                                    "keep the new checkpoint off the machine: %(command)s",
+                                    fingerprint=info["fingerprint"][:16], seq=entry["seq"], operator=name,
+                                    command="ussd-console audit checkpoint")), soft_wrap=True)
     return 0

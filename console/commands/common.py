@@ -30,9 +30,9 @@ def row_count(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        raise argparse.ArgumentTypeError(_("invalid int value: %(value)s", value=repr(text))) from None
     if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} is negative: a number of rows is 0 or more")
+        raise argparse.ArgumentTypeError(_("%(n)s is negative: a number of rows is 0 or more", n=n))
     return n
 
 
@@ -67,7 +67,8 @@ def _date(text: str) -> tuple[dt.datetime, bool]:
             return dt.datetime.strptime(text.strip(), fmt), fmt == "%Y-%m-%d"
         except ValueError:
             continue
-    raise argparse.ArgumentTypeError(f"{text!r} is not a date like 2025-05-08 or 2025-05-08 14:30")
+    raise argparse.ArgumentTypeError(_("%(value)s is not a date like %(date)s or %(time)s", value=repr(text),
+                                       date="2025-05-08", time="2025-05-08 14:30"))
 
 
 def date_arg(text: str) -> float:
@@ -87,10 +88,6 @@ def table_or_none(title: str, columns, rows, none: str | None = None, **kwargs):
     if rows:
         return table(title, columns, rows, **kwargs)
     return Text(_("%(title)s: %(none)s", title=title, none=none or _("none")))
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def minute(ts: float | None) -> str:

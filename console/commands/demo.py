@@ -18,7 +18,7 @@ from rich.text import Text
 from console.demo.gateway_sim import SAMPLES, STORY, GatewaySim, drop_session
 from console.errors import CommandError
 from console.render import make_console, table, when
-from core.i18n import _
+from core.i18n import _, ngettext, number
 from core import Receiver
 from core.config import InboxConfig
 from core.home import Home
@@ -37,11 +37,13 @@ def register(sub, common) -> None:
                        **with_examples("ussd-console demo", "ussd-console demo --pace 0.5 --keep",
                                        "ussd-console demo --print"))
     p.add_argument("--print", dest="printed", action="store_true",
-                   help="no console: run the story at once and print what happened (the default without a terminal)")
+                   help=_("no console: run the story at once and print what happened (the default without a "
+                          "terminal)"))
     p.add_argument("--pace", type=float, default=1.0, metavar="X",
-                   help="scale the gateway's delays (0.5 is twice as fast; default 1)")
-    p.add_argument("--keep", action="store_true", help="keep the throwaway home and say where it is")
-    p.add_argument("--samples", default=str(SAMPLES), help="folder of sample files (default: the ones installed with the program)")
+                   help=_("scale the gateway's delays (0.5 is twice as fast; default 1)"))
+    p.add_argument("--keep", action="store_true", help=_("keep the throwaway home and say where it is"))
+    p.add_argument("--samples", default=str(SAMPLES),
+                   help=_("folder of sample files (default: the ones installed with the program)"))
     p.set_defaults(handler=cmd_demo)
 
 
@@ -49,7 +51,8 @@ def cmd_demo(args, ctx) -> int:
     samples = Path(args.samples)
     missing = [step.sample for step in STORY if not (samples / step.sample).is_file()]
     if missing:
-        raise CommandError(f"sample files missing in {samples}: {', '.join(missing)}")
+        raise CommandError.told(_("sample files missing in %(path)s: %(files)s"), path=samples,
+                                files=", ".join(missing))
     interactive = not args.printed and sys.stdin.isatty() and sys.stdout.isatty()
     root = Path(tempfile.mkdtemp(prefix="ussd-demo-"))
     home = Home(root).ensure()
@@ -59,7 +62,7 @@ def cmd_demo(args, ctx) -> int:
         return print_story(home, samples)
     finally:
         if args.keep:
-            print(f"the demo home is kept at {root}", file=sys.stderr)
+            print(_("the demo home is kept at %(path)s", path=root), file=sys.stderr)
         else:
             remove_demo_home(home)
 
@@ -83,9 +86,12 @@ def remove_demo_home(home: Home) -> None:
     for entry in home.exports.iterdir():
         if entry not in exports:  # a temp file an interrupted export left
             entry.unlink(missing_ok=True)
-    names = ", ".join(p.name for p in exports[:3]) + (f" and {len(exports) - 3} more" if len(exports) > 3 else "")
-    print(f"the demo home is removed; your {len(exports)} export(s) are kept in {home.exports}: {names}",
-          file=sys.stderr)
+    names = ", ".join(p.name for p in exports[:3])
+    if len(exports) > 3:
+        names = _("%(names)s and %(n)s more", names=names, n=number(len(exports) - 3))
+    print(ngettext("the demo home is removed; your %(n)s export is kept in %(path)s: %(names)s",
+                   "the demo home is removed; your %(n)s exports are kept in %(path)s: %(names)s", len(exports),
+                   n=number(len(exports)), path=home.exports, names=names), file=sys.stderr)
 
 
 DEMO_OPERATOR = "demo"
@@ -129,27 +135,30 @@ def print_story(home: Home, samples: Path) -> int:
                            on_verdicts=lambda verdicts, result: results.append((result, verdicts)))
     service.start()
     try:
-        for number, step in enumerate(STORY, start=1):
+        for index, step in enumerate(STORY, start=1):
             drop_session(home.inbox, samples / step.sample, step.name)
             results.clear()
             service.sweep_now()
-            out.rule(Text(f"{number}/{len(STORY)} {step.name}"), align="left")
+            out.rule(Text(f"{index}/{len(STORY)} {step.name}"), align="left")
             out.print(Text(_(step.story)))
             rows = [(v.line, v.frame_id, outcome_words(v.outcome.value), reason_words(v.reason))
                     for _result, verdicts in results for v in verdicts]
-            out.print(table("", ["line", "frame_id", "outcome", "reason"], rows))
+            out.print(table("", [_("line"), _("frame_id"), _("outcome"), _("reason")], rows))
     finally:
         service.stop()
     with Receiver(str(home.db)) as receiver:
         t = receiver.totals()
-        out.rule(Text("Ledger"), align="left")
-        out.print(table("Dispatch ranking", ["rank", "frame_id", "site", "need", "headcount", "pri", "first seen"],
-                        [(c.rank, c.frame_id, c.site, c.need, c.headcount, c.pri,
+        out.rule(Text(_("Ledger")), align="left")
+        out.print(table(_("Dispatch ranking"), [_("rank"), _("frame_id"), _("site"), _("need"), _("headcount"), _("pri"),
+                                                _("first seen")],
+                        [(c.rank, c.frame_id, c.site, c.need, Text(number(c.headcount)), c.pri,
                           when(c.first_seen)) for c in receiver.ranking(limit=20)]))
-        out.print(Text(
-            f"{t.cases} cases, {t.headcount_total} people, each applied once; "
-            f"{t.duplicates} re-sent frames dropped as duplicates; "
-            f"{t.conflicts_open} {'conflict' if t.conflicts_open == 1 else 'conflicts'} waiting in quarantine; "
-            f"{t.rejects} {'reject' if t.rejects == 1 else 'rejects'}."
-        ), soft_wrap=True)
+        out.print(Text(_(
+            "%(cases)s, %(people)s, each applied once; %(duplicates)s dropped as duplicates; %(conflicts)s waiting "
+            "in quarantine; %(rejects)s.",
+            cases=ngettext("%(n)s case", "%(n)s cases", t.cases, n=number(t.cases)),
+            people=ngettext("%(n)s person", "%(n)s people", t.headcount_total, n=number(t.headcount_total)),
+            duplicates=ngettext("%(n)s re-sent frame", "%(n)s re-sent frames", t.duplicates, n=number(t.duplicates)),
+            conflicts=ngettext("%(n)s conflict", "%(n)s conflicts", t.conflicts_open, n=number(t.conflicts_open)),
+            rejects=ngettext("%(n)s reject", "%(n)s rejects", t.rejects, n=number(t.rejects)))), soft_wrap=True)
     return 0

@@ -5,12 +5,11 @@ from __future__ import annotations
 from rich.text import Text
 
 from console.render import make_console, print_json, table
-from core.i18n import _
-from core.rules.retention import describe
+from core.i18n import N_, _, ngettext, number
 from core.store.records import Eviction
 
 from .audit import print_retention_fault
-from .common import add_paging, minute, plural, with_examples
+from .common import add_paging, minute, retention_length, with_examples
 
 
 def register(sub, common) -> None:
@@ -34,12 +33,13 @@ def _removed_range(e: Eviction) -> Text:
 
 
 def _eviction_rows(rows):
-    return [(minute(e.ran_at), describe(e.retention_seconds), minute(e.cutoff), e.removed,
+    return [(minute(e.ran_at), Text(retention_length(e.retention_seconds)), minute(e.cutoff), Text(number(e.removed)),
              _removed_range(e), e.started_by) for e in rows]
 
 
 # Frame ids first seen before the cutoff were removed; --json has every time to the second.
-EVICTION_COLUMNS = ["ran at", "policy", "cutoff", "removed", "first seen of those removed", "started by"]
+EVICTION_COLUMNS = [N_("ran at"), N_("policy"), N_("cutoff"), N_("removed"), N_("first seen of those removed"),
+                    N_("started by")]
 
 
 def cmd_evictions(args, ctx) -> int:
@@ -48,10 +48,9 @@ def cmd_evictions(args, ctx) -> int:
         for row in rows:
             print_json(row.to_dict())
         return 0
-    make_console().print(table("Eviction log", EVICTION_COLUMNS, _eviction_rows(rows),
-                               codes=("ran at", "policy", "cutoff", "removed", "first seen of those removed",
-                                      "started by"),
-                               drop=("policy",)))  # the cutoff says it: ran at less the policy
+    columns = [_(c) for c in EVICTION_COLUMNS]
+    make_console().print(table(_("Eviction log"), columns, _eviction_rows(rows), codes=columns,
+                               drop=(columns[1],)))  # the policy: the cutoff says it, ran at less the policy
     return 0
 
 
@@ -62,7 +61,9 @@ def cmd_evict(args, ctx) -> int:
         print_json({"removed": removed, "retention_seconds": policy["retention_seconds"],
                     "retention_fault": policy["fault"]})
     else:
-        make_console().print(Text(f"forgot {plural(removed, 'frame id')} first seen more than "
-                                  f"{describe(policy['retention_seconds'])} ago; the cases stay"))
+        make_console().print(Text(ngettext(
+            "forgot %(n)s frame id first seen more than %(length)s ago; the cases stay",
+            "forgot %(n)s frame ids first seen more than %(length)s ago; the cases stay", removed,
+            n=number(removed), length=retention_length(policy["retention_seconds"]))))
         print_retention_fault(policy)
     return 0

@@ -13,7 +13,7 @@ import argparse
 from rich.text import Text
 
 from console.render import make_console, print_json, table, when
-from core.i18n import _
+from core.i18n import N_, _
 from core.gateways import accounts, signed
 from core.gateways.kinds import KINDS
 
@@ -21,7 +21,7 @@ from .signing import print_pending, run_signed, signing_parser
 
 
 def examples(*lines: str) -> str:
-    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+    return _("examples:") + "\n" + "\n".join(f"  {line}" for line in lines)
 
 
 def minute(ts: float | None) -> str:
@@ -42,17 +42,19 @@ def register(sub, common) -> None:
                         "ussd-console gateway add phone --kind smsgate --secret-file ~/.smsgate-key "
                         "--operator alice --reason 'field phone'"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    q.add_argument("name", metavar="NAME", help="1-13 lower-case letters, digits or '_'")
+    q.add_argument("name", metavar="NAME", help=_("1-13 lower-case letters, digits or '_'"))
     signed = ", ".join(kind.name for kind in KINDS.values() if kind.signed)
     urls = ", ".join(kind.name for kind in KINDS.values() if kind.needs_url)
-    q.add_argument("--kind", required=True, choices=list(KINDS), metavar="KIND", help="one of: " + ", ".join(KINDS))
+    q.add_argument("--kind", required=True, choices=list(KINDS), metavar="KIND",
+                   help=_("one of: %(kinds)s", kinds=", ".join(KINDS)))
     q.add_argument("--secret-file", metavar="PATH",
-                   help="file (mode 0600) whose first line is the gateway's signing key, auth token or webhook "
-                        f"secret ({signed}); it stays in that file")
+                   help=_("file (mode 0600) whose first line is the gateway's signing key, auth token or webhook "
+                          "secret (%(kinds)s); it stays in that file", kinds=signed))
     q.add_argument("--public-url", metavar="BASE",
-                   help=f"the base URL the gateway posts to, such as https://receiver.example.org ({urls} signs it)")
+                   help=_("the base URL the gateway posts to, such as %(url)s (%(kinds)s signs it)",
+                          url="https://receiver.example.org", kinds=urls))
     q.add_argument("--reply", choices=accounts.REPLIES, default="END",
-                   help="africastalking-ussd: end the session (END, default) or keep it open (CON) after a receipt")
+                   help=_("africastalking-ussd: end the session (END, default) or keep it open (CON) after a receipt"))
     q.set_defaults(handler=cmd_gateway_add, writes=True)
     q = ops.add_parser("list", parents=[common], help=_("gateways, who added them, last post and their counts"),
                        epilog=examples("ussd-console gateway list", "ussd-console gateway list --json"),
@@ -75,19 +77,21 @@ def cmd_gateway_add(args, ctx) -> int:
 
 def _added(ctx, result: dict) -> int:
     if "pending" in result:
-        return print_pending(ctx, result, "once approved, paste this into the gateway's callback URL; it is shown only now:",
+        return print_pending(ctx, result, _("once approved, paste this into the gateway's callback URL; it is shown "
+                                            "only now:"),
                              f"  {result.get('url') or result['path']}")
     entry = result.pop("entry")
     if ctx.json:
         print_json({**result, "audit_seq": entry["seq"], "operator": entry["operator"]})
         return 0
     out = make_console()
-    out.print(Text(f"gateway {result['name']} ({result['kind']}) added (signed audit entry #{entry['seq']} "
-                   f"by {entry['operator']})"))
-    out.print(Text("paste this into the gateway's callback URL; it is shown only now:", style="bold"))
+    out.print(Text(_("gateway %(name)s (%(kind)s) added (signed audit entry #%(seq)s by %(operator)s)",
+                     name=result["name"], kind=result["kind"], seq=entry["seq"], operator=entry["operator"])))
+    out.print(Text(_("paste this into the gateway's callback URL; it is shown only now:"), style="bold"))
     out.print(Text(f"  {result.get('url') or result['path']}"), soft_wrap=True)
     if "url" not in result:
-        out.print(Text("  (after your receiver's address, such as https://receiver.example.org)"))
+        out.print(Text("  " + _("(after your receiver's address, such as %(url)s)",
+                                url="https://receiver.example.org")))
     return 0
 
 
@@ -121,19 +125,20 @@ def gateway_status(receiver) -> dict[str, dict]:
 def print_gateway_status(out, gateways: dict) -> None:
     if not gateways:
         return
-    out.print(table("Gateways (posts)", ["gateway", "accepted", "retries", "reused ids", "re-sends", "spooled",
-                                         "refused"],
+    gateway = _("gateway")
+    out.print(table(_("Gateways (posts)"), [gateway, _("accepted"), _("retries"), _("reused ids"), _("re-sends"),
+                                            _("spooled"), _("refused")],
                     [(name, g["accepted"], g["webhook_retries"], g["reused_ids"], g["field_resends"], g["spooled"],
-                      g["refused"]) for name, g in gateways.items()], codes=("gateway",)))
+                      g["refused"]) for name, g in gateways.items()], codes=(gateway,)))
 
 
 # What each count of `gateway list` counts, said once above the table: a first-time reader takes
 # "accepted" for messages, or for posts without the retries, unless told.
-COUNTED = ("accepted: posts taken in, webhook retries included (a post the gateway sends again counts again); "
-           "webhook retries: messages among them already taken in before, not offered to the ledger twice; "
-           "reused ids: messages whose id was taken before with other content, offered as new; "
-           "rejects: frames from the gateway that were not valid; "
-           "refused: posts answered 403, 404, 405, 413 or 429, nothing taken in")
+COUNTED = N_("accepted: posts taken in, webhook retries included (a post the gateway sends again counts again); "
+             "webhook retries: messages among them already taken in before, not offered to the ledger twice; "
+             "reused ids: messages whose id was taken before with other content, offered as new; "
+             "rejects: frames from the gateway that were not valid; "
+             "refused: posts answered 403, 404, 405, 413 or 429, nothing taken in")
 
 
 def cmd_gateway_list(args, ctx) -> int:
@@ -144,16 +149,17 @@ def cmd_gateway_list(args, ctx) -> int:
         return 0
     out = make_console()
     if not rows:
-        out.print(Text("Gateways: none (ussd-console help gateway add)"))
+        out.print(Text(_("Gateways: none (%(command)s)", command="ussd-console help gateway add")))
         return 0
-    out.print(Text(COUNTED), soft_wrap=False)
+    out.print(Text(_(COUNTED)), soft_wrap=False)
+    name, kind, last_post, status = _("name"), _("kind"), _("last post"), _("status")
     out.print(table(
-        "Gateways", ["name", "kind", "added by", "last post", "accepted", "webhook retries", "reused ids",
-                     "rejects", "refused", "status"],
-        [(r["name"], r["kind"], r["added_by"], minute(r["last_post"]) if r["last_post"] else "never", r["posts"],
-          r["webhook_retries"], r["reused_ids"], r["rejects"], r["refused"],
-          f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active") for r in rows],
-        codes=("name", "kind", "last post", "status"),
+        _("Gateways"), [name, kind, _("added by"), last_post, _("accepted"), _("webhook retries"), _("reused ids"),
+                        _("rejects"), _("refused"), status],
+        [(r["name"], r["kind"], r["added_by"], minute(r["last_post"]) if r["last_post"] else Text(_("never")),
+          r["posts"], r["webhook_retries"], r["reused_ids"], r["rejects"], r["refused"],
+          Text(_("retired %(time)s", time=minute(r["retired_at"])) if r["retired_at"] else _("active"))) for r in rows],
+        codes=(name, kind, last_post, status),
     ))
     return 0
 
@@ -168,6 +174,7 @@ def _retired(ctx, result: dict) -> int:
     if ctx.json:
         print_json({"name": result["name"], "retired_at": result["retired_at"], "audit_seq": result["entry"]["seq"]})
     else:
-        make_console().print(Text(f"gateway {result['name']} retired (signed audit entry #{result['entry']['seq']} "
-                                  f"by {result['entry']['operator']}); its path answers 404 from now on"))
+        make_console().print(Text(_("gateway %(name)s retired (signed audit entry #%(seq)s by %(operator)s); its path "
+                                    "answers 404 from now on", name=result["name"], seq=result["entry"]["seq"],
+                                    operator=result["entry"]["operator"])))
     return 0

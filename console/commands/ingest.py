@@ -13,8 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from console.errors import CommandError
-from console.render import make_console, print_json, safe, table
-from core.i18n import _
+from console.render import assembled, make_console, print_json, safe, table
+from core.i18n import _, ngettext, number
 from core.config import load_inbox_config
 from core.inbox import claimed_dir, deliver_until_done, hold_after_commit, quiet_skip
 from core.inbox.spreadsheets import sheet_rows
@@ -22,7 +22,7 @@ from core.rules.explain import explain_reject, outcome_words, reason_words
 from core.rules.formats import FormatError, read_items, spreadsheet_kind, table_items
 from core.store.ledger import HANDOVER_FRAMES
 
-from .common import examples, plural
+from .common import examples
 
 PRINT_LIMIT = 1000  # per-frame rows printed for people; --json prints every one
 PROGRESS_FROM = 5000  # frames; smaller files finish before a bar is worth drawing
@@ -32,17 +32,17 @@ BATCH = HANDOVER_FRAMES  # frames per call of the ingest: one transaction each
 def register(sub, common) -> None:
     p = sub.add_parser(
         "ingest", parents=[common], help=_("take in frame files by hand (arrival path 'cli')"),
-        description="Take in frame files by hand. Every frame gets one outcome; re-running a file is safe "
-                    "(what is already in comes back as duplicates, nothing is applied twice).",
+        description=_("Take in frame files by hand. Every frame gets one outcome; re-running a file is safe "
+                      "(what is already in comes back as duplicates, nothing is applied twice)."),
         epilog=examples("ussd-console ingest kakuma-0800.txt",
                         "ussd-console ingest --summary big-export.csv",
                         "ussd-console ingest --json day.txt > verdicts.jsonl"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE",
-                   help="frame files: 'frame_id frame' lines, gateway CSV exports or JSON lines")
+                   help=_("frame files: 'frame_id frame' lines, gateway CSV exports or JSON lines"))
     p.add_argument("--summary", action="store_true",
-                   help="no line per frame: only the counts by outcome and reason "
-                        f"(the default for {PROGRESS_FROM:,} frames or more)")
+                   help=_("no line per frame: only the counts by outcome and reason (the default for %(n)s frames "
+                          "or more)", n=number(PROGRESS_FROM)))
     p.set_defaults(handler=cmd_ingest, writes=True)
 
 
@@ -51,22 +51,24 @@ def _read_items(path: Path, max_bytes: int, site):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+        raise CommandError.told(_("cannot read %(path)s: %(reason)s"), path=path, reason=exc.strerror) from exc
     # Checked on the descriptor before wrapping it: fdopen itself refuses a directory with a
     # bare errno that names no file.
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise CommandError(f"{path} is not a regular file")
+        raise CommandError.told(_("%(path)s is not a regular file"), path=path)
     with os.fdopen(fd, "rb") as fh:
         if st.st_size > max_bytes:
-            raise CommandError(f"{path} is over the size limit ({st.st_size} > {max_bytes} bytes)")
+            raise CommandError.told(_("%(path)s is over the size limit (%(size)s > %(limit)s bytes)"), path=path,
+                                    ours={"size": st.st_size, "limit": max_bytes})
         try:
             data = fh.read(max_bytes + 1)
         except OSError as exc:
-            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+            raise CommandError.told(_("cannot read %(path)s: %(reason)s"), path=path, reason=exc.strerror) from exc
     if len(data) > max_bytes:
-        raise CommandError(f"{path} is over the size limit (more than {max_bytes} bytes)")
+        raise CommandError.told(_("%(path)s is over the size limit (more than %(limit)s bytes)"), path=path,
+                                ours={"limit": max_bytes})
     try:
         if spreadsheet_kind(path.name):
             items = table_items(sheet_rows(data, max_bytes), site)
@@ -86,13 +88,13 @@ def _in_inbox(home, path: Path) -> bool:
 def _check_inbox_file(path: Path) -> None:
     reason = quiet_skip(path.name) if path.parent.name != ".claimed" else None
     if reason:
-        raise CommandError(f"{path}: a {reason} in the inbox is never read")
+        raise CommandError.told(_("%(path)s: a %(kind)s in the inbox is never read"), path=path, kind=reason)
     try:
         st = os.lstat(path)
     except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+        raise CommandError.told(_("cannot read %(path)s: %(reason)s"), path=path, reason=exc.strerror) from exc
     if not stat.S_ISREG(st.st_mode):
-        raise CommandError(f"{path} is not a regular file")
+        raise CommandError.told(_("%(path)s is not a regular file"), path=path)
 
 
 def cmd_ingest(args, ctx) -> int:
@@ -121,7 +123,7 @@ def cmd_ingest(args, ctx) -> int:
     progress = None
     if big and not ctx.json:
         progress = Progress(
-            TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            TextColumn(_("ingesting")), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
             console=make_console(stderr=True), transient=True,
         )
         progress.start()
@@ -140,11 +142,13 @@ def cmd_ingest(args, ctx) -> int:
             return
         result = deliver_until_done(path, "cli", receiver, ctx.home, config)
         if result.status == "rejected":
-            notes.append(f"{result.name}: rejected ({result.reason}), moved to {result.archived}")
+            notes.append((_("%(file)s: rejected (%(reason)s), moved to %(path)s"),
+                          {"file": result.name, "reason": result.reason, "path": result.archived}))
         elif result.status == "done":
-            notes.append(f"{result.name}: moved to {result.archived}")
+            notes.append((_("%(file)s: moved to %(path)s"), {"file": result.name, "path": result.archived}))
         else:
-            notes.append(f"{result.name}: {result.status} ({result.reason})")
+            notes.append(("%(file)s: %(status)s (%(reason)s)",
+                          {"file": result.name, "status": result.status, "reason": result.reason}))
         yield result.verdicts
 
     try:
@@ -164,10 +168,12 @@ def cmd_ingest(args, ctx) -> int:
         if progress is not None:
             progress.stop()
             progress = None
-        print(f"ussd-console: interrupted; {plural(committed, 'frame')} committed before the stop"
-              + (f" (of {total:,})" if total else "")
-              + "; re-running the same command is safe: what is in comes back as duplicates, "
-                "nothing is applied twice", file=sys.stderr)
+        frames = ngettext("%(n)s frame", "%(n)s frames", committed, n=number(committed))
+        print(_("ussd-console: interrupted; %(frames)s committed before the stop (of %(total)s); re-running the same "
+                "command is safe: what is in comes back as duplicates, nothing is applied twice", frames=frames,
+                total=number(total)) if total else
+              _("ussd-console: interrupted; %(frames)s committed before the stop; re-running the same command is "
+                "safe: what is in comes back as duplicates, nothing is applied twice", frames=frames), file=sys.stderr)
         return 130
     finally:
         if progress is not None:
@@ -175,18 +181,24 @@ def cmd_ingest(args, ctx) -> int:
     if not ctx.json:
         if rows:
             _texts_of_bad_trailers(receiver, rows, texts)
-            out.print(table("Verdicts", ["file", "line", "frame_id", "outcome", "reason"],
+            file, line, frame_id = _("file"), _("line"), _("frame_id")
+            out.print(table(_("Verdicts"), [file, line, frame_id, _("outcome"), _("reason")],
                             [(os.path.basename(v.file or ""), v.line, v.frame_id, outcome_words(v.outcome.value),
                               _why(v, texts)) for v in rows],
-                            codes=("file", "line", "frame_id")))
+                            codes=(file, line, frame_id)))
         if sum(tally.values()) > shown and per_frame:
-            out.print(f"... and {sum(tally.values()) - shown:,} more (--json prints every verdict)")
+            more = sum(tally.values()) - shown
+            out.print(Text(ngettext("... and %(n)s more (--json prints every verdict)",
+                                    "... and %(n)s more (--json prints every verdict)", more, n=number(more))))
         t = receiver.totals()
-        for note in notes:
-            out.print(safe(note, 400))
+        for template, parts in notes:
+            out.print(assembled(template, **{k: safe(v, 400) for k, v in parts.items()}))
         out.print(summary_table(tally))
-        out.print(Text(f"ledger: {plural(t.cases, 'case')}, {plural(t.headcount_total, 'person', 'people')}; "
-                       f"{plural(t.conflicts_open, 'conflict')} open"))
+        out.print(Text(_("ledger: %(cases)s, %(people)s; %(conflicts)s",
+                         cases=ngettext("%(n)s case", "%(n)s cases", t.cases, n=number(t.cases)),
+                         people=ngettext("%(n)s person", "%(n)s people", t.headcount_total, n=number(t.headcount_total)),
+                         conflicts=ngettext("%(n)s conflict open", "%(n)s conflicts open", t.conflicts_open,
+                                            n=number(t.conflicts_open)))))
     return 0
 
 
@@ -214,8 +226,9 @@ OUTCOME_ORDER = ["APPLIED", "DUPLICATE", "CONFLICT_QUARANTINED", "REJECT_BAD_FOR
 def summary_table(tally: Counter):
     """Frames by outcome and reason, in plain words (the codes are in --json)."""
     total = sum(tally.values())
-    rows = [(outcome_words(o), reason_words(r), f"{n:,}") for (o, r), n in
+    rows = [(outcome_words(o), reason_words(r), Text(number(n))) for (o, r), n in
             sorted(tally.items(), key=lambda kv: (OUTCOME_ORDER.index(kv[0][0])
                                                   if kv[0][0] in OUTCOME_ORDER else 99, -kv[1]))]
-    return table(f"{plural(total, 'frame')}" if total else "no frames", ["outcome", "reason", "frames"], rows,
-                 codes=("frames",))
+    frames = _("frames")
+    return table(ngettext("%(n)s frame", "%(n)s frames", total, n=number(total)) if total else _("no frames"),
+                 [_("outcome"), _("reason"), frames], rows, codes=(frames,))

@@ -12,7 +12,7 @@ from rich.text import Text
 from console.exports import default_target, write_csv, write_export
 from console.errors import stdout_closed
 from console.render import make_console, print_json, table
-from core.i18n import _, number
+from core.i18n import _, ngettext, number
 
 from .common import add_paging, date_arg, date_arg_end, examples, minute, need_words, status_words, window
 
@@ -24,7 +24,8 @@ def register(sub, common) -> None:
                         "ussd-console cases --sort headcount --limit 20"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_paging(p)
-    p.add_argument("--sort", default="first_seen", help="first_seen, frame_id, site, need, headcount, pri")
+    p.add_argument("--sort", default="first_seen", help=_("one of: %(kinds)s",
+                                                          kinds="first_seen, frame_id, site, need, headcount, pri"))
     p.add_argument("--asc", action="store_true", help=_("ascending (default newest or largest first)"))
     p.add_argument("--filter", default=None, metavar="TEXT",
                    help=_("text to find in the site, the need (code or name: water finds WAT) or the frame id"))
@@ -40,10 +41,11 @@ def register(sub, common) -> None:
                                        "ussd-console ranking --csv", "ussd-console ranking --csv - | head"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_paging(p)
-    p.add_argument("--all", action="store_true", help="served and closed cases too")
+    p.add_argument("--all", action="store_true", help=_("served and closed cases too"))
     p.add_argument("--csv", nargs="?", const="", default=None, metavar="PATH",
-                   help="write the whole dispatch list as CSV (default <home>/exports/dispatch-<time>.csv; - for stdout)")
-    p.add_argument("--force", action="store_true", help="with --csv PATH: replace an existing file")
+                   help=_("write the whole dispatch list as CSV (default <home>/exports/dispatch-<time>.csv; - for "
+                          "stdout)"))
+    p.add_argument("--force", action="store_true", help=_("with --csv PATH: replace an existing file"))
     p.set_defaults(handler=cmd_ranking)
 
 
@@ -106,5 +108,7 @@ def _ranking_csv(args, ctx) -> int:
     if ctx.json:
         print_json({"path": str(target), "cases": rows})
     else:
-        make_console().print(Text(f"{rows} cases in dispatch order written to {target}"), soft_wrap=True)
+        make_console().print(Text(ngettext("%(n)s case in dispatch order written to %(path)s",
+                                           "%(n)s cases in dispatch order written to %(path)s", rows, n=number(rows),
+                                           path=target)), soft_wrap=True)
     return 0

@@ -13,8 +13,7 @@ from rich.text import Text
 
 from console.errors import CommandError
 from console.render import make_console, print_json, table
-from core.i18n import _
-from core.rules.retention import describe
+from core.i18n import _, ngettext, number
 from core.signing import actions, audit, countersign
 from core.signing.keys import check_name, key_path, short_fingerprint
 from core.signing import operator_changes
@@ -25,7 +24,7 @@ from core.signing.passphrases import ADVICE, PASSPHRASE_MIN, weakness
 
 from .audit import print_retention_fault
 from . import signing as sign_cli
-from .common import add_paging, examples, minute, retention_words, with_examples
+from .common import add_paging, examples, minute, retention_length, retention_words, with_examples
 from .signing import print_pending, print_signed, run_signed, signer_name, signing_parser, unlock
 
 
@@ -46,17 +45,17 @@ def register(sub, common) -> None:
                                        "--reason 'night shift'"))
     q.add_argument("name", metavar="NAME")
     q.add_argument("--passphrase-file", metavar="PATH",
-                   help="read the new operator's passphrase from the first line of PATH")
-    q.add_argument("--operator", metavar="NAME", help="the active operator who approves (not for the first one)")
+                   help=_("read the new operator's passphrase from the first line of PATH"))
+    q.add_argument("--operator", metavar="NAME", help=_("the active operator who approves (not for the first one)"))
     q.add_argument("--operator-passphrase-file", metavar="PATH",
-                   help="read the approving operator's passphrase from the first line of PATH")
-    q.add_argument("--reason", metavar="TEXT", default=ADD_REASON, help=f"why (default: {ADD_REASON!r})")
+                   help=_("read the approving operator's passphrase from the first line of PATH"))
+    q.add_argument("--reason", metavar="TEXT", default=ADD_REASON, help=_("why (default: %(reason)r)", reason=ADD_REASON))
     q.add_argument("--role", dest="roles", action="append", metavar="ROLE",
-                   help=f"a role the new operator holds ({', '.join(ROLES)}); repeat for more; "
-                        "required after the first operator, who always holds every role")
+                   help=_("a role the new operator holds (%(roles)s); repeat for more; required after the first "
+                          "operator, who always holds every role", roles=", ".join(ROLES)))
     q.set_defaults(handler=cmd_operator_add, writes=True)
-    for verb, text in (("grant", "give an operator a role (signed by another admin)"),
-                       ("revoke", "take a role from an operator (signed by another admin; never the last admin)")):
+    for verb, text in (("grant", _("give an operator a role (signed by another admin)")),
+                       ("revoke", _("take a role from an operator (signed by another admin; never the last admin)"))):
         q = ops.add_parser(verb, parents=[common, signing], help=text, **with_examples(
             f"ussd-console operator {verb} bob resolver --operator alice --reason 'covers the night shift'"))
         q.add_argument("name", metavar="NAME")
@@ -78,13 +77,14 @@ def register(sub, common) -> None:
     p = sub.add_parser("resolve", parents=[common, signing], help=_("resolve a conflict held in quarantine (signed)"),
                        epilog=examples('ussd-console resolve 12 --keep-first --operator alice --reason "site confirmed"'),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("id", metavar="ID", help="the conflict's id: the id column of `ussd-console quarantine`")
+    p.add_argument("id", metavar="ID", help=_("the conflict's id: the id column of %(command)s",
+                                              command="`ussd-console quarantine`"))
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--keep-first", dest="decision", action="store_const", const=actions.KEEP_FIRST,
-                     help="dismiss the new version; the ledger stays")
+                     help=_("dismiss the new version; the ledger stays"))
     how.add_argument("--accept-correction", dest="decision", action="store_const",
                      const=actions.ACCEPT_CORRECTION,
-                     help="the ledger takes the new version's values; the old ones go to the case history")
+                     help=_("the ledger takes the new version's values; the old ones go to the case history"))
     p.set_defaults(handler=cmd_resolve, writes=True)
 
     p = sub.add_parser("retention", parents=[common],
@@ -100,7 +100,7 @@ def register(sub, common) -> None:
                        help=_("change retention (signed; below 30 days an exception, below 3 days refused)"),
                        epilog=examples('ussd-console retention set 10 --operator alice --reason "disk nearly full"'),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    q.add_argument("days", metavar="DAYS", help="days of dedup state to keep, such as 30 or 3.5")
+    q.add_argument("days", metavar="DAYS", help=_("days of dedup state to keep, such as 30 or 3.5"))
     q.set_defaults(handler=cmd_retention_set, writes=True)
 
 
@@ -112,20 +112,22 @@ def _passphrase(args, name: str, twice: bool = False, sites: tuple[str, ...] | l
     if args.passphrase_file:
         return sign_cli.read_passphrase_file(args.passphrase_file)
     if not twice:
-        return sign_cli.ask(f"passphrase for {name}: ")
+        return sign_cli.ask(_("passphrase for %(name)s: ", name=name))
     for attempt in range(1, ASK_TIMES + 1):
-        first = sign_cli.ask(f"new passphrase for {name} (at least {PASSPHRASE_MIN} characters): ")
+        first = sign_cli.ask(_("new passphrase for %(name)s (at least %(n)s characters): ", name=name,
+                               n=number(PASSPHRASE_MIN)))
         why = weakness(first, name, sites)
         if len(first) < PASSPHRASE_MIN:
-            print(f"too short: {len(first)} characters, at least {PASSPHRASE_MIN} needed; a short sentence is best",
-                  file=sys.stderr)
+            print(ngettext("too short: %(n)s character, at least %(min)s needed; a short sentence is best",
+                           "too short: %(n)s characters, at least %(min)s needed; a short sentence is best",
+                           len(first), n=number(len(first)), min=number(PASSPHRASE_MIN)), file=sys.stderr)
         elif why is not None:
             print(f"{why}; {ADVICE}", file=sys.stderr)
-        elif sign_cli.ask(f"passphrase for {name} (again): ") != first:
-            print("the two passphrases differ", file=sys.stderr)
+        elif sign_cli.ask(_("passphrase for %(name)s (again): ", name=name)) != first:
+            print(_("the two passphrases differ"), file=sys.stderr)
         else:
             return first
-    raise CommandError(f"no passphrase after {ASK_TIMES} tries; nothing was created")
+    raise CommandError.told(_("no passphrase after %(n)s tries; nothing was created"), ours={"n": number(ASK_TIMES)})
 
 
 # -- operator ----------------------------------------------------------------------
@@ -136,28 +138,31 @@ def cmd_operator_add(args, ctx) -> int:
     sponsor = None
     if list_operators(receiver):
         if not args.operator:
-            raise CommandError("a new operator is approved by an active one: name them with --operator NAME")
+            raise CommandError.told(_("a new operator is approved by an active one: name them with --operator NAME"))
         if not args.roles:
-            raise CommandError(f"name the roles {name} holds with --role ROLE ({', '.join(ROLES)}; repeat for more); "
-                               "only the first operator of a home holds every role without asking")
+            raise CommandError.told(_("name the roles %(name)s holds with --role ROLE (%(roles)s; repeat for more); "
+                                      "only the first operator of a home holds every role without asking"),
+                                    name=name, ours={"roles": ", ".join(ROLES)})
         approver = check_name(args.operator)
         countersign.check(ctx.home, receiver, approver, "operator.add")  # before any passphrase is asked
         sponsor = unlock(ctx, args, approver, passphrase_file=args.operator_passphrase_file or "",
-                          prompt=f"passphrase for {approver} (approving): ")
+                          prompt=_("passphrase for %(name)s (approving): ", name=approver))
     passphrase = _passphrase(args, name, twice=True, sites=site_names(receiver))
     info = add_operator(ctx.home, receiver, name, passphrase, sponsor=sponsor, reason=reason, roles=args.roles)
     path = key_path(ctx.home, name)
     if "pending" in info:
         return print_pending(ctx, {**info, "key_file": str(path)},
-                             f"key file written (encrypted, mode 0600): {path}; {name} can sign once approved")
+                             _("key file written (encrypted, mode 0600): %(path)s; %(name)s can sign once approved",
+                               path=path, name=name))
     if ctx.json:
         print_json({**info, "key_file": str(path)})
         return 0
     out = make_console()
-    out.print(Text(f"operator {name} added; key fingerprint {short_fingerprint(info['fingerprint'])}; "
-                   f"roles: {', '.join(info['roles'])}"))
-    out.print(Text(f"private key (encrypted with the passphrase, mode 0600): {path}"), soft_wrap=True)
-    out.print(Text(f"signed audit entry #{info['entry']['seq']} by {info['entry']['operator']}"), soft_wrap=True)
+    out.print(Text(_("operator %(name)s added; key fingerprint %(fingerprint)s; roles: %(roles)s", name=name,
+                     fingerprint=short_fingerprint(info["fingerprint"]), roles=", ".join(info["roles"]))))
+    out.print(Text(_("private key (encrypted with the passphrase, mode 0600): %(path)s", path=path)), soft_wrap=True)
+    out.print(Text(_("signed audit entry #%(seq)s by %(operator)s", seq=info["entry"]["seq"],
+                     operator=info["entry"]["operator"])), soft_wrap=True)
     return 0
 
 
@@ -167,12 +172,13 @@ def cmd_operator_list(args, ctx) -> int:
         for row in rows:
             print_json(row)
         return 0
+    name, fingerprint, added, status = _("name"), _("key fingerprint"), _("added"), _("status")
     make_console().print(table(
-        "Operators", ["name", "key fingerprint", "added", "status", "roles"],
+        _("Operators"), [name, fingerprint, added, status, _("roles")],
         [(r["name"], short_fingerprint(r["fingerprint"]), minute(r["added_at"]),
-          f"retired {minute(r['retired_at'])}" if r["retired_at"] else "active",
-          "every role" if len(r["roles"]) == len(ROLES) else ", ".join(r["roles"]) or "-") for r in rows],
-        codes=("name", "key fingerprint", "added", "status"), drop=("added",),
+          Text(_("retired %(time)s", time=minute(r["retired_at"])) if r["retired_at"] else _("active")),
+          Text(_("every role")) if len(r["roles"]) == len(ROLES) else ", ".join(r["roles"]) or "-") for r in rows],
+        codes=(name, fingerprint, added, status), drop=(added,),
     ))
     return 0
 
@@ -186,7 +192,8 @@ def cmd_operator_retire(args, ctx) -> int:
 def cmd_operator_role(args, ctx) -> int:
     by, target = signer_name(args), check_name(args.name)
     if by == target:  # refused before the passphrase is asked; the plan refuses it again
-        raise CommandError(f"nobody grants or revokes their own roles: another admin signs a change to {by}'s")
+        raise CommandError.told(_("nobody grants or revokes their own roles: another admin signs a change to "
+                                  "%(name)s's"), name=by)
     change = operator_changes.GRANT if args.role_change == "grant" else operator_changes.REVOKE
     return run_signed(ctx, args, change, {"name": target, "role": args.role},
                       done=lambda result: _changed(ctx, change, result, target))
@@ -220,12 +227,14 @@ def cmd_retention_show(args, ctx) -> int:
         print_json({"policy": policy, "history": history})
         return 0
     out = make_console()
-    out.print(Text(f"retention: {retention_words(policy)}"))
+    out.print(Text(_("retention: %(policy)s", policy=retention_words(policy))))
     print_retention_fault(policy)
+    set_at, retention, kind, set_by, entry = _("set at"), _("retention"), _("kind"), _("set by"), _("audit entry")
     out.print(table(
-        "Retention history", ["set at", "retention", "kind", "set by", "audit entry", "reason"],
-        [(minute(p["set_at"]), describe(p["retention_seconds"]), "exception" if p["is_exception"] else "policy",
+        _("Retention history"), [set_at, retention, kind, set_by, entry, _("reason")],
+        [(minute(p["set_at"]), Text(retention_length(p["retention_seconds"])),
+          Text(_("exception") if p["is_exception"] else _("policy")),
           p["set_by"], p["audit_id"] if p["audit_id"] is not None else "-", p["reason"] or "-") for p in history],
-        codes=("set at", "retention", "kind", "set by"), drop=("audit entry",),
+        codes=(set_at, retention, kind, set_by), drop=(entry,),
     ))
     return 0

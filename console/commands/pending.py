@@ -16,7 +16,7 @@ from core.i18n import _
 from core.signing import countersign
 
 from .common import minute, with_examples
-from .signing import run_signed, signing_parser
+from .signing import entry_words, run_signed, signing_parser
 
 
 def register(sub, common) -> None:
@@ -25,13 +25,13 @@ def register(sub, common) -> None:
                        help=_("signed requests waiting for a second admin ([signing] countersign)"),
                        **with_examples("ussd-console pending", "ussd-console pending --json"))
     p.set_defaults(handler=cmd_pending)
-    for verb, text in (("approve", "approve a waiting request as a second admin (signed); its action applies"),
-                       ("reject", "reject a waiting request (signed by an admin); nothing applies")):
+    for verb, text in (("approve", _("approve a waiting request as a second admin (signed); its action applies")),
+                       ("reject", _("reject a waiting request (signed by an admin); nothing applies"))):
         p = sub.add_parser(verb, parents=[common, signing], help=text,
                            **with_examples(f"ussd-console {verb} 42 --operator bob --reason 'checked with the field office'",
                                            f"ussd-console {verb} 42 --operator bob --reason 'checked' "
                                            "--passphrase-file /run/keys/bob.pass"))
-        p.add_argument("id", metavar="ID", help="the request's id: the id column of `ussd-console pending`")
+        p.add_argument("id", metavar="ID", help=_("the request's id: the id column of %(command)s", command="`ussd-console pending`"))
         p.set_defaults(handler=cmd_decide, verb=verb, writes=True)
 
 
@@ -43,15 +43,16 @@ def cmd_pending(args, ctx) -> int:
         return 0
     out = make_console()
     if not rows:
-        out.print(Text("nothing waits for a second admin"))
+        out.print(Text(_("nothing waits for a second admin")))
         return 0
+    id_, by, expires, status = _("id"), _("by"), _("expires"), _("status")
     out.print(table(
-        "Waiting for a second admin", ["id", "what", "by", "expires", "status"],
+        _("Waiting for a second admin"), [id_, _("what"), by, expires, status],
         [(r["id"], r["what"], r["requested_by"], minute(r["expires_at"]), r["status"]) for r in rows],
-        codes=("id", "by", "expires", "status"),
+        codes=(id_, by, expires, status),
     ))
-    out.print(Text("approve with `ussd-console approve ID`, reject with `ussd-console reject ID` "
-                   "(--json shows each request's reason)"), soft_wrap=True)
+    out.print(Text(_("approve with %(approve)s, reject with %(reject)s (--json shows each request's reason)",
+                     approve="`ussd-console approve ID`", reject="`ussd-console reject ID`")), soft_wrap=True)
     return 0
 
 
@@ -74,8 +75,7 @@ def _decided(ctx, result: dict) -> int:
     action, entry, console = signed_actions.BY_ID[result["entry"]["action"]], out["entry"], make_console()
     console.print(safe(action.summary(out), 600), soft_wrap=True)
     if out.get("key_file_moved_to"):
-        console.print(Text(f"the key file of the operator it would have added is kept at {out['key_file_moved_to']}"),
-                      soft_wrap=True)
-    console.print(Text(f"signed audit entry #{entry['seq']} by {entry['operator']}; head {entry['hash']}"),
-                  soft_wrap=True)
+        console.print(Text(_("the key file of the operator it would have added is kept at %(path)s",
+                             path=out["key_file_moved_to"])), soft_wrap=True)
+    console.print(Text(entry_words(entry)), soft_wrap=True)
     return 0

@@ -17,7 +17,7 @@ def register(sub, common) -> None:
     p = sub.add_parser("quarantine", parents=[common], help=_("conflicts waiting for an operator"),
                        **with_examples("ussd-console quarantine", "ussd-console quarantine --all --limit 100",
                                        'ussd-console resolve 12 --keep-first --operator alice --reason "site confirmed"'))
-    p.add_argument("--all", action="store_true", help="resolved ones too")
+    p.add_argument("--all", action="store_true", help=_("resolved ones too"))
     add_paging(p, offset=False)
     p.set_defaults(handler=cmd_quarantine)
 
@@ -28,26 +28,26 @@ def cmd_quarantine(args, ctx) -> int:
         for row in rows:
             print_json(row.to_dict())
         return 0
-    columns = ["id", "frame_id", "ledger now / new version", "what differs", "seen"]
+    id_, frame_id, versions, seen, status = _("id"), _("frame_id"), _("ledger now / new version"), _("seen"), _("status")
+    columns = [id_, frame_id, versions, _("what differs"), seen]
     if args.all:
-        columns.append("status")
+        columns.append(status)
     make_console().print(table(
-        "Quarantine" + ("" if args.all else " (open)"), columns,
+        _("Quarantine") if args.all else _("Quarantine (open)"), columns,
         [(q.id, q.frame_id, _versions(q), reason_words(q.reason), q.seen_count,
           *((resolution_words(q.status, short=True),) if args.all else ())) for q in rows],
-        codes=("id", "frame_id", "ledger now / new version", "seen", "status"), drop=("seen",),
+        codes=(id_, frame_id, versions, seen, status), drop=(seen,),
     ))
     if rows and not args.all:
-        make_console().print(Text("resolve with: ussd-console resolve ID --keep-first (or --accept-correction) "
-                                  "--operator NAME --reason TEXT"))
+        make_console().print(Text(_("resolve with: %(command)s", command="ussd-console resolve ID --keep-first "
+                                    "(or --accept-correction) --operator NAME --reason TEXT")))
     return 0
 
 
 def _versions(q: Conflict) -> Text:
     """The newcomer under what the ledger holds for the case now: the version a decision keeps or
     replaces, which an accepted correction may have changed since the conflict's recorded first."""
-    if q.ledger_text is not None:
-        left = safe("ledger: " + q.ledger_text)
-    else:
-        left = safe("first:  " + q.first_text)
-    return left + Text("\n") + safe("new:    " + q.frame_text)
+    ledger, first, new = _("ledger:"), _("first:"), _("new:")
+    width = max(map(len, (ledger, first, new))) + 1  # the versions line up under each other, in any language
+    label, text = (ledger, q.ledger_text) if q.ledger_text is not None else (first, q.first_text)
+    return safe(label.ljust(width) + text) + Text("\n") + safe(new.ljust(width) + q.frame_text)

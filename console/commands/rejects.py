@@ -29,13 +29,14 @@ def cmd_rejects(args, ctx) -> int:
         for row in rows:
             print_json(row.to_dict())
         return 0
+    where, frame_id, line = _("file:line, when"), _("frame_id"), _("the line, and what was wrong")
     make_console().print(table(
-        "Rejects (newest first)", ["file:line, when", "frame_id", "the line, and what was wrong"],
+        _("Rejects (newest first)"), [where, frame_id, line],
         [(reject_where(x) + Text("\n" + when(x.ts), style="dim"), x.frame_id,
           safe(x.frame_text, 200) + Text("\n") + Text(explain_reject(x.frame_id, x.frame_text, x.reason),
                                                        style="bold"))
          for x in rows],
-        codes=("file:line, when", "frame_id"),
+        codes=(where, frame_id),
     ))
     return 0
 

@@ -5,34 +5,35 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rich.text import Text
 
 from console.errors import CommandError
-from console.render import make_console, print_json, safe
+from console.render import assembled, make_console, print_json, safe
+from core.i18n import _, ngettext, number
 from core.report.period import parse_period
 
 from .common import alert_targets, with_examples
 
 
 def register(sub, common) -> None:
-    p = sub.add_parser("report", parents=[common], help="the situation report of a period (HTML or PDF)",
+    p = sub.add_parser("report", parents=[common], help=_("the situation report of a period (HTML or PDF)"),
                        **with_examples("ussd-console report", "ussd-console report --since 7d --format pdf",
                                        "ussd-console report --since 2026-12-01 --until 2026-12-02 --json",
                                        "ussd-console report --since 7d --format csv --hxl"))
     p.add_argument("--since", default="24h", metavar="24h|7d|DATE",
-                   help="the period's start: a span back from --until (24h, 7d) or a date (default 24h)")
-    p.add_argument("--until", default=None, metavar="DATE", help="the period's end (a bare date: that whole day; "
-                                                                  "default now)")
-    p.add_argument("--site", default=None, metavar="SITE", help="one site's cases only")
+                   help=_("the period's start: a span back from --until (24h, 7d) or a date (default 24h)"))
+    p.add_argument("--until", default=None, metavar="DATE",
+                   help=_("the period's end (a bare date: that whole day; default now)"))
+    p.add_argument("--site", default=None, metavar="SITE", help=_("one site's cases only"))
     p.add_argument("--format", choices=("html", "pdf", "csv", "xlsx"), default=None,
-                   help="html or pdf; csv (a folder, one file per table) or xlsx (a sheet per table) for the "
-                        "report's tables (default: from the --to name, else html)")
+                   help=_("html or pdf; csv (a folder, one file per table) or xlsx (a sheet per table) for the "
+                          "report's tables (default: from the --to name, else html)"))
     p.add_argument("--to", metavar="FILE", default=None,
-                   help="the file (for csv, the new folder) to write (default <home>/reports/report-<time>.<format>)")
-    p.add_argument("--force", action="store_true", help="replace an existing --to FILE")
+                   help=_("the file (for csv, the new folder) to write (default "
+                          "<home>/reports/report-<time>.<format>)"))
+    p.add_argument("--force", action="store_true", help=_("replace an existing --to FILE"))
     p.add_argument("--hxl", action="store_true",
-                   help="with csv or xlsx: the HXL hashtag row under each table's header (#sector, #loc, #affected, "
-                        "#meta+count, #date ...)")
+                   help=_("with csv or xlsx: the HXL hashtag row under each table's header (#sector, #loc, "
+                          "#affected, #meta+count, #date ...)"))
     p.set_defaults(handler=cmd_report)
 
 
@@ -48,13 +49,13 @@ def _format(to: str | None, given: str | None) -> str:
 def _target(to: str, force: bool) -> Path:
     target = Path(to)
     if target.is_dir():
-        raise CommandError(f"{target} is a folder; give a file name to write")
+        raise CommandError.told(_("%(path)s is a folder; give a file name to write"), path=target)
     if not target.parent.is_dir():
-        raise CommandError(f"the folder {target.parent} does not exist; create it first")
+        raise CommandError.told(_("the folder %(path)s does not exist; create it first"), path=target.parent)
     if target.is_symlink():
-        raise CommandError(f"{target} is a symlink; refusing to write through it")
+        raise CommandError.told(_("%(path)s is a symlink; refusing to write through it"), path=target)
     if target.exists() and not force:
-        raise CommandError(f"{target} already exists; use --force to replace it")
+        raise CommandError.told(_("%(path)s already exists; use --force to replace it"), path=target)
     return target
 
 
@@ -81,7 +82,7 @@ def cmd_report(args, ctx) -> int:
         raise CommandError(str(exc)) from None
     fmt = _format(args.to, args.format)
     if args.hxl and fmt not in ("csv", "xlsx"):
-        raise CommandError("--hxl tags the report's tables: give --format csv or --format xlsx")
+        raise CommandError.told(_("--hxl tags the report's tables: give --format csv or --format xlsx"))
     receiver = ctx.receiver  # first: a missing home is an error before any reports folder is made
     if fmt in ("csv", "xlsx"):
         done = _write_tables(args, ctx, receiver, period, fmt, now)
@@ -91,6 +92,9 @@ def cmd_report(args, ctx) -> int:
     if ctx.json:
         print_json({"file": str(done.file), "format": done.format, "cases": done.cases, "people": done.people})
     else:
-        make_console().print(Text.assemble(f"report of {done.cases:,} cases, {done.people:,} people written to ",
-                                           safe(str(done.file), 1000)), soft_wrap=True)
+        make_console().print(assembled(_("report of %(cases)s, %(people)s written to %(file)s"),
+                                       cases=ngettext("%(n)s case", "%(n)s cases", done.cases, n=number(done.cases)),
+                                       people=ngettext("%(n)s person", "%(n)s people", done.people,
+                                                       n=number(done.people)),
+                                       file=safe(str(done.file), 1000)), soft_wrap=True)
     return 0

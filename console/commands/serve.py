@@ -25,7 +25,9 @@ import sys
 from pathlib import Path
 
 from console.errors import CommandError
+from core import i18n
 from core.config import read_toml
+from core.i18n import _
 
 from .common import with_examples
 
@@ -38,26 +40,32 @@ MIN_TOKEN = 16  # characters a --token-file token needs at least
 
 
 def register(sub, common) -> None:
+    url = f"http://127.0.0.1:{DEFAULT_PORT}"
     p = sub.add_parser("serve", parents=[common],
-                       help=f"the console in a browser at http://127.0.0.1:{DEFAULT_PORT} (reach it through an SSH tunnel)",
+                       help=_("the console in a browser at %(url)s (reach it through an SSH tunnel)", url=url),
                        **with_examples("ussd-console serve",
-                                       f"ssh -L {DEFAULT_PORT}:127.0.0.1:{DEFAULT_PORT} receiver   (then, on your machine, "
-                                       f"http://127.0.0.1:{DEFAULT_PORT})",
+                                       f"ssh -L {DEFAULT_PORT}:127.0.0.1:{DEFAULT_PORT} receiver   "
+                                       + _("(then, on your machine, %(url)s)", url=url),
                                        "ussd-console serve --public --host 0.0.0.0 --public-url https://ussd.example.org "
                                        "--token-file token.txt"))
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1", help=_("address to listen on (default 127.0.0.1)"))
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
-                   help=f"port (default {DEFAULT_PORT}; 0: any free one, said in the line serve prints once listening)")
+                   help=_("port (default %(port)s; 0: any free one, said in the line serve prints once listening)",
+                          port=DEFAULT_PORT))
     p.add_argument("--public", action="store_true",
-                   help="allow an address other than loopback; a login token is then needed before any session")
+                   help=_("allow an address other than loopback; a login token is then needed before any session"))
     p.add_argument("--public-url", metavar="URL",
-                   help="the address browsers use, when it differs from http://HOST:PORT (a proxy; needed with 0.0.0.0)")
+                   help=_("the address browsers use, when it differs from http://HOST:PORT (a proxy; needed with "
+                          "0.0.0.0)"))
     p.add_argument("--max-sessions", type=int, metavar="N",
-                   help=f"consoles open at once, at most (default [serve] max_sessions, else {DEFAULT_MAX_SESSIONS})")
+                   help=_("consoles open at once, at most (default [serve] max_sessions, else %(n)s)",
+                          n=DEFAULT_MAX_SESSIONS))
     p.add_argument("--token-file", metavar="FILE",
-                   help="with --public: the login token is this file's first line (default: a random one, printed at start)")
+                   help=_("with --public: the login token is this file's first line (default: a random one, printed "
+                          "at start)"))
     p.add_argument("--inbox", action="store_true",
-                   help="each browser session also takes files from the inbox (default: `watch` does; the page shows the store)")
+                   help=_("each browser session also takes files from the inbox (default: %(command)s does; the page "
+                          "shows the store)", command="`watch`"))
     p.set_defaults(handler=cmd_serve)
 
 
@@ -73,8 +81,10 @@ def is_loopback(host: str) -> bool:
 def console_command(ctx, inbox: bool) -> str:
     """The shell command textual-serve runs per session (it runs it through a shell: quoted, and
     ``exec``'d, so the console is serve's own child and no shell outlives it).
-    No ``--db`` here: a session's command line is readable by every local user (``ps``)."""
-    argv = [sys.executable, "-m", "console.cli", "--home", str(ctx.home.root)]
+    No ``--db`` here: a session's command line is readable by every local user (``ps``). ``--lang``
+    is serve's own language, however it was chosen (``--lang``, ``[console] language``, the
+    environment), so every session speaks it."""
+    argv = [sys.executable, "-m", "console.cli", "--home", str(ctx.home.root), "--lang", i18n.language()]
     argv += ["console"] + ([] if inbox else ["--no-inbox"])
     return "exec " + shlex.join(argv)
 
@@ -86,13 +96,15 @@ def max_sessions(args, ctx) -> int:
     else:
         table = read_toml(ctx.home.config).get("serve", {})
         if not isinstance(table, dict):
-            raise CommandError(f"{ctx.home.config}: 'serve' must be a table ([serve])")
+            raise CommandError.told(_("%(config)s: 'serve' must be a table ([serve])"), config=ctx.home.config)
         unknown = sorted(set(table) - set(SERVE_KEYS))
         if unknown:
-            raise CommandError(f"{ctx.home.config} [serve]: unknown setting {unknown[0]!r} (known: max_sessions)")
+            raise CommandError.told(_("%(config)s [serve]: unknown setting %(key)s (known: max_sessions)"),
+                                    config=ctx.home.config, key=repr(unknown[0]))
         value, where = table.get("max_sessions", DEFAULT_MAX_SESSIONS), f"{ctx.home.config} [serve] max_sessions"
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SESSIONS_LIMIT:
-        raise CommandError(f"{where} must be a whole number from 1 to {MAX_SESSIONS_LIMIT}, not {value!r}")
+        raise CommandError.told(_("%(setting)s must be a whole number from 1 to %(limit)s, not %(value)s"),
+                                setting=where, value=repr(value), ours={"limit": MAX_SESSIONS_LIMIT})
     return value
 
 
@@ -104,11 +116,11 @@ def login_token(args) -> tuple[str, bool]:
         with open(args.token_file, encoding="utf-8") as fh:
             token = fh.readline().strip()
     except (OSError, UnicodeDecodeError) as exc:
-        raise CommandError(f"--token-file {args.token_file}: cannot read: "
-                           f"{getattr(exc, 'strerror', None) or exc.__class__.__name__}") from None
+        raise CommandError.told(_("--token-file %(path)s: cannot read: %(reason)s"), path=args.token_file,
+                                reason=getattr(exc, "strerror", None) or exc.__class__.__name__) from None
     if len(token) < MIN_TOKEN or any(c.isspace() or ord(c) < 32 for c in token):
-        raise CommandError(f"--token-file {args.token_file}: its first line must be the token, at least "
-                           f"{MIN_TOKEN} characters with no spaces")
+        raise CommandError.told(_("--token-file %(path)s: its first line must be the token, at least %(n)s "
+                                  "characters with no spaces"), path=args.token_file, ours={"n": MIN_TOKEN})
     return token, False
 
 
@@ -125,19 +137,22 @@ def bind(host: str, port: int):
         sock.bind(address)
     except OSError as exc:
         sock.close()
-        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise CommandError.told(_("cannot listen on %(address)s: %(reason)s"), address=f"{host}:{port}",
+                                reason=exc.strerror or exc) from None
     return sock
 
 
 def cmd_serve(args, ctx) -> int:
     if not 0 <= args.port <= 65535:
-        raise CommandError(f"--port {args.port} is not a port (1 to 65535, or 0 for any free one)")
+        raise CommandError.told(_("--port %(port)s is not a port (1 to 65535, or 0 for any free one)"),
+                                ours={"port": args.port})
     if not is_loopback(args.host) and not args.public:
-        raise CommandError(f"--host {args.host} is not a loopback address; serving the console there needs "
-                           "--public (and a login), or use an SSH tunnel to 127.0.0.1 (docs/serve-security.md)")
+        raise CommandError.told(_("--host %(host)s is not a loopback address; serving the console there needs "
+                                  "--public (and a login), or use an SSH tunnel to 127.0.0.1 (docs/serve-security.md)"),
+                                host=args.host)
     if args.host in ("0.0.0.0", "::", "") and not args.public_url:
-        raise CommandError(f"--host {args.host or '(empty)'} listens on every address: say with --public-url "
-                           "which one browsers use (only requests for it are answered)")
+        raise CommandError.told(_("--host %(host)s listens on every address: say with --public-url which one "
+                                  "browsers use (only requests for it are answered)"), host=args.host or "(empty)")
     if args.public_url is not None:
         from urllib.parse import urlsplit
 
@@ -148,14 +163,15 @@ def cmd_serve(args, ctx) -> int:
             parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.username \
                 or parts.query:
-            raise CommandError(f"--public-url must be an http:// or https:// address such as https://ussd.example.org, "
-                               f"not {args.public_url!r}")
+            raise CommandError.told(_("--public-url must be an http:// or https:// address such as %(example)s, "
+                                      "not %(url)s"), url=repr(args.public_url),
+                                    ours={"example": "https://ussd.example.org"})
     if args.token_file is not None and not args.public:
-        raise CommandError("--token-file is for --public (the loopback console has no login)")
+        raise CommandError.told(_("--token-file is for --public (the loopback console has no login)"))
     sessions = max_sessions(args, ctx)
     token, made = login_token(args) if args.public else (None, False)
     ctx.home.ensure()
-    _ = ctx.receiver  # a store that cannot be opened is one line here, not a broken page per session
+    ctx.receiver  # opened here: a store that cannot be opened is one line, not a broken page per session
     ctx.close()
     from console.web.sessions import SERVE_PID
 

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from console.errors import CommandError
 from console.render import make_console, print_json, safe
+from core.i18n import _, ngettext, number
 from core.home import PrivateFileError, read_private
 from core.signing import audit, signed_action
 from core.signing.keys import ActionError, check_name
@@ -30,10 +31,10 @@ from .common import minute
 
 def signing_parser() -> argparse.ArgumentParser:
     signing = argparse.ArgumentParser(add_help=False)
-    signing.add_argument("--operator", metavar="NAME", help="who signs")
-    signing.add_argument("--reason", metavar="TEXT", help="why (required, free text, one line)")
+    signing.add_argument("--operator", metavar="NAME", help=_("who signs"))
+    signing.add_argument("--reason", metavar="TEXT", help=_("why (required, free text, one line)"))
     signing.add_argument("--passphrase-file", metavar="PATH",
-                         help="read the passphrase from the first line of PATH instead of asking")
+                         help=_("read the passphrase from the first line of PATH instead of asking"))
     return signing
 
 
@@ -48,24 +49,24 @@ def read_passphrase_file(path: str) -> str:
     try:
         line = re.split(rb"\r\n|\r|\n", data, maxsplit=1)[0].decode("utf-8")
     except UnicodeDecodeError:
-        raise CommandError(f"the passphrase file {path} is not UTF-8 text") from None
+        raise CommandError.told(_("the passphrase file %(path)s is not UTF-8 text"), path=path) from None
     if not line:
-        raise CommandError(f"the passphrase file {path} has an empty first line")
+        raise CommandError.told(_("the passphrase file %(path)s has an empty first line"), path=path)
     return line
 
 
 def ask(prompt: str) -> str:
     """Ask without echo, or refuse: a passphrase is never read where it would show."""
     if not sys.stdin.isatty():
-        raise CommandError("no terminal to ask for the passphrase on; use --passphrase-file PATH")
+        raise CommandError.told(_("no terminal to ask for the passphrase on; use --passphrase-file PATH"))
     with warnings.catch_warnings():
         warnings.simplefilter("error", getpass.GetPassWarning)
         try:
             return getpass.getpass(prompt)
         except getpass.GetPassWarning:
-            raise CommandError("cannot turn echo off to ask for the passphrase; use --passphrase-file PATH") from None
+            raise CommandError.told(_("cannot turn echo off to ask for the passphrase; use --passphrase-file PATH")) from None
         except EOFError:
-            raise CommandError("no passphrase given") from None
+            raise CommandError.told(_("no passphrase given")) from None
 
 
 UNLOCK_TRIES = 3  # a passphrase mistyped at the prompt is asked again, this many times in all
@@ -82,28 +83,30 @@ def unlock(ctx, args, name: str, passphrase_file: str | None = None, prompt: str
     if path:
         return load_signer(ctx.home, ctx.receiver, name, read_passphrase_file(path))
     for attempt in range(1, UNLOCK_TRIES + 1):
-        secret = ask(prompt or f"passphrase for {name}: ")
+        secret = ask(prompt or _("passphrase for %(name)s: ", name=name))
         try:
             return load_signer(ctx.home, ctx.receiver, name, secret)
         except ActionError as exc:
             if not str(exc).startswith("wrong passphrase"):
                 raise
             if attempt == UNLOCK_TRIES:
-                raise CommandError(f"{exc}; {UNLOCK_TRIES} tries, nothing was signed") from None
+                raise CommandError.told(_("%(reason)s; %(tries)s, nothing was signed"), reason=exc, ours={
+                    "tries": ngettext("%(n)s try", "%(n)s tries", UNLOCK_TRIES, n=number(UNLOCK_TRIES))}) from None
             left = UNLOCK_TRIES - attempt
-            print(f"{exc}; try again ({left} {'try' if left == 1 else 'tries'} left)", file=sys.stderr, flush=True)
+            print(ngettext("%(reason)s; try again (%(n)s try left)", "%(reason)s; try again (%(n)s tries left)", left,
+                           reason=exc, n=number(left)), file=sys.stderr, flush=True)
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
 def signer_name(args) -> str:
     if not args.operator:
-        raise CommandError("name the signing operator with --operator NAME")
+        raise CommandError.told(_("name the signing operator with --operator NAME"))
     return check_name(args.operator)
 
 
 def signing_reason(args) -> str:
     if args.reason is None:
-        raise CommandError("give the reason with --reason TEXT (required for every signed action)")
+        raise CommandError.told(_("give the reason with --reason TEXT (required for every signed action)"))
     return audit.check_reason(args.reason)
 
 
@@ -115,21 +118,29 @@ def print_pending(ctx, result: dict, *more: str) -> int:
         return 0
     rid, entry = result["pending"], result["entry"]
     out = make_console()
-    out.print(Text(f"waiting for a second admin: request {rid} ({result['action']} {result['target']}); "
-                   f"nothing is applied until another admin runs `ussd-console approve {rid}`"), soft_wrap=True)
-    out.print(Text(f"it expires at {minute(result['expires_at'])}; `ussd-console pending` lists what waits"),
-              soft_wrap=True)
+    approve = f"`ussd-console approve {rid}`"
+    out.print(Text(_("waiting for a second admin: request %(id)s (%(action)s %(target)s); nothing is applied "
+                     "until another admin runs %(command)s", id=rid, action=result["action"], target=result["target"],
+                     command=approve)), soft_wrap=True)
+    out.print(Text(_("it expires at %(time)s; %(command)s lists what waits", time=minute(result["expires_at"]),
+                     command="`ussd-console pending`")), soft_wrap=True)
     for line in more:
         out.print(Text(line), soft_wrap=True)
-    out.print(Text(f"signed audit entry #{entry['seq']} by {entry['operator']}; head {entry['hash']}"), soft_wrap=True)
+    out.print(Text(entry_words(entry)), soft_wrap=True)
     return 0
+
+
+def entry_words(entry: dict) -> str:
+    """The signed entry a command wrote, and the log's head after it."""
+    return _("signed audit entry #%(seq)s by %(operator)s; head %(hash)s", seq=entry["seq"],
+             operator=entry["operator"], hash=entry["hash"])
 
 
 def show_preview(ctx, preview) -> None:
     if ctx.json:
         return
     out = make_console()
-    out.print(Text("About to sign:", style="bold"))
+    out.print(Text(_("About to sign:"), style="bold"))
     for line in preview.lines:
         out.print(Text("  ") + safe(line, 600), soft_wrap=True)
 
@@ -141,7 +152,7 @@ def print_signed(ctx, result: dict, summary: str) -> int:
         return 0
     out = make_console()
     out.print(Text(summary), soft_wrap=True)
-    out.print(Text(f"signed audit entry #{entry['seq']} by {entry['operator']}; head {entry['hash']}"), soft_wrap=True)
+    out.print(Text(entry_words(entry)), soft_wrap=True)
     return 0
 
 

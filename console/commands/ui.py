@@ -25,7 +25,7 @@ def register(sub, common) -> None:
                        **with_examples("ussd-console --home /srv/ussd console",
                                        "ussd-console console --no-inbox    while `watch` takes the inbox"))
     p.add_argument("--no-inbox", action="store_true",
-                   help="show the store without taking files from the inbox (another process does)")
+                   help=_("show the store without taking files from the inbox (another process does)"))
     p.set_defaults(handler=cmd_console)
 
 
@@ -39,8 +39,8 @@ def need_terminal() -> None:
     if served():
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise CommandError("the console needs a terminal; from scripts use a sub-command "
-                           "(status, cases, ranking, ...), see --help")
+        raise CommandError.told(_("the console needs a terminal; from scripts use a sub-command "
+                                  "(status, cases, ranking, ...), see --help"))
 
 
 @contextlib.contextmanager

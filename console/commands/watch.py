@@ -47,21 +47,22 @@ def register(sub, common) -> None:
         **with_examples("ussd-console --home /srv/ussd watch", "ussd-console watch --no-observer --sweep-interval 10",
                         "ussd-console watch --listen 127.0.0.1:8567"),
     )
-    p.add_argument("--sweep-interval", type=float, metavar="S", help="seconds between sweeps (default 3)")
+    p.add_argument("--sweep-interval", type=float, metavar="S", help=_("seconds between sweeps (default 3)"))
     p.add_argument("--settle-time", type=float, metavar="S",
-                   help="seconds a file written in place must be unchanged before it is taken (default 1)")
-    p.add_argument("--max-file-bytes", type=int, metavar="N", help="larger files go to rejected/ (default 64 MiB)")
+                   help=_("seconds a file written in place must be unchanged before it is taken (default 1)"))
+    p.add_argument("--max-file-bytes", type=int, metavar="N", help=_("larger files go to rejected/ (default 64 MiB)"))
     p.add_argument("--keep-originals", action="store_true", default=None,
-                   help="archive files as they came, phone-number columns included")
+                   help=_("archive files as they came, phone-number columns included"))
     p.add_argument("--evict-every", type=float, metavar="S",
-                   help=f"seconds between scheduled evictions (default {EVICT_EVERY_SECONDS})")
-    p.add_argument("--batch-lines", type=int, metavar="N", help="frames per transaction (default 5000)")
+                   help=_("seconds between scheduled evictions (default %(seconds)s)", seconds=EVICT_EVERY_SECONDS))
+    p.add_argument("--batch-lines", type=int, metavar="N", help=_("frames per transaction (default 5000)"))
     p.add_argument("--no-observer", dest="observer", action="store_false", default=None,
-                   help="no watchdog observer: the sweep alone delivers (e.g. on a network share)")
+                   help=_("no watchdog observer: the sweep alone delivers (e.g. on a network share)"))
     p.add_argument("--no-sweep", dest="sweep", action="store_false", default=None,
-                   help="no periodic sweep (claimed files are still resumed at start)")
+                   help=_("no periodic sweep (claimed files are still resumed at start)"))
     p.add_argument("--listen", metavar="HOST:PORT",
-                   help="also take gateways' posts over HTTP on this address (see `gateway add`; [gateways] listen)")
+                   help=_("also take gateways' posts over HTTP on this address (see %(command)s; [gateways] listen)",
+                          command="`gateway add`"))
     p.set_defaults(handler=cmd_watch, writes=True)
 
 

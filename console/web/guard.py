@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from textual_serve.server import Server, to_int
 
+from core.i18n import _, language, ngettext
+
 from .sessions import Session, end_sessions
 
 log = logging.getLogger("ussd.serve")
@@ -87,11 +89,40 @@ class Allowed:
 
 
 def _page(title: str, body: str, status: int) -> web.Response:
-    text = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
+    text = (f"<!DOCTYPE html><html lang=\"{language()}\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title></head>"
             f"<body style=\"font-family: monospace; background: #0c181f; color: #eee; padding: 2em\">"
             f"<h1>{html.escape(title)}</h1>{body}</body></html>")
     return web.Response(status=status, text=text, content_type="text/html",
                         headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY"})
+
+
+def _marked_up(words: str, n: int | None = None, **code: str) -> str:
+    """Our words escaped for the page, each ``code`` placeholder filled with its name in ``<code>``
+    and ``%(n)s`` with the count."""
+    values = {k: f"<code>{html.escape(v)}</code>" for k, v in code.items()}
+    return html.escape(words, quote=False) % (values if n is None else {**values, "n": str(n)})
+
+
+def full_words(max_sessions: int) -> str:
+    """The page's words when every session is taken, in serve's language."""
+    return "<p>" + _marked_up(ngettext(
+        "This server runs at most %(n)s console session at once, and all are open. Close one (or ask the "
+        "administrator to raise %(flag)s / %(key)s), then reload this page.",
+        "This server runs at most %(n)s console sessions at once, and all are open. Close one (or ask the "
+        "administrator to raise %(flag)s / %(key)s), then reload this page.", max_sessions),
+        n=max_sessions, flag="--max-sessions", key="[serve] max_sessions") + "</p>"
+
+
+def login_words(public_url: str, wrong: bool) -> str:
+    """The login form, in serve's language; with a line saying the token given was not it."""
+    wrong_words, button = html.escape(_("That is not the login token.")), html.escape(_("Log in"))
+    note = f"<p><strong>{wrong_words}</strong></p>" if wrong else ""
+    label = _marked_up(_("Login token (printed by %(command)s at start, or in its %(file)s):"),
+                       command="ussd-console serve", file="--token-file")
+    return (f"{note}<form method=\"post\" action=\"{html.escape(public_url)}/login\">"
+            f"<p><label>{label} <input type=\"password\" name=\"token\" autofocus "
+            f"autocomplete=\"off\"></label></p><p><button type=\"submit\">{button}</button></p></form>")
 
 
 class GuardedServer(Server):
@@ -174,11 +205,7 @@ class GuardedServer(Server):
         return self.sessions >= self.max_sessions
 
     def _full_page(self) -> web.Response:
-        return _page("All console sessions are in use",
-                     f"<p>This server runs at most {self.max_sessions} console session"
-                     f"{'s' if self.max_sessions != 1 else ''} at once, and all are open. Close one "
-                     "(or ask the administrator to raise <code>--max-sessions</code> / "
-                     "<code>[serve] max_sessions</code>), then reload this page.</p>", 503)
+        return _page(_("All console sessions are in use"), full_words(self.max_sessions), 503)
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
         if self._full():
@@ -219,14 +246,10 @@ class GuardedServer(Server):
         return websocket
 
     async def handle_login_page(self, request: web.Request) -> web.Response:
-        return self._login_form("", 200)
+        return self._login_form(False, 200)
 
-    def _login_form(self, note: str, status: int) -> web.Response:
-        return _page("USSD console: log in", (
-            f"{note}<form method=\"post\" action=\"{html.escape(self.public_url)}/login\">"
-            "<p><label>Login token (printed by <code>ussd-console serve</code> at start, or in its "
-            "<code>--token-file</code>): <input type=\"password\" name=\"token\" autofocus "
-            "autocomplete=\"off\"></label></p><p><button type=\"submit\">Log in</button></p></form>"), status)
+    def _login_form(self, wrong: bool, status: int) -> web.Response:
+        return _page(_("USSD console: log in"), login_words(self.public_url, wrong), status)
 
     async def handle_login(self, request: web.Request) -> web.Response:
         if self.token is None:
@@ -237,7 +260,7 @@ class GuardedServer(Server):
         if not hmac.compare_digest(given.strip().encode("utf-8", "replace"), self.token.encode("utf-8")):
             log.warning("serve: a login with a wrong token was refused (from %s)", request.remote)
             await asyncio.sleep(FAILED_LOGIN_DELAY)
-            return self._login_form("<p><strong>That is not the login token.</strong></p>", 403)
+            return self._login_form(True, 403)
         response = web.Response(status=303, headers={"Location": f"{self.public_url}/", "Cache-Control": "no-store"})
         response.set_cookie(COOKIE, self.cookie, httponly=True, samesite="Strict", path="/",
                             secure=self.public_url.startswith("https"))

@@ -1,0 +1,422 @@
+"""The commands' own words in each shipped language (rejects, quarantine, pending, evictions, files,
+the signing flow, ...): their listings and lines translated and at 80 columns with no word cut,
+their ``--help`` in the language, and their ``--json`` byte for byte the English one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from core import i18n
+from tests.support.cli import cli, run_cli
+from tests.support.signing import A1, A1_FIX, B2, C1, add_operators, ingest, passfile
+
+LANGS = ("es", "fr", "pt", "sw")
+NO_LOCALE = {"LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "C.UTF-8"}
+USAGE = {"fr": "utilisation : ", "sw": "matumizi: ", "pt": "utilização: ", "es": "uso: "}
+TABLE = set("┃│┏┗┡└")  # a table's lines; a line printed whole for copying (soft-wrapped) may be longer
+RULES = re.compile(r"[\s│┃─━┏┓┗┛┡┩└┘┌┐├┤┬┴┼╇╈╋╭╮╯╰]+")
+
+
+@pytest.fixture(autouse=True)
+def english_again():
+    """Each run of main() selects its language; the process goes on in English after a test."""
+    yield
+    i18n.select(i18n.SOURCE)
+
+
+@pytest.fixture
+def busy(home, tmp_path):
+    """alice and bob (admins), a conflict in quarantine, a reject, an inbox file, an eviction run, and a retention
+    change alice asked for that waits for a second admin."""
+    add_operators(home, tmp_path, "alice", "bob")
+    ingest(home, tmp_path, [A1, B2, A1_FIX, ("Z-9", "not a frame at all")])
+    home.inbox.mkdir(exist_ok=True)
+    (home.inbox / "site.txt").write_text(f"{C1[0]} {C1[1]}\n", encoding="utf-8")
+    assert cli(home, "ingest", str(home.inbox / "site.txt"), env=NO_LOCALE).returncode == 0  # a file in the inbox
+    assert cli(home, "evict", env=NO_LOCALE).returncode == 0
+    home.config.write_text('[signing]\ncountersign = ["retention"]\n', encoding="utf-8")
+    asked = cli(home, "retention", "set", "40", "--operator", "alice", "--reason", "long trips",
+                "--passphrase-file", passfile(tmp_path, "alice"), env=NO_LOCALE)
+    assert asked.returncode == 0, asked.stderr
+    return home
+
+
+def said(home, lang: str, *argv: str) -> str:
+    """What ``argv`` prints in ``lang`` (its ``--json`` checked to be the English one first)."""
+    english = cli(home, *argv, "--json", env=NO_LOCALE)
+    assert english.returncode == 0 and english.stdout, english.stderr
+    assert cli(home, *argv, "--json", "--lang", lang, env=NO_LOCALE).stdout == english.stdout
+    r = cli(home, *argv, "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 0, r.stderr
+    assert all(len(line) <= 80 for line in r.stdout.splitlines() if set(line) & TABLE), r.stdout
+    return r.stdout
+
+
+def whole(out: str, *headers: str) -> None:
+    """Every word of each header is in ``out`` as a whole word: at 80 columns a column header may go
+    over two lines between its words, never inside one."""
+    words = set(RULES.split(out))
+    for header in headers:
+        for word in header.split():
+            assert word in words, (word, out)
+
+
+def helps(lang: str, *command: str, words: str) -> None:
+    r = run_cli("--lang", lang, *command, "--help", env=NO_LOCALE)
+    assert r.returncode == 0 and r.stdout.startswith(USAGE[lang] + "ussd-console " + " ".join(command)), r.stdout
+    assert words in " ".join(r.stdout.split()), r.stdout
+
+
+def tr(msgid: str, lang: str, **values) -> str:
+    i18n.select(lang)
+    try:
+        return i18n._(msgid, **values)
+    finally:
+        i18n.select(i18n.SOURCE)
+
+
+REJECTS = {"fr": "la ligne, et ce qui n'allait pas", "sw": "mstari, na kilichokosewa",
+           "pt": "a linha, e o que estava errado", "es": "la línea, y lo que estaba mal"}
+QUARANTINE = {"fr": ("Quarantaine (ouverts)", "registre :", "résoudre avec :"),
+              "sw": ("Karantini (wazi)", "daftari:", "tatua kwa:"),
+              "pt": ("Quarentena (abertos)", "registo:", "resolver com:"),
+              "es": ("Cuarentena (abiertos)", "registro:", "resolver con:")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_rejects_and_quarantine_speak_the_language(busy, lang):
+    out = said(busy, lang, "rejects")
+    whole(out, REJECTS[lang], tr("file:line, when", lang))
+    assert "Z-9" in out
+    out = said(busy, lang, "quarantine")
+    title, ledger, hint = QUARANTINE[lang]
+    assert title in out and hint in out and "ussd-console resolve ID --keep-first" in " ".join(out.split())
+    assert ledger in out and "A-1" in out
+    whole(out, tr("what differs", lang), tr("ledger now / new version", lang))
+    whole(said(busy, lang, "quarantine", "--all"), tr("status", lang))
+    helps(lang, "quarantine", words=tr("resolved ones too", lang))
+    helps(lang, "rejects", words=tr("show at most N rows (default %(limit)s)", lang, limit=50))
+
+
+def test_the_quarantines_versions_line_up_in_every_language(busy):
+    """The version the ledger holds and the newcomer start in the same column, whatever the labels' length."""
+    for lang in ("en", *LANGS):
+        lines = cli(busy, "quarantine", "--lang", lang, env=NO_LOCALE).stdout.splitlines()
+        old = next(line for line in lines if "H1|1|Kakuma1|MED|3|" in line)
+        new = next(line for line in lines if "H1|1|Kakuma1|MED|7|" in line)
+        assert old.index("H1|") == new.index("H1|"), (lang, old, new)
+    english = cli(busy, "quarantine", env=NO_LOCALE).stdout
+    assert "ledger: H1|1|Kakuma1|MED|3|" in english and "new:    H1|1|Kakuma1|MED|7|" in english
+
+
+PENDING = {"fr": "En attente d'un second admin", "sw": "Yanasubiri msimamizi wa pili",
+           "pt": "À espera de um segundo admin", "es": "Esperando a un segundo admin"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_pending_and_the_eviction_log_speak_the_language(busy, lang):
+    out = said(busy, lang, "pending")
+    assert PENDING[lang] in out and "`ussd-console approve ID`" in " ".join(out.split())
+    whole(out, tr("expires", lang))
+    out = said(busy, lang, "evictions")
+    assert tr("Eviction log", lang) in out
+    whole(out, tr("started by", lang), tr("cutoff", lang))
+    helps(lang, "approve", words=tr("who signs", lang))
+    helps(lang, "evict", words=tr("home folder (default $%(variable)s or ./%(folder)s)", lang,
+                                  variable="USSD_CONSOLE_HOME", folder="data"))
+
+
+EVICTED = {"fr": "0 id de trame vu pour la première fois il y a plus de 30 jours oublié",
+           "sw": "vitambulisho 0 vya fremu vilivyoonekana kwanza zaidi ya siku 30 iliyopita vimesahauliwa",
+           "pt": "0 id de trama visto pela primeira vez há mais de 30 dias esquecido",
+           "es": "0 ids de trama vistos por primera vez hace más de 30 días olvidados"}
+FILES = {"fr": "Fichiers de la boîte de réception : 1 affiché", "sw": "Faili za kikasha: 1 imeonyeshwa",
+         "pt": "Ficheiros da caixa de entrada: 1 mostrado", "es": "Archivos de la bandeja de entrada: 1 mostrado"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_evict_and_files_speak_the_language(busy, lang):
+    evicted = cli(busy, "evict", "--lang", lang, env=NO_LOCALE)
+    assert evicted.returncode == 0 and EVICTED[lang] in " ".join(evicted.stdout.split())
+    out = said(busy, lang, "files")
+    assert out.startswith(FILES[lang])
+    helps(lang, "files", words=tr("only files in this state", lang))
+
+
+SIGNING = {"fr": ("Sur le point de signer :", "entrée d'audit signée n° "),
+           "sw": ("Karibu kutia saini:", "ingizo la ukaguzi lililotiwa saini #"),
+           "pt": ("Prestes a assinar:", "entrada de auditoria assinada n.º "),
+           "es": ("A punto de firmar:", "entrada de auditoría firmada n.º ")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_signing_flow_speaks_the_language_and_signs_the_same(busy, tmp_path, lang):
+    from tests.support.signing import snapshot
+
+    [request] = [line for line in cli(busy, "pending", "--json", env=NO_LOCALE).stdout.splitlines()]
+    rid = request.split('"id": ')[1].split(",")[0].strip('"')
+    r = cli(busy, "reject", rid, "--operator", "bob", "--reason", "not now", "--passphrase-file",
+            passfile(tmp_path, "bob"), "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 0, r.stderr
+    about, entry = SIGNING[lang]
+    assert r.stdout.startswith(about) and entry in r.stdout
+    last = snapshot(busy)["audit"][-1]
+    assert (last["operator"], last["reason"]) == ("bob", "not now")  # what is signed is the operator's own words
+    missing = cli(busy, "resolve", "1", "--keep-first", "--operator", "alice", "--lang", lang, env=NO_LOCALE)
+    assert missing.returncode == 2 and "--reason TEXT" in missing.stderr
+    assert tr("give the reason with --reason TEXT (required for every signed action)", lang) in missing.stderr
+
+
+OPERATORS = {"fr": ("Opérateurs", "tous les rôles", "actif"), "sw": ("Waendeshaji", "majukumu yote", "hai"),
+             "pt": ("Operadores", "todas as funções", "ativo"), "es": ("Operadores", "todos los roles", "activo")}
+AUDIT = {"fr": ("Journal d'audit (", "journal d'audit OK : "), "sw": ("Kumbukumbu ya ukaguzi (", "kumbukumbu ya ukaguzi SAWA: "),
+         "pt": ("Registo de auditoria (", "registo de auditoria OK: "), "es": ("Registro de auditoría (", "registro de auditoría OK: ")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_operators_retention_and_the_audit_log_speak_the_language(busy, lang):
+    title, every, active = OPERATORS[lang]
+    out = said(busy, lang, "operator", "list")
+    assert out.startswith(title) and every in out and active in out
+    whole(out, tr("key fingerprint", lang), tr("roles", lang))
+    out = said(busy, lang, "retention", "show")
+    assert tr("Retention history", lang) in out and tr("retention: %(policy)s", lang, policy="")[:5] in out
+    whole(out, tr("set at", lang), tr("set by", lang))
+    shown, verified = AUDIT[lang]
+    out = said(busy, lang, "audit", "show")
+    assert out.startswith(shown) and tr("head %(hash)s", lang, hash="")[:4] in out
+    whole(out, tr("action and target", lang))
+    out = said(busy, lang, "audit", "verify")
+    assert out.startswith(verified)
+    assert cli(busy, "audit", "checkpoint", "--lang", lang, env=NO_LOCALE).stdout.splitlines()[1].startswith("# ")
+    helps(lang, "operator", "add", words=tr("read the new operator's passphrase from the first line of PATH", lang))
+    helps(lang, "resolve", words=tr("dismiss the new version; the ledger stays", lang))
+    helps(lang, "audit", "verify", words=tr("a head hash written down earlier; it must still be in the log", lang))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_new_operator_is_told_in_the_language_and_a_refusal_keeps_its_accents_and_escapes_the_name(busy, tmp_path,
+                                                                                                     lang):
+    r = cli(busy, "operator", "add", "carol", "--passphrase-file", passfile(tmp_path, "carol"), "--operator", "alice",
+            "--operator-passphrase-file", passfile(tmp_path, "alice"), "--role", "resolver", "--lang", lang,
+            env=NO_LOCALE)
+    assert r.returncode == 0, r.stderr
+    assert tr("operator %(name)s added; key fingerprint %(fingerprint)s; roles: %(roles)s", lang, name="carol",
+              fingerprint="", roles="")[:8] in r.stdout
+    r = cli(busy, "operator", "add", "dan", "--operator", "alice", "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 2 and "--role ROLE" in r.stderr and "\\x" not in r.stderr, r.stderr
+
+
+GATEWAYS = {"fr": ("Passerelles", "acceptés : envois pris"), "sw": ("Malango", "yaliyokubaliwa: machapisho"),
+            "pt": ("Gateways", "aceites: envios recebidos"), "es": ("Pasarelas", "aceptados: envíos recibidos")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_gateways_and_alerts_speak_the_language(busy, tmp_path, lang):
+    added = cli(busy, "gateway", "add", "office", "--kind", "africastalking", "--operator", "alice", "--reason", "short",
+                "--passphrase-file", passfile(tmp_path, "alice"), "--lang", lang, env=NO_LOCALE)
+    assert added.returncode == 0, added.stderr
+    assert tr("paste this into the gateway's callback URL; it is shown only now:", lang) in " ".join(added.stdout.split())
+    title, counted = GATEWAYS[lang]
+    out = said(busy, lang, "gateway", "list")
+    assert counted in out and f"\n{title}" in out
+    whole(out, tr("webhook retries", lang), tr("last post", lang), tr("added by", lang))
+    assert tr("Gateways (posts)", lang) in cli(busy, "status", "--lang", lang, env=NO_LOCALE).stdout
+    listed = said(busy, lang, "alerts")  # the conflict's alert, waiting for a target
+    assert listed.startswith(tr("Alerts, newest first", lang))
+    whole(listed, tr("summary / last error", lang), tr("target", lang), tr("(none yet)", lang))
+    untargeted = cli(busy, "alerts", "test", "--lang", lang, env=NO_LOCALE)
+    assert untargeted.returncode == 2 and "[alerts]" in untargeted.stderr and "\\x" not in untargeted.stderr
+    helps(lang, "gateway", "add", words=tr("1-13 lower-case letters, digits or '_'", lang))
+    helps(lang, "alerts", words=tr("only deliveries in this state", lang))
+
+
+BACKUP = {"fr": ("sauvegarde écrite : ", "sauvegarde OK : "), "sw": ("nakala ya akiba imeandikwa: ", "nakala ya akiba SAWA: "),
+          "pt": ("cópia de segurança escrita: ", "cópia de segurança OK: "),
+          "es": ("copia de seguridad escrita: ", "copia de seguridad OK: ")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_backup_and_its_check_speak_the_language(busy, tmp_path, lang):
+    import json
+
+    made = cli(busy, "backup", "--to", str(tmp_path / "b"), "--json", env=NO_LOCALE)
+    assert made.returncode == 0, made.stderr
+    file = json.loads(made.stdout)["file"]
+    written, verified = BACKUP[lang]
+    r = cli(busy, "backup", "--to", str(tmp_path / "c"), "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 0 and r.stdout.startswith(written), r.stdout
+    assert tr("note: no [backup] recipients in config.toml: this backup is NOT encrypted; keep it safe", lang)[:12] \
+        in r.stderr
+    english = cli(busy, "backup", "verify", file, "--json", env=NO_LOCALE)
+    assert english.returncode == 0
+    assert cli(busy, "backup", "verify", file, "--json", "--lang", lang, env=NO_LOCALE).stdout == english.stdout
+    r = cli(busy, "backup", "verify", file, "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 0 and r.stdout.startswith(verified), r.stdout
+    assert tr("checked: %(what)s", lang, what="")[:6] in r.stdout
+    key = cli(busy, "backup", "key", "--lang", lang, env=NO_LOCALE)
+    assert key.returncode == 0 and tr("backup key %(fingerprint)s (%(short)s); %(state)s", lang, fingerprint="",
+                                      short="", state="")[:8] in key.stdout
+    helps(lang, "backup", "verify", words=tr("the age identity file, for an encrypted backup", lang))
+
+
+INGEST = {"fr": ("Verdicts", "registre : "), "sw": ("Maamuzi", "daftari: "), "pt": ("Veredictos", "registo: "),
+          "es": ("Veredictos", "registro: ")}
+
+
+EXPORTED = {"fr": "cases : 2 lignes écrites dans ", "sw": "cases: mistari 2 imeandikwa kwenye ",
+            "pt": "cases: 2 linhas escritas em ", "es": "cases: 2 filas escritas en "}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_ingest_frame_and_export_speak_the_language(home, tmp_path, lang):
+    from core.home import Home
+    from tests.support.helpers import frame
+
+    path = tmp_path / "day.txt"
+    path.write_text(f"{A1[0]} {A1[1]}\n{B2[0]} {B2[1]}\n", encoding="utf-8")
+    english = cli(Home(tmp_path / "english").ensure(), "ingest", str(path), "--json", env=NO_LOCALE)
+    assert english.returncode == 0 and english.stdout.count("\n") == 2
+    assert cli(home, "ingest", str(path), "--json", "--lang", lang, env=NO_LOCALE).stdout == english.stdout
+    out = cli(home, "ingest", str(path), "--lang", lang, env=NO_LOCALE)
+    verdicts, ledger = INGEST[lang]
+    assert out.returncode == 0 and out.stdout.startswith(verdicts) and ledger in out.stdout, out.stdout
+    assert all(len(line) <= 80 for line in out.stdout.splitlines())
+    missing = cli(home, "ingest", str(tmp_path / "n\u00e9ant.txt"), "--lang", lang, env=NO_LOCALE)
+    assert missing.returncode == 2 and "n\\xe9ant.txt" in missing.stderr  # the path escaped, our words as they are
+    assert tr("cannot read %(path)s: %(reason)s", lang, path="", reason="").split()[0] in missing.stderr
+    body = frame(1, "Lodwar1", "WAT", 15, 88).rsplit("|", 1)[0]
+    assert cli(home, "frame", body, "--json", "--lang", lang, env=NO_LOCALE).stdout == \
+        cli(home, "frame", body, "--json", env=NO_LOCALE).stdout
+    bad = cli(home, "frame", "H1|x", "--lang", lang, env=NO_LOCALE)
+    assert bad.returncode == 2 and tr("not a frame body: %(reason)s", lang, reason="").strip() in bad.stderr
+    written = cli(home, "export", "cases", "--out", str(tmp_path / "c.csv"), "--lang", lang, env=NO_LOCALE)
+    assert written.returncode == 0
+    assert written.stdout.startswith(EXPORTED[lang])
+    ranked = cli(home, "ranking", "--csv", str(tmp_path / "r.csv"), "--lang", lang, env=NO_LOCALE)
+    assert ranked.returncode == 0 and "r.csv" in ranked.stdout
+    helps(lang, "ingest", words=tr("frame files: 'frame_id frame' lines, gateway CSV exports or JSON lines", lang))
+    helps(lang, "frame", words=tr("H1|place|site|need|people|priority, e.g. %(example)s", lang,
+                                  example="H1|1|Lodwar1|WAT|15|88"))
+    helps(lang, "export", words=tr("replace an existing file", lang))
+    helps(lang, "ranking", words=tr("served and closed cases too", lang))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_servers_commands_and_the_demo_have_their_help_in_the_language(lang):
+    helps(lang, "watch", words=tr("seconds between sweeps (default 3)", lang))
+    helps(lang, "serve", words=tr("address to listen on (default 127.0.0.1)", lang))
+    helps(lang, "console", words=tr("show the store without taking files from the inbox (another process does)", lang))
+    helps(lang, "demo", words=tr("keep the throwaway home and say where it is", lang))
+    helps(lang, "report", words=tr("one site's cases only", lang))
+    r = run_cli("--lang", lang, "--help", env=NO_LOCALE)
+    listed = {line.split()[0]: " ".join(line.split()[1:]) for line in r.stdout.splitlines()
+              if line.startswith("    ") and line.split()}
+    assert listed["report"] == tr("the situation report of a period (HTML or PDF)", lang)
+    assert listed["export"].startswith(tr("write a view as CSV or .xlsx (%(views)s)", lang, views="")[:10])
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_usage_mistake_of_serve_is_told_in_the_language(home, lang):
+    r = cli(home, "serve", "--port", "70000", "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 2 and "--port 70000" in r.stderr
+    assert r.stderr.startswith(tr("ussd-console: error: %(reason)s", lang, reason="")), r.stderr
+    assert tr("--port %(port)s is not a port (1 to 65535, or 0 for any free one)", lang, port=70000) in r.stderr
+
+
+def test_the_demo_printed_speaks_the_language(monkeypatch):
+    r = run_cli("demo", "--print", "--lang", "fr", env=NO_LOCALE)
+    assert r.returncode == 0, r.stderr
+    assert "Ordre d'envoi" in r.stdout and "chacun appliqué une fois" in " ".join(r.stdout.split())
+
+
+class _Served:
+    """``GuardedServer`` as ``serve`` builds it, kept instead of served: the session command it was given."""
+
+    made: list[str] = []
+
+    def __init__(self, command: str, **kw):
+        self.made.append(command)
+        self.public_url = "http://127.0.0.1:1"
+
+    def serve(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("way", ["config", "flag", "environment"])
+def test_the_browser_sessions_speak_the_language_serve_was_started_in(home, monkeypatch, way):
+    import shlex
+
+    from console.cli import chosen_language
+    from console.web import guard
+
+    monkeypatch.setattr(guard, "GuardedServer", _Served)
+    _Served.made.clear()
+    ingest(home, home.root.parent, [A1])  # a store to serve
+    argv, env = ["serve", "--port", "0"], dict(NO_LOCALE)
+    if way == "config":
+        home.config.write_text('[console]\nlanguage = "sw"\n', encoding="utf-8")
+    elif way == "flag":
+        argv += ["--lang", "sw"]
+    else:
+        env["LANG"] = "sw_KE.UTF-8"
+    r = cli(home, *argv, env=env)
+    assert r.returncode == 0, r.stderr
+    [command] = _Served.made
+    session = shlex.split(command)[1:]  # after "exec": python -m console.cli --home ... console --no-inbox
+    assert session[3:7] == ["--home", str(home.root), "--lang", "sw"] and session[-2:] == ["console", "--no-inbox"]
+    assert chosen_language(session[3:]) == "sw"  # what the session's own command line chooses, whatever its environment
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_commands_help_comes_out_whole_in_the_language(lang):
+    """argparse fills each option's help with ``%``: a translated help with a stray one would crash ``--help``."""
+    from tests.support.cli import every_parser
+
+    paths = [path for path, _parser in every_parser() if path and path[0] != "help"]
+    assert ("operator", "add") in paths and ("backup", "verify") in paths
+    for path in paths:
+        r = run_cli("--lang", lang, *path, "--help", env=NO_LOCALE)
+        assert r.returncode == 0 and r.stdout.startswith(USAGE[lang]), (path, r.stderr)
+        assert "Traceback" not in r.stderr and "%(" not in r.stdout, (path, r.stdout)
+
+
+CASE = {"fr": ("cas A-1 : ouvert", "maintenant : Kakuma1 MED, 3 personnes"),
+        "sw": ("kesi A-1: wazi", "sasa: Kakuma1 MED, watu 3"),
+        "pt": ("caso A-1: aberto", "agora: Kakuma1 MED, 3 pessoas"),
+        "es": ("caso A-1: abierto", "ahora: Kakuma1 MED, 3 personas")}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_cases_history_speaks_the_language(busy, lang):
+    out = said(busy, lang, "case", "show", "A-1")
+    head, now = CASE[lang]
+    assert out.startswith(head) and now in out, out
+    whole(out, tr("Open conflicts", lang), tr("new version", lang), tr("none (open since it arrived)", lang))
+    helps(lang, "case", "show", words=tr("the frame id of any version of the case", lang))
+
+
+NEGATIVE = {"fr": "-1 est négatif", "sw": "-1 ni hasi", "pt": "-1 é negativo", "es": "-1 es negativo"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_bad_row_count_or_date_is_a_usage_error_in_the_language(home, lang):
+    r = cli(home, "rejects", "--limit", "-1", "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 2 and r.stderr.startswith(USAGE[lang]) and NEGATIVE[lang] in r.stderr, r.stderr
+    r = cli(home, "cases", "--since", "yesterday", "--lang", lang, env=NO_LOCALE)
+    assert r.returncode == 2 and "'yesterday'" in r.stderr and "2025-05-08 14:30" in r.stderr
+    assert tr("%(value)s is not a date like %(date)s or %(time)s", lang, value="", date="", time="").split()[0] \
+        in r.stderr
+
+
+def test_the_browsers_login_and_full_pages_speak_serves_language():
+    from console.web.guard import full_words, login_words
+
+    assert "That is not the login token." in login_words("http://127.0.0.1:8566", wrong=True)
+    i18n.select("fr")
+    page = login_words("http://127.0.0.1:8566", wrong=True)
+    assert "Ce n&#x27;est pas le jeton de connexion." in page or "Ce n'est pas le jeton de connexion." in page
+    assert "<code>ussd-console serve</code>" in page and ">Se connecter</button>" in page
+    assert "au plus 3 sessions de console" in full_words(3) and "<code>--max-sessions</code>" in full_words(3)

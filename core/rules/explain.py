@@ -13,7 +13,7 @@ import re
 
 from .cksum import trailer
 from .frame import FRAME_ID_RE, MAX_FRAME_CHARS
-from .reasons import REASONS, reason_words  # noqa: F401 - reason_words is this module's API too
+from .reasons import REASONS, in_english, reason_words  # noqa: F401 - reason_words is this module's API too
 
 OUTCOME_WORDS = {
     "APPLIED": "applied",
@@ -86,4 +86,4 @@ def explain_reject(frame_id: str | None, text: str | None, reason: str | None) -
         tail = frame_id.rpartition("-")[2]
         if len(fields) > 1:
             return f"frame id ends in -{tail}, frame says place {fields[1]}"
-    return reason_words(reason)
+    return in_english(reason)  # the sentences above are English yet: one language per sentence

@@ -154,3 +154,32 @@ async def test_the_export_dialog_names_each_view_in_the_language_whole_at_80_col
     for name, v in VIEWS.items():
         words = i18n._("%(view)s: %(what)s", view=name, what=i18n._(v.title))
         assert words not in english and any(words in line for line in shown), words  # whole, never cut
+
+
+PAUSED = {"en": "alert targets PAUSED since this home was restored at", "fr": "cibles d'alerte EN PAUSE depuis",
+          "sw": "walengwa wa tahadhari WAMESITISHWA tangu", "pt": "destinos de alerta EM PAUSA desde",
+          "es": "destinos de alerta EN PAUSA desde"}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_the_alert_pause_line_is_in_the_language_and_the_json_is_not(sample_home, lang):
+    from core.alerts.pause import write_marker
+
+    write_marker(sample_home.root, "b\u00e9-1.tar.age", 0.0)
+    argv = ("--home", str(sample_home.root), "--lang", lang, "status")
+    shown = " ".join(run_cli(*argv, env=NO_LOCALE).stdout.split())
+    assert PAUSED[lang] in shown and (lang == "en" or PAUSED["en"] not in shown)
+    assert "b\\xe9-1.tar.age" in shown and "bé-1" not in shown  # the backup's name is outside text
+    english = run_cli("--home", str(sample_home.root), "status", "--json", env=NO_LOCALE).stdout
+    assert run_cli(*argv, "--json", env=NO_LOCALE).stdout == english
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_conflicts_resolution_is_said_in_the_language(lang):
+    from core.rules.words import RESOLUTIONS, resolution_in_english, resolution_words
+
+    i18n.select(lang)
+    for code, words in RESOLUTIONS.items():
+        assert resolution_words(code) != words.long and resolution_words(code, short=True) != words.short, code
+        assert resolution_in_english(code) == words.long
+    assert resolution_words("a_newer_code\x1b") == "a_newer_code\\x1b"  # an unknown code, escaped

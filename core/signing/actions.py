@@ -15,7 +15,7 @@ from core.rules.explain import reason_words
 from core.rules.frame import Frame, is_rerankable, parse
 from core.rules.text import plain
 from core.rules.retention import DAY, RetentionError, check_retention, describe, in_english
-from core.rules.words import resolution_words
+from core.rules.words import resolution_in_english
 from core.store.signed_writes import apply_resolve
 
 from . import roles
@@ -180,7 +180,7 @@ def _apply_resolve(receiver, payload: dict, entry: dict, at: float) -> dict:
 
 
 def _resolved(done: dict) -> str:
-    words = f"conflict #{done['quarantine_id']}: {resolution_words(done['status'])}"
+    words = f"conflict #{done['quarantine_id']}: {resolution_in_english(done['status'])}"
     if done["also_resolved"]:
         words += "; also settled " + ", ".join(f"#{i}" for i in done["also_resolved"])
     return words

@@ -51,7 +51,8 @@ def arrivals(ax, f: Figures) -> None:
 
 def people_by_need(ax, f: Figures) -> None:
     rows = list(reversed(f.by_need))
-    ax.barh([labels.need(c.key, c.label) for c in rows], [c.people for c in rows], color=INK, edgecolor=EDGE, linewidth=0.5)
+    ax.barh([labels.need(c.key, c.label) for c in rows], [c.people for c in rows], color=INK, edgecolor=EDGE,
+            linewidth=0.5)
     for y, c in enumerate(rows):
         ax.text(c.people, y, " " + number(c.people), va="center", fontsize=7)
     _counts(ax.xaxis)

@@ -13,8 +13,8 @@ from core.i18n import _, ngettext
 from core.rules.decide import payload_key
 from core.rules.explain import reason_words
 from core.rules.frame import Frame, is_rerankable, parse
-from core.rules.text import plain
 from core.rules.retention import DAY, RetentionError, check_retention, describe, in_english
+from core.rules.text import plain
 from core.rules.words import resolution_in_english
 from core.store.signed_writes import apply_resolve
 
@@ -148,10 +148,10 @@ def _resolve_lines(receiver, payload: dict) -> list[str]:
     what = [
         _("resolve conflict #%(id)s (%(reason)s): keep first", **about) if payload["decision"] == KEEP_FIRST
         else _("resolve conflict #%(id)s (%(reason)s): accept correction", **about),
-        _("ledger now   %(frame_id)s %(frame)s (%(values)s)", frame_id=plain(led["frame_id"]), frame=plain(led["frame_text"]),
-          values=_values(led)),
-        _("new version  %(frame_id)s %(frame)s (%(values)s)", frame_id=plain(new["frame_id"]), frame=plain(new["frame_text"]),
-          values=_values(new)),
+        _("ledger now   %(frame_id)s %(frame)s (%(values)s)", frame_id=plain(led["frame_id"]),
+          frame=plain(led["frame_text"]), values=_values(led)),
+        _("new version  %(frame_id)s %(frame)s (%(values)s)", frame_id=plain(new["frame_id"]),
+          frame=plain(new["frame_text"]), values=_values(new)),
     ]
     if payload["decision"] == KEEP_FIRST:
         what.append(_("effect: the new version is dismissed; the ledger stays as it is"))

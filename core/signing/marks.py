@@ -33,7 +33,8 @@ STATUS_WORDS = {
 def _case_ref(case) -> str:
     return ngettext("%(frame_id)s (%(site)s %(need)s, %(n)s person, pri %(pri)s)",
                     "%(frame_id)s (%(site)s %(need)s, %(n)s people, pri %(pri)s)", case.headcount,
-                    frame_id=plain(case.frame_id), site=plain(case.site), need=case.need, n=number(case.headcount), pri=case.pri)
+                    frame_id=plain(case.frame_id), site=plain(case.site), need=case.need, n=number(case.headcount),
+                    pri=case.pri)
 
 
 def find_case(receiver, frame_id: object):

@@ -45,9 +45,9 @@ class SignedAction:
     request would do (``what``) and why a held payload no longer fits the store when a
     second admin approves it (``recheck``); ``what`` is English, as ``--json`` keeps it, and
     ``said`` is the same line in the operator's language, for the preview of a decision on it.
-    ``signs_itself`` is for the one action whose
-    signer is not registered yet: the first operator of a home signs their own
-    ``operator.add`` with the key the action registers, so that key holds no role yet."""
+    ``signs_itself`` is for the one action whose signer is not registered yet: the first
+    operator of a home signs their own ``operator.add`` with the key the action registers, so
+    that key holds no role yet."""
 
     id: str  # the audit action, exactly as the signed log writes it
     role: str  # roles.ADMIN, RESOLVER or DISPATCHER
@@ -92,7 +92,8 @@ def _lines(action: str, target: str, fields: dict, fingerprint: str, what: list[
     return [
         *what,
         _("target: %(target)s; action: %(action)s", target=plain(target), action=action),
-        _("operator: %(operator)s (key %(key)s)", operator=plain(fields["operator"]), key=short_fingerprint(fingerprint)),
+        _("operator: %(operator)s (key %(key)s)", operator=plain(fields["operator"]),
+          key=short_fingerprint(fingerprint)),
         _("reason: %(reason)s", reason=plain(fields["reason"], 300)),
         _("audit entry #%(seq)s after head %(head)s; time: the moment you sign", seq=fields["seq"],
           head=fields["prev_hash"][:16]),

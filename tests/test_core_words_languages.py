@@ -183,3 +183,31 @@ def test_a_conflicts_resolution_is_said_in_the_language(lang):
         assert resolution_words(code) != words.long and resolution_words(code, short=True) != words.short, code
         assert resolution_in_english(code) == words.long
     assert resolution_words("a_newer_code\x1b") == "a_newer_code\\x1b"  # an unknown code, escaped
+
+
+WRONG = {"en": ("expected 7 fields, got 5", "checksum says #"), "fr": ("7 champs attendus, 5 reçus", "la somme dit #"),
+         "sw": ("sehemu 7 zinatarajiwa, zipo 5", "jumla inasema #"), "pt": ("esperados 7 campos, recebidos 5",
+                                                                           "a soma diz #"),
+         "es": ("se esperaban 7 campos, llegaron 5", "la suma dice #")}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_what_was_wrong_with_a_reject_is_said_in_the_language(home, tmp_path, lang):
+    from core.rules.explain import OUTCOME_WORDS, explain_reject, outcome_words
+    from tests.support.helpers import frame
+
+    i18n.select(lang)
+    fields, checksum = WRONG[lang]
+    assert explain_reject("kak05-1", "H1|1|Kak|MED|3", "bad_grammar") == fields
+    assert explain_reject("x-1", "H1|1|S|MED|3|86|#00", "bad_trailer").startswith(checksum)
+    said = explain_reject("x-1", "H1|1|S|med|3|86|#00", "bad_grammar")
+    assert (said == "need must be 3 capital letters, got 'med'") == (lang == "en") and "'med'" in said
+    assert (outcome_words("APPLIED") == "applied") == (lang == "en") and outcome_words("NEW\x1b") == "NEW\\x1b"
+    assert set(OUTCOME_WORDS.values()) >= {"applied", "rejected: bad checksum"}  # the table stays English
+    i18n.select("en")
+    good = frame(1, "Kakuma1", "MED", 3, 86)
+    (tmp_path / "in.txt").write_text(f"A-1 {good[:-2]}00\n", encoding="utf-8")
+    done = run_cli("--home", str(home.root), "--lang", lang, "ingest", str(tmp_path / "in.txt"), env=NO_LOCALE)
+    shown = " ".join(done.stdout.split())
+    i18n.select(lang)
+    assert done.returncode == 0 and REPORT[lang][3] in shown and outcome_words("REJECT_BAD_CRC") in shown, shown

@@ -211,3 +211,23 @@ def test_what_was_wrong_with_a_reject_is_said_in_the_language(home, tmp_path, la
     shown = " ".join(done.stdout.split())
     i18n.select(lang)
     assert done.returncode == 0 and REPORT[lang][3] in shown and outcome_words("REJECT_BAD_CRC") in shown, shown
+
+
+BACKUPS = {"en": "backups: none verified yet", "fr": "sauvegardes : aucune vérifiée pour l'instant",
+           "sw": "nakala za akiba: hakuna iliyothibitishwa bado",
+           "pt": "cópias de segurança: nenhuma verificada ainda",
+           "es": "copias de seguridad: ninguna verificada aún"}
+
+
+@pytest.mark.parametrize("lang", ["en", *LANGS])
+def test_the_reports_health_says_the_backups_in_the_language(sample_home, lang):
+    from core.report.health import report_health
+
+    i18n.select(lang)
+    with Receiver(str(sample_home.db)) as r:
+        f = compute(r, parse_period(*PERIOD, FIXED_NOW), str(sample_home.root), report_health(sample_home, r, []),
+                    now=FIXED_NOW)
+    health = dict((row[0], row[1]) for row in sections.tables(f)[-2].rows)
+    assert health[i18n._("backups")].startswith(BACKUPS[lang])
+    parts = health[i18n._("observer / sweep")]
+    assert " / " in parts and (lang == "en" or "off" not in parts.split())

@@ -4,7 +4,7 @@ in English: ``report --json`` and the CSV, XLSX and HXL exports write them as da
 
 from __future__ import annotations
 
-from core.i18n import _, ngettext, number
+from core.i18n import N_, _, ngettext, number
 from core.rules.frame import NEED_NAMES
 from core.rules.lifecycle import SHOWN
 from core.rules.reasons import reason_words
@@ -35,6 +35,15 @@ def site(c: Count, f: Figures, shown: int) -> str:
         return c.label
     rest = max(0, f.sites_total - shown)
     return ngettext("%(n)s other site", "%(n)s other sites", rest, n=number(rest))
+
+
+# A receiver part's state (core/ops/health.py), as the pages say it.
+PART_STATES = {"running": N_("running"), "off": N_("off"), "none": N_("none"), "dead": N_("dead"),
+               "restarting": N_("restarting")}
+
+
+def part(state: object) -> str:
+    return _(PART_STATES[state]) if state in PART_STATES else str(state)
 
 
 def notes(f: Figures) -> list[str]:

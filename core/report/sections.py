@@ -93,7 +93,7 @@ def tables(f: Figures) -> list[Table]:
               [[x.label, n(x.cases)] for x in f.rejects_by_path]),
         Table(_("Health now"), [_("what"), _("state")], [
             [_("receiver"), _("running") if h.get("receiver_running") else _("not running")],
-            [_("observer / sweep"), f"{h.get('observer', '-')} / {h.get('sweep', '-')}"],
+            [_("observer / sweep"), f"{labels.part(h.get('observer', '-'))} / {labels.part(h.get('sweep', '-'))}"],
             [_("last frame"), stamp(h.get("last_frame_at"))],
             [_("inbox files waiting"), n(h.get("files_waiting", 0))],
             [_("alerts pending"), n(h.get("alerts_pending", 0))],

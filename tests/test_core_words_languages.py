@@ -231,3 +231,13 @@ def test_the_reports_health_says_the_backups_in_the_language(sample_home, lang):
     assert health[i18n._("backups")].startswith(BACKUPS[lang])
     parts = health[i18n._("observer / sweep")]
     assert " / " in parts and (lang == "en" or "off" not in parts.split())
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_frame_commands_refusal_stays_one_english_sentence(lang):
+    from core.rules.compose import BadBody, compose
+
+    i18n.select(lang)
+    with pytest.raises(BadBody) as refused:
+        compose("H1|1|Kakuma1|med|3|86", None)
+    assert str(refused.value) == "need must be 3 capital letters, got 'med'"

@@ -15,7 +15,7 @@ from core.i18n import N_, _, number
 
 from .cksum import trailer
 from .frame import FRAME_ID_RE, MAX_FRAME_CHARS
-from .reasons import REASONS, reason_words
+from .reasons import REASONS, reason_words  # noqa: F401 - reason_words is this module's API too
 from .text import Said, escape_text, plain
 
 OUTCOME_WORDS = {  # English, as the codes' docs say them; shown translated (``outcome_words``)
@@ -55,49 +55,62 @@ def _quote(value: str, limit: int = 24) -> str:
     return "'" + plain(value if len(value) <= limit else value[:limit] + "...") + "'"
 
 
-def _grammar(text: str) -> str:
+def _english(message: str, **values: object) -> str:
+    """``_`` for a sentence kept in English (a refusal on a line that is English yet). The
+    sentences below are marked ``N_`` so the catalogs have them; ``_`` says them translated."""
+    return message % values if values else message
+
+
+def _grammar(text: str, say) -> str:
     fields = text.split("|")
     if len(fields) != len(FIELDS):
-        return _("expected %(want)s fields, got %(n)s", want=len(FIELDS), n=len(fields))
+        return say(N_("expected %(want)s fields, got %(n)s"), want=len(FIELDS), n=len(fields))
     for (name, rule, pattern), value in zip(FIELDS, fields):
         if not pattern.fullmatch(value):
             if not value:
-                return _("%(field)s is empty", field=_(name))
-            return _("%(field)s must be %(rule)s, got %(value)s", field=_(name), rule=_(rule), value=_quote(value))
-    return reason_words("bad_grammar")
+                return say(N_("%(field)s is empty"), field=say(name))
+            return say(N_("%(field)s must be %(rule)s, got %(value)s"), field=say(name), rule=say(rule),
+                       value=_quote(value))
+    return say(REASON_WORDS["bad_grammar"])
 
 
 def explain_reject(frame_id: str | None, text: str | None, reason: str | None) -> str:
     """What was wrong with one rejected line, in the operator's words (``Said``: the frame's text in
     it is made plain), e.g. "expected 7 fields, got 5" or "checksum says #70, frame says #89"."""
-    return Said(_explain(frame_id, text, reason))
+    return Said(_explain(frame_id, text, reason, _))
 
 
-def _explain(frame_id: str | None, text: str | None, reason: str | None) -> str:
+def explain_in_english(frame_id: str | None, text: str | None, reason: str | None) -> str:
+    """The same in English, for a refusal whose own words are English yet (``core.rules.compose``)."""
+    return _explain(frame_id, text, reason, _english)
+
+
+def _explain(frame_id: str | None, text: str | None, reason: str | None, say) -> str:
     text = (text or "").strip()
     frame_id = frame_id or ""
     if reason == "bad_trailer":
         body, _sep, carried = text.rpartition("|#")
         if body:
-            return _("checksum says #%(want)s, frame says #%(got)s", want=trailer(body),
-                     got=plain(carried.lower(), 8))
+            return say(N_("checksum says #%(want)s, frame says #%(got)s"), want=trailer(body),
+                       got=plain(carried.lower(), 8))
     elif reason == "bad_grammar":
-        return _grammar(text)
+        return _grammar(text, say)
     elif reason == "too_long":
-        return _("%(n)s characters; a frame has at most %(most)s", n=number(len(text)), most=MAX_FRAME_CHARS)
+        return say(N_("%(n)s characters; a frame has at most %(most)s"), n=number(len(text)),
+                   most=MAX_FRAME_CHARS)
     elif reason == "not_ascii":
-        return _("holds characters that are not plain text (shown escaped)")
+        return say(N_("holds characters that are not plain text (shown escaped)"))
     elif reason == "bad_frame_id":
         if not frame_id:
-            return _("no frame id")
+            return say(N_("no frame id"))
         if not FRAME_ID_RE.fullmatch(frame_id):
-            return _("frame id %(id)s is not 1-64 letters, digits or . _ : -", id=_quote(frame_id))
+            return say(N_("frame id %(id)s is not 1-64 letters, digits or . _ : -"), id=_quote(frame_id))
     elif reason == "no_frame_id":
-        return _(NO_FRAME_ID)
+        return say(NO_FRAME_ID)
     elif reason == "id_seq_mismatch":
         fields = text.split("|")
         tail = frame_id.rpartition("-")[2]
         if len(fields) > 1:
-            return _("frame id ends in -%(tail)s, frame says place %(place)s", tail=plain(tail, 8),
-                     place=plain(fields[1], 8))
-    return reason_words(reason)
+            return say(N_("frame id ends in -%(tail)s, frame says place %(place)s"), tail=plain(tail, 8),
+                       place=plain(fields[1], 8))
+    return say(REASONS[reason].long) if reason in REASONS else escape_text(reason or "", 64)

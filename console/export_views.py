@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Callable, Iterable, NamedTuple
 
+from core.i18n import N_
 from core.rules.cells import mask_phones
 from core.rules.frame import NEED_NAMES
 from core.signing import audit
@@ -20,7 +21,7 @@ from core.store.inbox_progress import inbox_file_rows
 class View(NamedTuple):
     name: str
     stem: str  # file names: <stem>-<time>.<format>
-    title: str
+    title: str  # what it holds, in English; shown translated (``_(view.title)``), the name never
     header: list[str]
     rows: Callable[[object], Iterable[list]]
     trailer: Callable[[object], list[list]] | None = None
@@ -87,21 +88,21 @@ def _checkpoint(receiver) -> list[list]:
 
 
 VIEWS: dict[str, View] = {v.name: v for v in [
-    View("cases", "cases", "the applied ledger",
+    View("cases", "cases", N_("the applied ledger"),
          ["frame_id", "site", "need", "need_name", "headcount", "pri", "status", "disputed", "version",
           "first_seen", "updated_at", "path", "frame"], _cases),
-    View("ranking", "dispatch", "dispatch order (open and dispatched)",
+    View("ranking", "dispatch", N_("dispatch order (open and dispatched)"),
          ["rank", "frame_id", "site", "need", "need_name", "headcount", "pri", "status", "disputed", "first_seen"],
          _ranking),
-    View("quarantine", "quarantine", "every conflict, open and resolved",
+    View("quarantine", "quarantine", N_("every conflict, open and resolved"),
          ["id", "status", "frame_id", "frame", "first_frame_id", "first_frame", "reason", "seen", "first_seen",
           "last_seen", "path", "resolved_at", "resolved_by"], _quarantine),
-    View("rejects", "rejects", "frames that were not frames",
+    View("rejects", "rejects", N_("frames that were not frames"),
          ["when", "path", "file", "line", "outcome", "reason", "frame_id", "text"], _rejects),
-    View("files", "files", "inbox files and where they went",
+    View("files", "files", N_("inbox files and where they went"),
          ["name", "path", "format", "state", "lines", "frames", "claimed_at", "finished_at", "archived_as",
           "reason"], _files),
-    View("audit", "audit", "the signed log and its checkpoint",
+    View("audit", "audit", N_("the signed log and its checkpoint"),
          ["seq", "at", "operator", "key", "action", "target", "reason", "payload", "prev_hash", "hash"],
          _audit, _checkpoint),
 ]}

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from core.i18n import _
-from core.rules.text import escape_text
+from core.rules.text import Said, escape_text
 
 from .errors import stdout_closed
 
@@ -44,12 +44,13 @@ def safe(value: object, limit: int = 200, style: str = "") -> Text:
     Printable ASCII is shown as it is (bounded); anything else goes through
     ``escape_text``, so no control byte or other script reaches a terminal.
     The store keeps reject lines and odd file names already escaped; passing
-    printable ASCII through unchanged shows them once-escaped, not doubly.
+    printable ASCII through unchanged shows them once-escaped, not doubly. The program's own
+    words in the operator's language (``core.rules.text.Said``) are shown as they are too.
     """
     if value is None:
         return Text("-", style="dim")
     text = str(value)
-    if text.isascii() and text.isprintable():
+    if isinstance(value, Said) or (text.isascii() and text.isprintable()):
         shown = text if len(text) <= limit else text[:limit] + "..."
     else:
         shown = escape_text(text, limit)

@@ -93,7 +93,8 @@ class ExportDialog(ModalScreen[tuple[str, str] | None]):
                 with ChoiceSet(id="export-view") as views:
                     views.border_title = _("view")
                     for name, v in VIEWS.items():
-                        yield Choice(f"{name}: {v.title}", value=name == self.view, name=name)
+                        yield Choice(_("%(view)s: %(what)s", view=name, what=_(v.title)), value=name == self.view,
+                                     name=name)
                 with ChoiceSet(id="export-format") as formats:
                     formats.border_title = _("format")
                     for fmt, label in FORMAT_LABELS.items():

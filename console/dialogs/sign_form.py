@@ -33,6 +33,7 @@ from core.signing import signed_action, unlock_guard
 from core.signing.keys import ActionError
 from core.signing.operators import list_operators, load_signer
 from core.signing.roles import WHAT
+from console.render import safe
 from console.messages import SigningChanged
 from console.widgets.words_footer import WordsFooter
 
@@ -237,7 +238,7 @@ class SignForm(ModalScreen[bool]):
             box.update(Text(_("cannot sign: %(why)s", why=escape_text(exc, 300))))
             self._preview_done(fields, None)
             return
-        box.update(Text("\n".join(escape_text(line, 300) for line in preview.lines)))
+        box.update(Text("\n").join(safe(line, 300) for line in preview.lines))  # ``Said``: shown as they are
         self._preview_done(fields, preview)
 
     def _preview_done(self, fields: tuple, preview) -> None:

@@ -17,10 +17,11 @@ from textual import on
 from textual.widgets import DataTable, Static
 
 from core.i18n import _, N_
-from console.render import safe
-from console.ui_text import PRI, RESOLUTION_WORDS, count, need, number, reason, stamp
+from console.render import assembled, safe
+from console.ui_text import PRI, count, need, number, reason, stamp
 from console.widgets.keyed_table import KeyedTable
 from core.rules.frame import Frame, parse
+from core.rules.words import resolution_words
 from core.store.records import Conflict
 
 from console import actions
@@ -36,8 +37,6 @@ COLUMNS = [
     ("last_seen", N_("last seen")),
     ("status", N_("status")),
 ]
-# Resolutions in a few columns; the words match `quarantine --all`.
-STATUS_WORDS = RESOLUTION_WORDS
 FIELDS = [
     ("frame id", lambda f, fid: fid),
     ("place in session", lambda f, fid: f.seq if f else None),
@@ -128,7 +127,7 @@ class QuarantinePanel(Panel):
         self.query_one(KeyedTable).sync([
             (str(q.id), (
                 number(q.id), safe(q.frame_id, 64), reason(q.reason), number(q.seen_count), Text(stamp(q.last_seen)),
-                Text(STATUS_WORDS.get(q.status, q.status), style="bold" if q.status == "open" else ""),
+                safe(resolution_words(q.status, short=True), 40, style="bold" if q.status == "open" else ""),
             ))
             for q in rows
         ])
@@ -157,8 +156,9 @@ class QuarantinePanel(Panel):
         out.add_row(summary(item))
         out.add_row(compare(item))
         if item.status != "open":
-            out.add_row(Text(f"resolved: {STATUS_WORDS.get(item.status, item.status)} by ")
-                        + safe(item.resolved_by, 32) + Text(f" at {stamp(item.resolved_at)}"))
+            out.add_row(assembled(_("resolved: %(how)s by %(operator)s at %(when)s"),
+                                  how=safe(resolution_words(item.status, short=True), 40),
+                                  operator=safe(item.resolved_by, 32), when=stamp(item.resolved_at)))
         out.add_row(Text(_("≠ differs | k keep first, a accept correction (signed) | Enter: the case"), style="dim"))
         detail.update(out)
 

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from core.i18n import _, N_
-from console.render import safe
+from console.render import assembled, safe
 from console.ui_text import count, number, stamp
 from console.widgets.keyed_table import KeyedTable
 from core.backup.schedule import BackupListing
@@ -56,18 +56,18 @@ class RetentionData(NamedTuple):
 
 
 def policy_text(policy: Policy) -> Text:
-    out = Text(describe(policy.retention_seconds), style="bold")
+    """The policy in force in the operator's words, bold: how long, and who set it when."""
+    shown = describe(policy.retention_seconds)
     if policy.set_by == "default":
-        out.append(" (default)")
+        out = assembled(_("%(policy)s (default)"), policy=shown)
     elif policy.is_exception:
-        out.append(" SIGNED EXCEPTION", style="bold reverse")
-        out.append(" by ")
-        out.append_text(safe(policy.set_by, 24))
-        out.append(f" at {stamp(policy.set_at)}")
+        out = assembled(_("%(policy)s%(exception)s by %(operator)s at %(when)s"), policy=shown,
+                        exception=Text(" " + _("SIGNED EXCEPTION"), style="bold reverse"),
+                        operator=safe(policy.set_by, 24), when=stamp(policy.set_at))
     else:
-        out.append(" set by ")
-        out.append_text(safe(policy.set_by, 24))
-        out.append(f" at {stamp(policy.set_at)}")
+        out = assembled(_("%(policy)s set by %(operator)s at %(when)s"), policy=shown,
+                        operator=safe(policy.set_by, 24), when=stamp(policy.set_at))
+    out.style = "bold"
     return out
 
 
@@ -114,20 +114,20 @@ class RetentionPanel(Panel):
         grid.add_row(_("Policy in force"), policy_text(policy))
         if policy.reason:
             grid.add_row(_("Reason"), safe(policy.reason, 120))
-        grid.add_row("Rule", Text(f"under {describe(EXCEPTION_BELOW)} needs a signed exception; "
-                                  f"never under {FLOOR_SECONDS // 3600} hours"))
+        grid.add_row(_("Rule"), Text(_("under %(policy)s needs a signed exception; never under %(hours)s hours",
+                                       policy=describe(EXCEPTION_BELOW), hours=FLOOR_SECONDS // 3600)))
         oldest = witnesses.oldest
         # "Frame ids kept" in words: the ids remembered so that a re-sent frame is caught as a duplicate.
-        kept = Text(f"{count(witnesses.kept)}, to catch re-sends")  # one line at 80 columns
-        if oldest is not None:
-            kept.append(f"; oldest {stamp(oldest)} goes {stamp(oldest + policy.retention_seconds)}")
-        grid.add_row(_("Frame ids kept"), kept)
-        grid.add_row("Due now", Text(f"{count(witnesses.due)} older than the cutoff {stamp(witnesses.cutoff)}"))
+        kept = (_("%(n)s, to catch re-sends", n=count(witnesses.kept)) if oldest is None else  # one line at 80
+                _("%(n)s, to catch re-sends; oldest %(oldest)s goes %(goes)s", n=count(witnesses.kept),
+                  oldest=stamp(oldest), goes=stamp(oldest + policy.retention_seconds)))
+        grid.add_row(_("Frame ids kept"), Text(kept))
+        grid.add_row(_("Due now"), Text(_("%(n)s older than the cutoff %(cutoff)s", n=count(witnesses.due),
+                                          cutoff=stamp(witnesses.cutoff))))
         due_at = self.app.next_eviction_at
-        grid.add_row("Next eviction", Text(
-            (f"{stamp(due_at)} (hourly, by this console)" if due_at else "not scheduled by this console")
-            + "; e: evict now (cases stay)"
-        ))
+        grid.add_row(_("Next eviction"), Text(
+            _("%(when)s (hourly, by this console); e: evict now (cases stay)", when=stamp(due_at)) if due_at
+            else _("not scheduled by this console; e: evict now (cases stay)")))
         self.query_one("#retention-summary", Static).update(grid)
         exceptions = [p for p in data.history if p.is_exception]
         self.query_one("#exceptions-none").display = not exceptions

@@ -14,6 +14,9 @@ import secrets
 import time
 from pathlib import Path
 
+from core.i18n import _, moment
+from core.rules.text import Said, plain
+
 MARKER = "alerts-paused.json"
 RESUME = "alerts.resume"
 
@@ -76,11 +79,15 @@ def paused(home, db=None) -> dict | None:
 
 
 def words(marker: dict) -> str:
-    """Why alerts are not sent, and what lifts it, in one line."""
+    """Why alerts are not sent, and what lifts it, in one line, in the operator's language (``Said``:
+    the backup's name in it is made plain)."""
     since = marker.get("since")
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(since)) if isinstance(since, (int, float)) else "restore"
     source = marker.get("restored_from")
-    return (f"alert targets PAUSED since this home was restored at {when}"
-            + (f" from {source}" if isinstance(source, str) else "")
-            + ": nothing is sent and pending alerts wait; an admin checks [alerts] in config.toml, "
-              "then signs `ussd-console alerts resume`")
+    about = {"when": moment(since, seconds=False) if isinstance(since, (int, float)) else _("restore")}
+    if isinstance(source, str):
+        return Said(_("alert targets PAUSED since this home was restored at %(when)s from %(backup)s: nothing is "
+                      "sent and pending alerts wait; an admin checks [alerts] in config.toml, then signs "
+                      "`ussd-console alerts resume`", backup=plain(source, 300), **about))
+    return Said(_("alert targets PAUSED since this home was restored at %(when)s: nothing is sent and pending "
+                  "alerts wait; an admin checks [alerts] in config.toml, then signs `ussd-console alerts resume`",
+                  **about))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import shlex
 
+from core.i18n import _
+from core.rules.text import plain
 from core.signing import roles
 from core.signing.keys import ActionError
 from core.signing.signed_action import SignedAction
@@ -39,8 +41,10 @@ def _plan(receiver, by, home) -> tuple[str, dict]:
 
 def _lines(receiver, payload: dict) -> list[str]:
     targets = payload["targets"]
-    return [f"resume the alerts paused since the restore from {payload['restored_from'] or 'a backup'}",
-            f"targets: command {targets['command'] or '-'}; url {targets['url'] or '-'}"]
+    first = (_("resume the alerts paused since the restore from %(backup)s", backup=plain(payload["restored_from"]))
+             if payload["restored_from"] else _("resume the alerts paused since the restore from a backup"))
+    return [first, _("targets: command %(command)s; url %(url)s", command=plain(targets["command"] or "-"),
+                     url=plain(targets["url"] or "-"))]
 
 
 RESUME = SignedAction(

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from core.home import replace_private, sync_folder
-from core.rules.text import one_line
+from core.i18n import _, moment, ngettext, number
+from core.rules.text import Said, one_line, plain
 
 from . import archive
 from .config import BackupConfig, load_backup_config
@@ -223,16 +224,20 @@ def listing(home) -> BackupListing:
 
 
 def words(b: dict) -> str:
-    """The backups in one English line, for the situation report (``status`` builds its own,
-    in the operator's language)."""
+    """The backups in one line, in the operator's language, for the situation report (``status``
+    builds the same line with Rich): a ``Said``, the file's name and the fault in it made plain."""
     last = b.get("last_verified")
-    line = "backups: " + (f"last verified {time.strftime('%Y-%m-%d %H:%M', time.localtime(last['at']))} "
-                          f"{last['file']} ({last['size']:,} bytes)" if last else "none verified yet")
+    if last:
+        line = _("backups: last verified %(time)s %(file)s (%(size)s)", time=moment(last["at"], seconds=False),
+                 file=plain(last["file"], 600),
+                 size=ngettext("%(n)s byte", "%(n)s bytes", last["size"], n=number(last["size"])))
+    else:
+        line = _("backups: none verified yet")
     if not b.get("every"):
-        line += " | not scheduled ([backup] every in config.toml)"
+        line += " | " + _("not scheduled ([backup] every in config.toml)")
     if b.get("fault"):
-        line += f" | ! {b['fault']}"
-    return line
+        line += " | ! " + plain(b["fault"], 600)
+    return Said(line)
 
 
 def _shape(state: dict) -> dict:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import secrets
 
+from core.i18n import _
+from core.rules.text import plain
 from core.signing import roles
 from core.signing.gateway_check import GATEWAY_ADD, GATEWAY_RETIRE
 from core.signing.signed_action import SignedAction
@@ -59,6 +61,10 @@ def _add_what(p: dict) -> str:
     return f"add gateway {p.get('name')} ({p.get('kind')})"
 
 
+def _add_said(p: dict) -> str:
+    return _("add gateway %(name)s (%(kind)s)", name=p.get("name"), kind=p.get("kind"))
+
+
 def _add_recheck(receiver, p: dict, rid: int) -> str | None:
     G = gateway_models(receiver.db).Gateway
     if G.select().where(G.name == p["name"]).exists():
@@ -67,11 +73,12 @@ def _add_recheck(receiver, p: dict, rid: int) -> str | None:
 
 
 def _add_lines(receiver, payload: dict) -> list[str]:
-    lines = [f"{_add_what(payload)}: its posts are offered to the ledger"]
+    lines = [_("add gateway %(name)s (%(kind)s): its posts are offered to the ledger", name=payload["name"],
+               kind=payload["kind"])]
     if payload["secret_file"]:
-        lines.append(f"its posts are checked with the secret in {payload['secret_file']}")
+        lines.append(_("its posts are checked with the secret in %(file)s", file=plain(payload["secret_file"])))
     if payload["public_url"]:
-        lines.append(f"it posts to {payload['public_url']}")
+        lines.append(_("it posts to %(url)s", url=plain(payload["public_url"])))
     return lines
 
 
@@ -100,6 +107,10 @@ def _retire_what(p: dict) -> str:
     return f"retire gateway {p.get('name')}"
 
 
+def _retire_said(p: dict) -> str:
+    return _("retire gateway %(name)s", name=p.get("name"))
+
+
 def _retire_recheck(receiver, p: dict, rid: int) -> str | None:
     G = gateway_models(receiver.db).Gateway
     row = G.get_or_none(G.name == p["name"])
@@ -116,13 +127,15 @@ def _apply_retire(receiver, payload: dict, entry: dict, at: float) -> dict:
 ADD = SignedAction(
     GATEWAY_ADD, roles.ADMIN, "Add a gateway", "gateway add",
     summary=lambda done: f"gateway {done['name']} ({done['kind']}) added",
-    plan=_plan_add, apply=_apply_add, lines=_add_lines, what=_add_what, recheck=_add_recheck,
+    plan=_plan_add, apply=_apply_add, lines=_add_lines, what=_add_what, said=_add_said,
+    recheck=_add_recheck,
 )
 # Its path answers 404 from then on; its counts stay.
 RETIRE = SignedAction(
     GATEWAY_RETIRE, roles.ADMIN, "Retire a gateway", "gateway retire",
     summary=lambda done: f"gateway {done['name']} retired",
     plan=_plan_retire, apply=_apply_retire,
-    lines=lambda receiver, payload: [f"{_retire_what(payload)}: its path answers 404 from then on"],
-    what=_retire_what, recheck=_retire_recheck,
+    lines=lambda receiver, payload: [_("retire gateway %(name)s: its path answers 404 from then on",
+                                       name=payload["name"])],
+    what=_retire_what, said=_retire_said, recheck=_retire_recheck,
 )

@@ -17,6 +17,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 from core.i18n import _, number  # noqa: E402
 
+from . import labels  # noqa: E402
 from .model import Figures  # noqa: E402
 
 INK = "#1f3b57"  # dark: prints as near black
@@ -50,7 +51,8 @@ def arrivals(ax, f: Figures) -> None:
 
 def people_by_need(ax, f: Figures) -> None:
     rows = list(reversed(f.by_need))
-    ax.barh([c.label for c in rows], [c.people for c in rows], color=INK, edgecolor=EDGE, linewidth=0.5)
+    ax.barh([labels.need(c.key, c.label) for c in rows], [c.people for c in rows], color=INK, edgecolor=EDGE,
+            linewidth=0.5)
     for y, c in enumerate(rows):
         ax.text(c.people, y, " " + number(c.people), va="center", fontsize=7)
     _counts(ax.xaxis)
@@ -62,7 +64,7 @@ def cases_by_status(ax, f: Figures) -> None:
         colour, hatch = STATUS_STYLE.get(c.key, ("#808080", "xx"))
         ax.bar(x, c.cases, color=colour, hatch=hatch, edgecolor=EDGE, linewidth=0.8)
         ax.text(x, c.cases, number(c.cases), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(f.by_status)), [c.label for c in f.by_status])
+    ax.set_xticks(range(len(f.by_status)), [labels.status(c.key) for c in f.by_status])
     _counts(ax.yaxis)
     ax.set_ylabel(_("cases"))
 

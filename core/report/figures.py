@@ -11,10 +11,11 @@ import time
 
 from peewee import SQL, Case as When, PostgresqlDatabase, fn
 
+from core.i18n import N_
 from core.rules.cells import mask_phones
 from core.rules.frame import NEED_NAMES
 from core.rules.lifecycle import RANKED, STATUSES
-from core.rules.reasons import reason_words
+from core.rules.reasons import in_english
 
 from .model import Count, Figures
 from .period import Period
@@ -22,8 +23,9 @@ from .period import Period
 SITES_SHOWN = 15
 RANKING_SHOWN = 10
 RESOLVED_SHOWN = 20
-WAIT_BUCKETS = ((3600, "under 1 hour"), (6 * 3600, "1-6 hours"), (86400, "6-24 hours"),
-                (3 * 86400, "1-3 days"), (None, "over 3 days"))
+# English, as --json and the exports write them; the pages show them translated (core.report.labels).
+WAIT_BUCKETS = ((3600, N_("under 1 hour")), (6 * 3600, N_("1-6 hours")), (86400, N_("6-24 hours")),
+                (3 * 86400, N_("1-3 days")), (None, N_("over 3 days")))
 
 
 def _text(value) -> str:
@@ -121,7 +123,7 @@ def _rejects(receiver, period: Period) -> tuple[list[Count], list[Count]]:
         q = (R.select(col, fn.COUNT(R.id)).where(R.ts >= period.since, R.ts < period.until)
              .group_by(col).order_by(fn.COUNT(R.id).desc(), col).tuples())
         if col is R.reason:
-            out.append([Count(str(k), reason_words(k), int(n)) for k, n in q])
+            out.append([Count(str(k), in_english(k), int(n)) for k, n in q])
         else:
             out.append([Count(_text(k), _text(k), int(n)) for k, n in q])
     return out[0], out[1]

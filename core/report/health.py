@@ -1,6 +1,7 @@
 """The report's health section: the receiver, the inbox, alerts, gateways and backups as
 ``status --json`` reports them now, cut to what a coordinator reads (no key, token or path
-that a ``--json`` status hides)."""
+that a ``--json`` status hides). The backups' line is in the operator's language already (the
+report is only ever a page)."""
 
 from __future__ import annotations
 
@@ -19,5 +20,5 @@ def report_health(home, receiver, targets: list[str]) -> dict:
     return {"receiver_running": h["receiver"]["running"], "observer": h["observer"], "sweep": h["sweep"],
             "last_frame_at": h["last_frame_at"], "files_waiting": h["files_waiting"],
             "alerts_pending": h["outbox_pending"], "faults": [escape_text(f, 300) for f in h["faults"]],
-            "gateways": gateways, "backup": escape_text(backup_words(backup), 600),
+            "gateways": gateways, "backup": backup_words(backup),
             "backup_fault": backup["fault"]}

@@ -9,7 +9,7 @@ from html import escape
 
 from core.i18n import _, language
 
-from . import charts
+from . import charts, labels
 from .model import Figures
 from .sections import Table, headline, tables, title_lines
 
@@ -56,7 +56,7 @@ def _section(t: Table, f: Figures) -> str:
 def render(f: Figures) -> str:
     meta = "".join(f"<p class=\"meta\">{escape(line)}</p>" for line in title_lines(f))
     heads = "".join(f"<div class=\"head\"><b>{escape(v)}</b>{escape(k)}</div>" for k, v in headline(f))
-    notes = "".join(f"<p class=\"note\">{escape(x)}</p>" for x in f.notes)
+    notes = "".join(f"<p class=\"note\">{escape(x)}</p>" for x in labels.notes(f))
     body = "".join(_section(t, f) for t in tables(f))
     title = escape(_("Situation report"))
     checkpoint = escape(_("Audit log checkpoint at report time: %(checkpoint)s", checkpoint=f.checkpoint))

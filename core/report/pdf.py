@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from core.i18n import _
 
-from . import charts
+from . import charts, labels
 from .model import Figures
 from .sections import Table, headline, tables, title_lines
 
@@ -112,7 +112,7 @@ def write(f: Figures, path: str) -> int:
             p.text(MARGIN, "   ".join(f"{k}: {v}" for k, v in part), size=9, bold=True)
             p.y -= LINE * 1.3
         p.y -= LINE * 0.3
-        for note in f.notes:
+        for note in labels.notes(f):
             p.text(MARGIN, note, size=7)
             p.y -= LINE
         for t in tables(f):

@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from core.i18n import N_, _, number
+from core.i18n import _, number
 
+from . import labels
+from .figures import SITES_SHOWN
 from .model import Figures
 
 
@@ -37,10 +39,6 @@ def n(value: int) -> str:
     return number(value)
 
 
-# A case's status as the report says it (the store's codes stay codes everywhere else).
-STATUS_SHOWN = {"open": N_("open"), "dispatched": N_("dispatched"), "served": N_("served"), "closed": N_("closed")}
-
-
 def title_lines(f: Figures) -> list[str]:
     where = _("site %(site)s", site=f.site) if f.site else _("every site")
     return [_("Home %(home)s", home=f.home),
@@ -68,19 +66,19 @@ def tables(f: Figures) -> list[Table]:
                _("%(n)s other hours of the period had none.", n=n(len(f.arrivals) - len(busy)))) if busy
               else _("No arrivals.")),
         Table(_("People by need"), [_("need"), _("code"), _("cases"), _("people")],
-              [[x.label, x.key, n(x.cases), n(x.people)] for x in f.by_need], "people_by_need"),
+              [[labels.need(x.key, x.label), x.key, n(x.cases), n(x.people)] for x in f.by_need], "people_by_need"),
         Table(_("Cases by status now"), [_("status"), _("cases"), _("people")],
-              [[x.label, n(x.cases), n(x.people)] for x in f.by_status], "cases_by_status"),
+              [[labels.status(x.key), n(x.cases), n(x.people)] for x in f.by_status], "cases_by_status"),
         Table(_("By site"), [_("site"), _("cases"), _("people")],
-              [[x.label, n(x.cases), n(x.people)] for x in f.by_site],
+              [[labels.site(x, f, SITES_SHOWN), n(x.cases), n(x.people)] for x in f.by_site],
               note=_("%(n)s sites in all.", n=n(f.sites_total))),
         Table(_("Waiting (open and dispatched cases of the period)"), [_("waited"), _("cases"), _("people")],
-              [[x.label, n(x.cases), n(x.people)] for x in f.waiting],
+              [[labels.waited(x), n(x.cases), n(x.people)] for x in f.waiting],
               note=_("The longest has waited %(span)s.", span=span(f.oldest_waiting))),
         Table(_("Top of the dispatch ranking now"),
               [_("rank"), _("frame"), _("site"), _("need"), _("people"), _("pri"), _("status")],
-              [[str(r["rank"]), r["frame_id"], r["site"], r["need_name"] or r["need"], n(r["people"]), str(r["pri"]),
-                _(STATUS_SHOWN.get(r["status"], r["status"])) + (_(" (disputed)") if r["disputed"] else "")]
+              [[str(r["rank"]), r["frame_id"], r["site"], labels.need(r["need"], r["need_name"]), n(r["people"]),
+                str(r["pri"]), labels.status(r["status"]) + (_(" (disputed)") if r["disputed"] else "")]
                for r in f.ranking]),
         Table(_("Conflicts"), [_("opened in the period"), _("resolved in the period"), _("still open")],
               [[n(c["opened"]), n(c["resolved"]), n(c["still_open"])]]),
@@ -90,12 +88,12 @@ def tables(f: Figures) -> list[Table]:
               [[str(r["id"]), r["frame_id"], r["decision"], r["resolved_by"], stamp(r["resolved_at"])]
                for r in c["resolved_rows"]]),
         Table(_("Rejects by reason"), [_("reason"), _("frames")],
-              [[x.label, n(x.cases)] for x in f.rejects_by_reason]),
+              [[labels.reason(x.key), n(x.cases)] for x in f.rejects_by_reason]),
         Table(_("Rejects by arrival path or gateway"), [_("path"), _("frames")],
               [[x.label, n(x.cases)] for x in f.rejects_by_path]),
         Table(_("Health now"), [_("what"), _("state")], [
             [_("receiver"), _("running") if h.get("receiver_running") else _("not running")],
-            [_("observer / sweep"), f"{h.get('observer', '-')} / {h.get('sweep', '-')}"],
+            [_("observer / sweep"), f"{labels.part(h.get('observer', '-'))} / {labels.part(h.get('sweep', '-'))}"],
             [_("last frame"), stamp(h.get("last_frame_at"))],
             [_("inbox files waiting"), n(h.get("files_waiting", 0))],
             [_("alerts pending"), n(h.get("alerts_pending", 0))],

@@ -3,7 +3,8 @@ checksum out by hand (``ussd-console frame``).
 
 The body gets its trailer from ``cksum.trailer`` and the result goes through the same ``parse``
 every arriving frame goes through, so a body the receiver would reject is refused here with the
-words the Rejects table uses for it (``explain_reject``, which names the field).
+words the Rejects table uses for it (``explain_reject``, which names the field), in English
+as the command's other refusals are.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .cksum import trailer
-from .explain import explain_reject
+from .explain import explain_in_english
 from .frame import Rejected, parse
 
 BODY_FIELDS = 6
@@ -45,5 +46,5 @@ def compose(body: str, frame_id: str | None = None) -> Composed:
     text = f"{body}|#{hh}"
     checked = parse(frame_id or _ANY_ID, text)
     if isinstance(checked, Rejected):
-        raise BadBody(explain_reject(frame_id or _ANY_ID, text, checked.reason))
+        raise BadBody(explain_in_english(frame_id or _ANY_ID, text, checked.reason))
     return Composed(body, hh, checked.text, frame_id)

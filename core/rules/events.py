@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .batch import QuarantineRow
-from .reasons import reason_words
+from .reasons import in_english
 from .text import escape_text
 
 CONFLICT = "conflict"
@@ -51,7 +51,7 @@ def conflict(row: QuarantineRow) -> Event:
         "newcomer": {"frame_id": frame_id, "frame": escape_text(row.frame_text, 200)},
     }
     summary = (f"Conflict on {details['frame_id']}: {details['newcomer']['frame']} differs from "
-               f"{details['first']['frame']} ({reason_words(reason)}); held for an operator")
+               f"{details['first']['frame']} ({in_english(reason)}); held for an operator")
     return Event(CONFLICT, _line(summary), details)
 
 

@@ -19,11 +19,16 @@ Every move is a signed action, so every move carries a reason (``closed`` too:
 
 from __future__ import annotations
 
+from core.i18n import N_
+
 OPEN = "open"
 DISPATCHED = "dispatched"
 SERVED = "served"
 CLOSED = "closed"
 STATUSES = (OPEN, DISPATCHED, SERVED, CLOSED)
+
+# A status as a person reads it, translated where shown (``_(SHOWN[code])``); the codes stay codes.
+SHOWN = {OPEN: N_("open"), DISPATCHED: N_("dispatched"), SERVED: N_("served"), CLOSED: N_("closed")}
 
 # Shown in the ranking: cases aid may still go to. Served and closed ones leave it.
 RANKED = (OPEN, DISPATCHED)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from core.i18n import ngettext, number
+
+from .text import Said
+
 DAY = 86_400
 DEFAULT_SECONDS = 30 * DAY
 FLOOR_SECONDS = 72 * 3600  # below this, refused whatever the signature
@@ -17,12 +21,12 @@ def check_retention(seconds: int, signed: bool) -> bool:
     """Return whether the setting is an exception; raise when it is refused."""
     if seconds < FLOOR_SECONDS:
         raise RetentionError(
-            f"retention of {describe(seconds)} refused: the floor is 72 hours, whatever the signature"
+            f"retention of {in_english(seconds)} refused: the floor is 72 hours, whatever the signature"
         )
     if seconds < EXCEPTION_BELOW:
         if not signed:
             raise RetentionError(
-                f"retention of {describe(seconds)} is below 30 days and needs an operator-signed exception"
+                f"retention of {in_english(seconds)} is below 30 days and needs an operator-signed exception"
             )
         return True
     return False
@@ -49,6 +53,16 @@ class EvictionSchedule:
 
 
 def describe(seconds: float) -> str:
+    """A retention in the operator's words ("30 days", "30 jours"), for a screen or a preview."""
+    if seconds % DAY == 0:
+        days = int(seconds // DAY)
+        return Said(ngettext("%(n)s day", "%(n)s days", days, n=number(days)))
+    hours = seconds / 3600
+    return Said(ngettext("%(n)s hour", "%(n)s hours", 2 if hours != 1 else 1, n=number(float(f"{hours:g}"))))
+
+
+def in_english(seconds: float) -> str:
+    """The same retention in English, for words kept as data (``--json``, a held request's ``what``)."""
     if seconds % DAY == 0:
         days = int(seconds // DAY)
         return f"{days} day" + ("" if days == 1 else "s")

@@ -36,6 +36,26 @@ def escape_text(value: object, limit: int = 200) -> str:
     return "".join(out)
 
 
+class Said(str):
+    """Words this program says, in the operator's language, with any outside text in them made
+    ``plain`` already: shown as they are (``console.render.safe`` does not escape them again), so
+    the language's own letters (é, ã, ñ) stay letters. Anything made from one (an f-string, a
+    join) is a plain ``str`` again, and is escaped where shown."""
+
+    __slots__ = ()
+
+
+def plain(value: object, limit: int = 200) -> str:
+    """Outside text to put into a sentence a person reads (a signing preview's line): printable
+    ASCII as it is, bounded; anything else through ``escape_text``. Text the store keeps already
+    escaped is so shown once-escaped, not doubly, and the sentence's own words, in the operator's
+    language, need no escaping where the line is shown."""
+    s = str(value)
+    if s.isascii() and s.isprintable():
+        return s if len(s) <= limit else s[:limit] + "..."
+    return escape_text(s, limit)
+
+
 def one_line(exc: BaseException, limit: int = 500) -> str:
     """An error as one escaped line: its first line, or its class name when it says nothing."""
     text = str(exc).strip().splitlines()

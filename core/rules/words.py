@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.i18n import N_
+from core.i18n import N_, _
 
 from .reasons import Words
+from .text import Said, escape_text
 
 # What became of a held conflict (the quarantine row's status).
 RESOLUTIONS: dict[str, Words] = {
-    "open": Words("open, waiting for an operator", "! open"),
-    "kept_first": Words("kept the first version", "kept first"),
-    "accepted_correction": Words("accepted the correction", "correction accepted"),
-    "settled": Words("settled by a decision on the same case", "settled"),
+    "open": Words(N_("open, waiting for an operator"), N_("! open")),
+    "kept_first": Words(N_("kept the first version"), N_("kept first")),
+    "accepted_correction": Words(N_("accepted the correction"), N_("correction accepted")),
+    "settled": Words(N_("settled by a decision on the same case"), N_("settled")),
 }
 
 # A count of frames by outcome, one and many: "1 duplicate", "2 duplicates".
@@ -36,12 +37,20 @@ NO_RECEIVER = N_("no watch or console is running")  # translated where shown
 NONE = "none"
 
 
-def resolution_words(code: str | None, short: bool = False) -> str:
-    """A conflict's status in words; an unknown code (a newer store) is shown as it is."""
+def resolution_in_english(code: str | None, short: bool = False) -> str:
+    """A conflict's status in English words (for a sentence still English); an unknown code (a newer
+    store) is shown as it is."""
     words = RESOLUTIONS.get(code or "")
     if words is None:
         return code or "-"
     return (words.short or words.long) if short else words.long
+
+
+def resolution_words(code: str | None, short: bool = False) -> str:
+    """A conflict's status in the operator's language (``Said``); an unknown code escaped."""
+    if code in RESOLUTIONS:
+        return Said(_(resolution_in_english(code, short)))
+    return escape_text(resolution_in_english(code, short), 64)
 
 
 def outcome_counts(counts: Mapping[str, int]) -> str:

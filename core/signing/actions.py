@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 
+from core.i18n import _, ngettext
 from core.rules.decide import payload_key
 from core.rules.explain import reason_words
 from core.rules.frame import Frame, is_rerankable, parse
-from core.rules.retention import DAY, RetentionError, check_retention, describe
-from core.rules.words import resolution_words
+from core.rules.retention import DAY, RetentionError, check_retention, describe, in_english
+from core.rules.text import plain
+from core.rules.words import resolution_in_english
 from core.store.signed_writes import apply_resolve
 
 from . import roles
@@ -125,35 +127,46 @@ def _plan_retention(receiver, by, days) -> tuple[str, dict]:
         raise ActionError(str(exc)) from None
     current = receiver.retention_seconds()
     if seconds == current:
-        raise ActionError(f"retention is already {describe(current)}; nothing to sign")
+        raise ActionError(f"retention is already {in_english(current)}; nothing to sign")
     payload = {"from_seconds": current, "to_seconds": seconds, "exception": exception}
     return RETENTION_TARGET, payload
 
 
 def _values(v: dict) -> str:
-    return f"site {v['site']}, need {v['need']}, headcount {v['headcount']}, pri {v['pri']}"
+    return _("site %(site)s, need %(need)s, headcount %(headcount)s, pri %(pri)s", site=v["site"], need=v["need"],
+             headcount=v["headcount"], pri=v["pri"])
+
+
+def _ids(ids: list) -> str:
+    return ", ".join(f"#{i}" for i in ids)
 
 
 def _resolve_lines(receiver, payload: dict) -> list[str]:
+    """The preview's words, in the operator's language; the payload they describe is signed as it is."""
     led, new = payload["ledger"], payload["newcomer"]
+    about = {"id": payload["quarantine_id"], "reason": reason_words(payload["conflict"])}
     what = [
-        f"resolve conflict #{payload['quarantine_id']} ({reason_words(payload['conflict'])}): "
-        + ("keep first" if payload["decision"] == KEEP_FIRST else "accept correction"),
-        f"ledger now   {led['frame_id']} {led['frame_text']} ({_values(led)})",
-        f"new version  {new['frame_id']} {new['frame_text']} ({_values(new)})",
+        _("resolve conflict #%(id)s (%(reason)s): keep first", **about) if payload["decision"] == KEEP_FIRST
+        else _("resolve conflict #%(id)s (%(reason)s): accept correction", **about),
+        _("ledger now   %(frame_id)s %(frame)s (%(values)s)", frame_id=plain(led["frame_id"]),
+          frame=plain(led["frame_text"]), values=_values(led)),
+        _("new version  %(frame_id)s %(frame)s (%(values)s)", frame_id=plain(new["frame_id"]),
+          frame=plain(new["frame_text"]), values=_values(new)),
     ]
     if payload["decision"] == KEEP_FIRST:
-        what.append("effect: the new version is dismissed; the ledger stays as it is")
+        what.append(_("effect: the new version is dismissed; the ledger stays as it is"))
     else:
         changes = ", ".join(f"{k} {led[k]} -> {new[k]}" for k in ("site", "need", "headcount", "pri", "seq")
                             if led[k] != new[k])
-        what.append(f"effect: the ledger takes the new version's values ({changes or 'no field differs'}); "
-                    "the old values go to the case history")
+        what.append(_("effect: the ledger takes the new version's values (%(changes)s); the old values go to the "
+                      "case history", changes=changes or _("no field differs")))
     if payload["settles"]:
-        what.append("later arrivals of " + ", ".join(s["frame_text"] for s in payload["settles"])
-                    + " count as duplicates (an operator already decided them)")
+        what.append(_("later arrivals of %(frames)s count as duplicates (an operator already decided them)",
+                      frames=", ".join(plain(s["frame_text"]) for s in payload["settles"])))
     if payload["also_resolves"]:
-        what.append("also settles conflict " + ", ".join(f"#{i}" for i in payload["also_resolves"]))
+        also = payload["also_resolves"]
+        what.append(ngettext("also settles conflict %(ids)s", "also settles conflicts %(ids)s", len(also),
+                             ids=_ids(also)))
     return what
 
 
@@ -167,7 +180,7 @@ def _apply_resolve(receiver, payload: dict, entry: dict, at: float) -> dict:
 
 
 def _resolved(done: dict) -> str:
-    words = f"conflict #{done['quarantine_id']}: {resolution_words(done['status'])}"
+    words = f"conflict #{done['quarantine_id']}: {resolution_in_english(done['status'])}"
     if done["also_resolved"]:
         words += "; also settled " + ", ".join(f"#{i}" for i in done["also_resolved"])
     return words
@@ -192,22 +205,25 @@ def resolution(decision: object) -> SignedAction:
 
 
 def _retention_what(p: dict) -> str:
-    return f"change retention from {describe(p.get('from_seconds', 0))} to {describe(p.get('to_seconds', 0))}"
+    """A held request's words as ``--json`` keeps them: English, whatever the language."""
+    return (f"change retention from {in_english(p.get('from_seconds', 0))} "
+            f"to {in_english(p.get('to_seconds', 0))}")
 
 
 def _retention_recheck(receiver, p: dict, rid: int) -> str | None:
     current = receiver.retention_seconds()
     if current != p["from_seconds"]:
-        return (f"retention is {describe(current)} now, not the {describe(p['from_seconds'])} request #{rid} "
+        return (f"retention is {in_english(current)} now, not the {in_english(p['from_seconds'])} request #{rid} "
                 "changes; reject it")
     return None
 
 
 def _retention_lines(receiver, payload: dict) -> list[str]:
-    what = [_retention_what(payload)]
+    what = [_("change retention from %(old)s to %(new)s", old=describe(payload.get("from_seconds", 0)),
+              new=describe(payload.get("to_seconds", 0)))]
     if payload["exception"]:
-        what.append("this is a signed exception: below 30 days, frame ids are forgotten sooner, so an old"
-                    " re-send is caught only by its case")
+        what.append(_("this is a signed exception: below 30 days, frame ids are forgotten sooner, so an old"
+                      " re-send is caught only by its case"))
     return what
 
 
@@ -220,14 +236,14 @@ def _apply_retention(receiver, payload: dict, entry: dict, at: float) -> dict:
 def _retention_now(done: dict) -> str:
     policy = done["retention"]
     kind = "signed exception" if policy["is_exception"] else "policy"
-    return f"retention is now {describe(policy['retention_seconds'])} ({kind})"
+    return f"retention is now {in_english(policy['retention_seconds'])} ({kind})"
 
 
 # Refused below 72 h, an exception below 30 days.
 RETENTION = SignedAction(
     RETENTION_ACTION, roles.ADMIN, "Change retention (and sign an exception below 30 days)", "retention set DAYS",
     summary=_retention_now, plan=_plan_retention, apply=_apply_retention, lines=_retention_lines,
-    what=_retention_what, recheck=_retention_recheck,
+    what=_retention_what, said=lambda p: _retention_lines(None, p)[0], recheck=_retention_recheck,
 )
 
 

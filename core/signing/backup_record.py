@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from core.i18n import _
+
 from . import roles
 from .backup_key import ACTION, TARGET, recorded
 from .keys import ActionError, fingerprint, short_fingerprint
@@ -22,5 +24,6 @@ RECORD_KEY = SignedAction(
     ACTION, roles.ADMIN, "Record the home's backup key in the log", "backup key record",
     summary=lambda done: f"backup key {done['fingerprint'][:16]} recorded",
     plan=_plan, apply=lambda receiver, payload, entry, at: {"fingerprint": payload["fingerprint"]},
-    lines=lambda receiver, payload: [f"record backup key {payload['fingerprint']} as this home's"],
+    lines=lambda receiver, payload: [_("record backup key %(fingerprint)s as this home's",
+                                       fingerprint=payload["fingerprint"])],
 )

@@ -92,6 +92,15 @@ def requests(receiver) -> dict[int, held.Request]:
     return out
 
 
+def said(request: held.Request, action) -> str:
+    """``what`` in the operator's language (``SignedAction.said``), for a preview; the English
+    ``what`` where the action has no such words."""
+    try:
+        return action.said(request.payload) if action.said is not None else what(request, action)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return f"{request.action} {request.target}"
+
+
 def what(request: held.Request, action) -> str:
     """One line saying what a held request would do: the held action's own words
     (``SignedAction.what``; ``action`` is its entry in the table of signed actions)."""

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from core.i18n import _
+from core.rules.text import plain
+
 from . import countersign, held, roles
 from .keys import ActionError
 from .signed_action import SignedAction
@@ -34,8 +37,11 @@ def _request(receiver, payload: dict) -> held.Request:
 def _words(lookup: Lookup, verb: str):
     def lines(receiver, payload: dict) -> list[str]:
         request = _request(receiver, payload)
-        return [f"{verb} request {request.seq} by {request.operator}: "
-                f"{countersign.what(request, lookup(request.action))}", f"their reason: {request.reason}"]
+        about = {"id": request.seq, "operator": plain(request.operator),
+                 "what": countersign.said(request, lookup(request.action))}
+        first = (_("approve request %(id)s by %(operator)s: %(what)s", **about) if verb == "approve"
+                 else _("reject request %(id)s by %(operator)s: %(what)s", **about))
+        return [first, _("their reason: %(reason)s", reason=plain(request.reason, 300))]
 
     return lines
 

@@ -11,7 +11,9 @@ witnesses, the settlements and the quarantine stay exactly as they were.
 from __future__ import annotations
 
 from core.rules.frame import FRAME_ID_RE, case_key
-from core.rules.lifecycle import RANKED, SERVED, LifecycleError, check_move, check_status
+from core.i18n import _, ngettext, number
+from core.rules.text import plain
+from core.rules.lifecycle import RANKED, SERVED, SHOWN, LifecycleError, check_move, check_status
 from core.store.signed_writes import StaleRow, apply_mark
 
 from . import roles
@@ -29,7 +31,10 @@ STATUS_WORDS = {
 
 
 def _case_ref(case) -> str:
-    return f"{case.frame_id} ({case.site} {case.need}, {case.headcount} people, pri {case.pri})"
+    return ngettext("%(frame_id)s (%(site)s %(need)s, %(n)s person, pri %(pri)s)",
+                    "%(frame_id)s (%(site)s %(need)s, %(n)s people, pri %(pri)s)", case.headcount,
+                    frame_id=plain(case.frame_id), site=plain(case.site), need=case.need, n=number(case.headcount),
+                    pri=case.pri)
 
 
 def find_case(receiver, frame_id: object):
@@ -79,19 +84,23 @@ def _plan(receiver, by, frame_id, status) -> tuple[str, dict]:
 
 
 def _what(receiver, payload: dict) -> list[str]:
+    """The preview's words, in the operator's language (the payload keeps the statuses' codes)."""
     case = receiver.m.Case.get_by_id(payload["case_id"])
     frm, to = payload["from"], payload["to"]
-    lines = [f"mark case {_case_ref(case)} {to} (now {frm}, version {payload['version']})"]
+    lines = [_("mark case %(case)s %(to)s (now %(from)s, version %(version)s)", case=_case_ref(case),
+               to=_(SHOWN[to]), version=payload["version"], **{"from": _(SHOWN.get(frm, frm))})]
     if to in RANKED and frm not in RANKED:
-        lines.append("effect: the case comes back into the dispatch ranking")
+        lines.append(_("effect: the case comes back into the dispatch ranking"))
     elif to not in RANKED and frm in RANKED:
-        lines.append("effect: the case leaves the dispatch ranking (ranking --all still lists it)")
+        lines.append(_("effect: the case leaves the dispatch ranking (ranking --all still lists it)"))
     else:
-        lines.append("effect: the case keeps its place in the ranking, shown " + to)
-    lines.append("dedup is unchanged: re-sent frames stay duplicates, corrections still wait in quarantine")
-    if payload["open_conflicts"]:
-        lines.append("note: the case is DISPUTED, open conflict "
-                     + ", ".join(f"#{i}" for i in payload["open_conflicts"]) + " concerns it")
+        lines.append(_("effect: the case keeps its place in the ranking, shown %(status)s", status=_(SHOWN[to])))
+    lines.append(_("dedup is unchanged: re-sent frames stay duplicates, corrections still wait in quarantine"))
+    conflicts = payload["open_conflicts"]
+    if conflicts:
+        lines.append(ngettext("note: the case is DISPUTED, open conflict %(ids)s concerns it",
+                              "note: the case is DISPUTED, open conflicts %(ids)s concern it", len(conflicts),
+                              ids=", ".join(f"#{i}" for i in conflicts)))
     return lines
 
 

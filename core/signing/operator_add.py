@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from core.i18n import _
+
 from . import audit
 from . import roles as roles_
 from .audit_models import audit_models
@@ -65,6 +67,11 @@ def _what(p: dict) -> str:
     return f"add operator {p.get('name')} (roles: {', '.join(p.get('roles') or roles_.ROLES)})"
 
 
+def _said(p: dict) -> str:
+    return _("add operator %(name)s (roles: %(roles)s)", name=p.get("name"),
+             roles=", ".join(p.get("roles") or roles_.ROLES))
+
+
 def _recheck(receiver, p: dict, rid: int) -> str | None:
     O = audit_models(receiver.db).Operator
     if O.select().where((O.name == p["name"]) | (O.fingerprint == p["fingerprint"])).exists():
@@ -75,7 +82,8 @@ def _recheck(receiver, p: dict, rid: int) -> str | None:
 ADD = SignedAction(
     OPERATOR_ADD, roles_.ADMIN, "Add an operator", "operator add NAME --role ROLE --operator NAME",
     summary=lambda done: f"operator {done['name']} added; roles: {', '.join(done['roles'])}",
-    plan=_plan, apply=_apply, lines=lambda receiver, payload: [_what(payload)], what=_what, recheck=_recheck,
+    plan=_plan, apply=_apply, lines=lambda receiver, payload: [_said(payload)], what=_what, said=_said,
+    recheck=_recheck,
     signs_itself=_signs_itself, role_note="the operator who approves (`--operator`)",
 )
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from core.i18n import _
+
 from . import roles
 from .audit_models import audit_models
 from .keys import ActionError, check_name, short_fingerprint
@@ -96,10 +98,12 @@ def _plan_adopt(receiver, by) -> tuple[str, dict]:
 
 
 def _adopt_lines(receiver, payload: dict) -> list[str]:
-    return ["adopt these operators and keys, registered before operator changes were signed; compare each "
-            "fingerprint with the operator's own record:",
-            *(f"  {op['name']}  key {short_fingerprint(op['fingerprint'])}  "
-              f"{'retired' if op['retired_at'] is not None else 'active'}" for op in payload["operators"])]
+    return [_("adopt these operators and keys, registered before operator changes were signed; compare each "
+              "fingerprint with the operator's own record:"),
+            *(_("  %(name)s  key %(key)s  retired", name=op["name"], key=short_fingerprint(op["fingerprint"]))
+              if op["retired_at"] is not None else
+              _("  %(name)s  key %(key)s  active", name=op["name"], key=short_fingerprint(op["fingerprint"]))
+              for op in payload["operators"])]
 
 
 def info_last(result: dict, receiver, name: str) -> dict:
@@ -118,6 +122,18 @@ def _revoke_what(p: dict) -> str:
     return f"revoke the {p.get('role')} role from {p.get('name')}"
 
 
+def _retire_said(p: dict) -> str:
+    return _("retire operator %(name)s", name=p.get("name"))
+
+
+def _grant_said(p: dict) -> str:
+    return _("grant %(name)s the %(role)s role", name=p.get("name"), role=p.get("role"))
+
+
+def _revoke_said(p: dict) -> str:
+    return _("revoke the %(role)s role from %(name)s", name=p.get("name"), role=p.get("role"))
+
+
 def _role_words(done: dict, words: str) -> str:
     role = json.loads(done["entry"]["payload"])["role"]
     return f"role {role} {words} {done['name']}; roles now: {', '.join(done['roles']) or 'none'}"
@@ -127,24 +143,25 @@ RETIRE = SignedAction(
     OPERATOR_RETIRE, roles.ADMIN, "Retire an operator", "operator retire NAME",
     summary=lambda done: f"operator {done['name']} retired; signatures it made stay verifiable",
     plan=_plan_retire, apply=_apply_retire, recheck=_retire_recheck,
-    what=lambda p: f"retire operator {p.get('name')}",
-    lines=lambda receiver, payload: [f"retire operator {payload['name']} (key "
-                                     f"{short_fingerprint(payload['fingerprint'])}): it can no longer sign"],
+    what=lambda p: f"retire operator {p.get('name')}", said=_retire_said,
+    lines=lambda receiver, payload: [_("retire operator %(name)s (key %(key)s): it can no longer sign",
+                                       name=payload["name"], key=short_fingerprint(payload["fingerprint"]))],
 )
 GRANT = SignedAction(
     roles.OPERATOR_GRANT, roles.ADMIN, "Give an operator a role", "operator grant NAME ROLE",
     summary=lambda done: _role_words(done, "granted to"),
     plan=_plan_role(roles.OPERATOR_GRANT), role_note="never for oneself",
     apply=lambda receiver, payload, entry, at: operator_info(receiver, payload["name"]),
-    what=_grant_what,
-    lines=lambda receiver, payload: [f"{_grant_what(payload)} ({roles.WHAT[payload['role']]})"],
+    what=_grant_what, said=_grant_said,
+    lines=lambda receiver, payload: [_("grant %(name)s the %(role)s role (%(what)s)", name=payload["name"],
+                                       role=payload["role"], what=_(roles.WHAT[payload["role"]]))],
 )
 REVOKE = SignedAction(
     roles.OPERATOR_REVOKE, roles.ADMIN, "Take a role away", "operator revoke NAME ROLE",
     summary=lambda done: _role_words(done, "revoked from"),
     plan=_plan_role(roles.OPERATOR_REVOKE), role_note="never for oneself",
     apply=lambda receiver, payload, entry, at: operator_info(receiver, payload["name"]),
-    what=_revoke_what, lines=lambda receiver, payload: [_revoke_what(payload)],
+    what=_revoke_what, said=_revoke_said, lines=lambda receiver, payload: [_revoke_said(payload)],
 )
 ADOPT = SignedAction(
     OPERATOR_ADOPT, roles.ADMIN, "Adopt operators from before signed operator changes", "operator adopt",

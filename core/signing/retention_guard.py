@@ -16,7 +16,7 @@ import json
 
 from .audit_models import audit_models
 from .keys import verify_signature
-from core.rules.retention import DEFAULT_SECONDS, FLOOR_SECONDS, describe
+from core.rules.retention import DEFAULT_SECONDS, FLOOR_SECONDS, in_english
 from core.rules.text import escape_text
 
 RETENTION_SET = "retention.set"
@@ -95,7 +95,7 @@ def _problem(receiver, row: dict) -> str | None:
 
 
 def _seconds(value) -> str:
-    return describe(value) if isinstance(value, int) and value > 0 else escape_text(value, 20)
+    return in_english(value) if isinstance(value, int) and value > 0 else escape_text(value, 20)
 
 
 def policy_in_force(receiver) -> dict:
@@ -123,7 +123,7 @@ def policy_in_force(receiver) -> dict:
         policy = {k: v for k, v in row.items() if k != "id"}
     fault = None
     if faults:
-        fault = (f"{faults[0]}; eviction uses {describe(policy['retention_seconds'])} "
+        fault = (f"{faults[0]}; eviction uses {in_english(policy['retention_seconds'])} "
                  + (f"(the last valid policy, entry #{policy['audit_id']})" if policy["audit_id"] else "(the default)")
                  + (f"; {len(faults) - 1} more such row{'s' if len(faults) > 2 else ''}" if len(faults) > 1 else "")
                  + "; run `ussd-console audit verify`")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from core.i18n import _
+from core.rules.text import Said, plain
 from core.store.database import write_transaction
 
 from . import audit, countersign, roles
@@ -42,9 +43,11 @@ class SignedAction:
 
     An action ``[signing] countersign`` can hold also says in one line what a held
     request would do (``what``) and why a held payload no longer fits the store when a
-    second admin approves it (``recheck``). ``signs_itself`` is for the one action whose
-    signer is not registered yet: the first operator of a home signs their own
-    ``operator.add`` with the key the action registers, so that key holds no role yet."""
+    second admin approves it (``recheck``); ``what`` is English, as ``--json`` keeps it, and
+    ``said`` is the same line in the operator's language, for the preview of a decision on it.
+    ``signs_itself`` is for the one action whose signer is not registered yet: the first
+    operator of a home signs their own ``operator.add`` with the key the action registers, so
+    that key holds no role yet."""
 
     id: str  # the audit action, exactly as the signed log writes it
     role: str  # roles.ADMIN, RESOLVER or DISPATCHER
@@ -56,6 +59,7 @@ class SignedAction:
     lines: Lines  # what the action does, above the preview's target, signer and reason
     role_note: str = ""  # who among the role's holders may sign it, for the docs
     what: What | None = None
+    said: What | None = None
     recheck: Recheck | None = None
     signs_itself: SignsItself | None = None
 
@@ -83,12 +87,14 @@ class Preview(NamedTuple):
 
 def _lines(action: str, target: str, fields: dict, fingerprint: str, what: list[str]) -> list[str]:
     """The preview's frame in the operator's words; the action id, the target and every value stay
-    as signed (what a signature covers is ``fields``, never these lines)."""
+    as signed (what a signature covers is ``fields``, never these lines). Outside text is made
+    ``plain`` here, in every action's lines too, so the lines are shown as they are."""
     return [
         *what,
-        _("target: %(target)s; action: %(action)s", target=target, action=action),
-        _("operator: %(operator)s (key %(key)s)", operator=fields["operator"], key=short_fingerprint(fingerprint)),
-        _("reason: %(reason)s", reason=fields["reason"]),
+        _("target: %(target)s; action: %(action)s", target=plain(target), action=action),
+        _("operator: %(operator)s (key %(key)s)", operator=plain(fields["operator"]),
+          key=short_fingerprint(fingerprint)),
+        _("reason: %(reason)s", reason=plain(fields["reason"], 300)),
         _("audit entry #%(seq)s after head %(head)s; time: the moment you sign", seq=fields["seq"],
           head=fields["prev_hash"][:16]),
     ]
@@ -105,7 +111,8 @@ def preview(receiver, action: SignedAction, args: dict, operator: str, reason: s
     fields = audit.prepare(receiver, action.id, target, reason, operator, fingerprint, payload)
     fields.pop("at")
     return Preview(action.id, target, operator, fingerprint, fields["reason"], payload, fields,
-                   _lines(action.id, target, fields, fingerprint, action.lines(receiver, payload)))
+                   [Said(line) for line in _lines(action.id, target, fields, fingerprint,
+                                                  action.lines(receiver, payload))])
 
 
 def sign(home, receiver, action: SignedAction, args: dict, *, operator: str, passphrase: str | None = None,

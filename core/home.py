@@ -7,6 +7,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 ENV_HOME = "USSD_CONSOLE_HOME"
 DEFAULT_HOME = "data"
@@ -182,12 +183,28 @@ def read_private(path, what: str, *, limit: int = PRIVATE_READ_MAX, pipe: bool =
     return b"".join(chunks)
 
 
+class LooseMode(NamedTuple):
+    """A part of the home others may read or write: its mode, and the mode it should have."""
+
+    path: Path
+    mode: int
+    private: int
+
+    def __str__(self) -> str:  # the English line `status --json` carries
+        return f"{self.path} is mode {self.mode:04o}, open to others; run: chmod {self.private:04o} {self.path}"
+
+
 def looser_than_private(root) -> list[str]:
-    """Paths under the home that others can read or write (or the group write): what ``status``
-    warns about. ``inbox/`` may be the gateway group's (group-writable); the files in it and in the
-    archive came from the gateways and are theirs, so only the receiver's own parts are looked at."""
+    """What ``status`` warns about, as the English lines ``status --json`` gives."""
+    return [str(found) for found in loose_modes(root)]
+
+
+def loose_modes(root) -> list[LooseMode]:
+    """Paths under the home that others can read or write (or the group write). ``inbox/`` may be
+    the gateway group's (group-writable); the files in it and in the archive came from the gateways
+    and are theirs, so only the receiver's own parts are looked at."""
     root = Path(root)
-    found: list[str] = []
+    found: list[LooseMode] = []
 
     def check(path: Path, allowed: int) -> None:
         try:
@@ -198,7 +215,7 @@ def looser_than_private(root) -> list[str]:
             return
         mode = st.st_mode & 0o777
         if mode & ~allowed:
-            found.append(f"{path} is mode {mode:04o}, open to others; run: chmod {mode & allowed:04o} {path}")
+            found.append(LooseMode(path, mode, mode & allowed))
 
     check(root, 0o750)
     check(root / "inbox", 0o770)

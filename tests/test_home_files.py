@@ -167,5 +167,9 @@ def test_status_warns_when_an_existing_home_is_open_to_others(tmp_path):
     assert text.returncode == 0
     assert f"! {home.root} is mode 0755, open to others; run: chmod 0750 {home.root}" in text.stdout.splitlines()
     assert f"! {home.db} is mode 0644, open to others; run: chmod 0640 {home.db}" in text.stdout.splitlines()
+    # In French the warning is French, the chmod to run the same; --json keeps the English lines.
+    said = cli(home, "--lang", "fr", "status").stdout.splitlines()
+    assert f"! {home.db} a le mode 0644, ouvert à d'autres ; lancez : chmod 0640 {home.db}" in said
+    assert cli(home, "--lang", "fr", "status", "--json").stdout == cli(home, "status", "--json").stdout
     # an existing home keeps the mode its administrator gave it: nothing loosened, nothing reset
     assert stat.S_IMODE(os.lstat(home.root).st_mode) == 0o755

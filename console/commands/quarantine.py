@@ -39,8 +39,9 @@ def cmd_quarantine(args, ctx) -> int:
         codes=(id_, frame_id, versions, seen, status), drop=(seen,),
     ))
     if rows and not args.all:
-        make_console().print(Text(_("resolve with: %(command)s", command="ussd-console resolve ID --keep-first "
-                                    "(or --accept-correction) --operator NAME --reason TEXT")))
+        make_console().print(Text(_("resolve with: %(command)s (or %(flag)s)",
+                                    command="ussd-console resolve ID --keep-first --operator NAME --reason TEXT",
+                                    flag="--accept-correction")))
     return 0
 
 

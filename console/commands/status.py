@@ -7,7 +7,7 @@ from rich.text import Text
 from console.render import assembled, make_console, print_json, safe, table
 from core.alerts import pause
 from core.backup.schedule import status as backup_status
-from core.home import looser_than_private
+from core.home import loose_modes
 from core.i18n import N_, _, moment, ngettext, number
 from core.inbox import file_counts, files_by_state
 from core.ops.health import gather
@@ -35,12 +35,12 @@ def cmd_status(args, ctx) -> int:
     gateways = gateway_status(r)
     backup = backup_status(ctx.home)
     paused = pause.paused(ctx.home, r.db)
-    loose = looser_than_private(ctx.home.root)  # the home's own parts others could read or write
+    loose = loose_modes(ctx.home.root)  # the home's own parts others could read or write
     if ctx.json:
         print_json({**t.to_dict(), "per_source": per_source, "files_per_path": files, "retention": policy,
                     "files_rejected": states["rejected"], "files_by_state": states,
                     "home": str(ctx.home.root), "health": health, "gateways": gateways,
-                    "home_open_to_others": loose, "backup": backup,
+                    "home_open_to_others": [str(found) for found in loose], "backup": backup,
                     "alerts_paused": None if paused is None else {
                         "since": paused.get("since"), "restored_from": paused.get("restored_from")}})
         return 0
@@ -72,8 +72,10 @@ def cmd_status(args, ctx) -> int:
     if paused is not None:
         out.print(Text("! ") + safe(pause.words(paused), 600))
     out.print(_backup_line(backup))
-    for line in loose:
-        out.print(Text.assemble("! ", safe(line, 1000)))
+    for found in loose:
+        out.print(Text("! ") + assembled(_("%(path)s is mode %(mode)s, open to others; run: chmod %(private)s %(path)s"),
+                                         path=safe(str(found.path), 1000), mode=f"{found.mode:04o}",
+                                         private=f"{found.private:04o}"))
     return 0
 
 

@@ -18,7 +18,7 @@ from core import i18n
 from core.config import read_toml
 from core.home import Home, private_umask
 from core.i18n import N_, _
-from core.rules.text import escape_text, one_line
+from core.rules.text import escape_text, one_line, said
 
 from .commands import COMMANDS, MODULES, default_command
 from .commands.common import examples
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_("ussd-console: error: %(reason)s", reason=reason), file=sys.stderr)
         return EXIT_ERROR
     except (StoreError, RetentionError, ValueError) as exc:
-        print(_("ussd-console: error: %(reason)s", reason=one_line(exc)), file=sys.stderr)
+        print(_("ussd-console: error: %(reason)s", reason=said(exc)), file=sys.stderr)
         return EXIT_ERROR
     except (peewee.OperationalError, sqlite3.OperationalError) as exc:
         reason = one_line(exc)

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from core.i18n import MarkedError
+
 ENV_HOME = "USSD_CONSOLE_HOME"
 DEFAULT_HOME = "data"
 DB_NAME = "receiver.db"
@@ -122,7 +124,7 @@ def replace_private(path, data: bytes, mode: int = FILE_MODE) -> None:
         raise
 
 
-class PrivateFileError(ValueError):
+class PrivateFileError(MarkedError, ValueError):
     """An owner-only file that is missing, cannot be trusted or cannot be read; the message is for
     the operator. ``missing``: there is no file at the path."""
 

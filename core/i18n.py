@@ -136,6 +136,19 @@ def ngettext(singular: str, plural: str, count: int, /, **values: object) -> str
     return text % values if values else text
 
 
+class MarkedError(Exception):
+    """An error worded as a marked message (``N_("no quarantine item #%(id)s")``) and its values.
+
+    ``str()`` is the English line, for logs and ``--json``; ``core.rules.text.said`` gives it in the
+    operator's language, its values (outside text) escaped. An error made from one finished string,
+    as before, is that string in every language."""
+
+    def __init__(self, message: object = "", /, *args: object, **values: object) -> None:
+        self.message, self.values = message, values
+        english = message % values if values and isinstance(message, str) else message
+        super().__init__(english, *args)
+
+
 def number(n: int | float) -> str:
     """A count or an amount as the current language writes it (1,234 / 1 234 / 1.234; 1.5 / 1,5)."""
     if isinstance(n, float) and n.is_integer():

@@ -308,3 +308,21 @@ def test_the_backup_line_in_french_keeps_outside_text_plain():
     assert "| non programmées ([backup] every dans config.toml) | ! disk" in line
     i18n.select("en")
     assert _backup_line({"last_verified": None, "every": 86400}).plain == "backups: none verified yet"
+
+
+def test_a_marked_error_is_english_in_its_str_and_the_language_where_said():
+    """``str()`` of a core error stays English (logs, --json); ``said`` gives the operator's language
+    with the outside text in it escaped, and an error of one finished string stays as it was."""
+    from core.rules.text import said
+    from core.signing.keys import ActionError
+
+    error = ActionError("home %(path)s", path="/srv/ussd\x1b[2J")
+    unmarked = ActionError("no such thing: caf\xe9")
+    try:
+        i18n.select("fr")
+        assert str(error) == "home /srv/ussd\x1b[2J"
+        assert said(error) == "dossier /srv/ussd\\x1b[2J"
+        assert said(unmarked) == "no such thing: caf\\xe9"
+    finally:
+        i18n.select(i18n.SOURCE)
+    assert said(error) == "home /srv/ussd\\x1b[2J"

@@ -18,11 +18,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from core.i18n import MarkedError
 from core.rules.text import escape_text, one_line
 from core.urls import mask_in, mask_url
 
 
-class SendError(Exception):
+class SendError(MarkedError):
     """One failed attempt, as one line for the outbox and the log."""
 
 

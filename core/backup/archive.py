@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from core.home import DB_NAME
+from core.i18n import MarkedError
 
 FORMAT = "ussd-backup v1"
 MANIFEST = "manifest.json"
@@ -31,7 +32,7 @@ SMALL_MAX = 1 << 20  # the manifest, config.toml and each file under operators/ 
 KEY_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", re.ASCII)
 
 
-class BackupError(Exception):
+class BackupError(MarkedError):
     """The backup is damaged or does not prove what it should: exit 1 with these words."""
 
 

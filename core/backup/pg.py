@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from core.i18n import MarkedError
 from core.urls import mask_in
 
 DUMP = "store.pgdump"
@@ -23,7 +24,7 @@ TOOL_TIMEOUT = 6 * 3600.0
 SYSTEM_SCHEMAS = "('pg_catalog', 'information_schema')"
 
 
-class PgError(Exception):
+class PgError(MarkedError):
     """A tool or the server refused; ``cannot`` says whether it is exit 2 (cannot run) or 1 (bad)."""
 
     def __init__(self, words: str, cannot: bool = True):

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from peewee import Database
 
 from core.home import PrivateFileError, read_private
+from core.i18n import MarkedError
 from core.rules.text import escape_text
 from core.store.gateway_tables import NAME_RE, gateway_models, source_label
 
@@ -38,7 +39,7 @@ COUNTS = ("posts", "messages", "webhook_retries", "reused_ids", "ignored", "spoo
           "refused_403", "refused_413", "refused_429", "refused_405")
 
 
-class GatewayError(ValueError):
+class GatewayError(MarkedError, ValueError):
     """A gateway command that cannot be done; the message is for the operator."""
 
 

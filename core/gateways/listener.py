@@ -53,6 +53,7 @@ import time
 from collections import Counter
 
 from core.home import Home, open_private
+from core.i18n import MarkedError
 from core.rules import events
 from core.rules.text import one_line
 from core.receiver import Receiver
@@ -76,7 +77,7 @@ RETRY_AFTER_BUSY = 30  # seconds, when nothing could keep a post (store and inbo
 RELOAD_EVERY = 0.5  # seconds between two account reloads caused by an unknown name
 
 
-class ListenerError(ValueError):
+class ListenerError(MarkedError, ValueError):
     """The listener cannot start (address in use, bad TLS files, another listener on this home)."""
 
 

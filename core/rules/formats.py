@@ -22,6 +22,8 @@ import json
 import re
 from typing import Iterator, Sequence
 
+from core.i18n import MarkedError
+
 from .columns import DEFAULT_NAMES, SPACE, ColumnNames, Columns, cell, choose, no_text_column, norm
 from .frame import Unreadable
 
@@ -37,7 +39,7 @@ PLAIN, CSV, JSONL, XLSX, ODS = "plain", "csv", "jsonl", "xlsx", "ods"
 SPREADSHEETS = {"xlsx": XLSX, "ods": ODS}
 
 
-class FormatError(ValueError):
+class FormatError(MarkedError, ValueError):
     """A file that cannot be read at all (binary, no usable columns); the message says why."""
 
 

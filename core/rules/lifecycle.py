@@ -19,7 +19,7 @@ Every move is a signed action, so every move carries a reason (``closed`` too:
 
 from __future__ import annotations
 
-from core.i18n import N_
+from core.i18n import MarkedError, N_
 
 OPEN = "open"
 DISPATCHED = "dispatched"
@@ -48,7 +48,7 @@ MEANINGS = {
 }
 
 
-class LifecycleError(ValueError):
+class LifecycleError(MarkedError, ValueError):
     """A status or a move the lifecycle does not allow; the message is one line for the operator."""
 
 

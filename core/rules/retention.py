@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.i18n import ngettext, number
+from core.i18n import MarkedError, ngettext, number
 
 from .text import Said
 
@@ -13,7 +13,7 @@ EXCEPTION_BELOW = 30 * DAY  # below this, only with an operator-signed exception
 EVICT_EVERY_SECONDS = 3600  # the headless watcher and the console run eviction hourly
 
 
-class RetentionError(ValueError):
+class RetentionError(MarkedError, ValueError):
     """A retention change that the rules refuse; the message is for the operator."""
 
 

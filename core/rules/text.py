@@ -7,6 +7,8 @@ stored or shown, so no control sequence reaches a terminal or a log line.
 
 from __future__ import annotations
 
+from core.i18n import MarkedError, _
+
 
 def escape_text(value: object, limit: int = 200) -> str:
     """A bounded, printable-ASCII rendering of untrusted input for storage and display.
@@ -60,3 +62,16 @@ def one_line(exc: BaseException, limit: int = 500) -> str:
     """An error as one escaped line: its first line, or its class name when it says nothing."""
     text = str(exc).strip().splitlines()
     return escape_text(text[0], limit) if text else exc.__class__.__name__
+
+
+def said(exc: BaseException, limit: int = 500) -> str:
+    """An error as one line in the operator's language: a ``MarkedError``'s message translated and
+    filled with its values made ``plain`` (a number as it is); any other error, or one whose words
+    were one finished string, as ``one_line`` gives it (English, escaped)."""
+    if isinstance(exc, MarkedError) and isinstance(exc.message, str) and exc.message:
+        values = {k: v if isinstance(v, (int, float, Said)) else plain(v, 300) for k, v in exc.values.items()}
+        text = _(exc.message, **values)
+        if values or text != exc.message:
+            lines = text.strip().splitlines()
+            return Said(lines[0][:limit]) if lines else exc.__class__.__name__
+    return one_line(exc, limit)

@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 # force), and that import was 3% of the instructions of `cases` or `audit verify`.
 
 from core.home import PrivateFileError, read_private, sync_folder
+from core.i18n import MarkedError
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}", re.ASCII)
 KEY_SUFFIX = ".key"
@@ -40,7 +41,7 @@ KDF_ROUNDS_ENV = "USSD_CONSOLE_KDF_ROUNDS"
 OPENSSH_BEGIN = b"-----BEGIN OPENSSH PRIVATE KEY-----"
 
 
-class ActionError(ValueError):
+class ActionError(MarkedError, ValueError):
     """An operator or signed action was refused; nothing changed. The message is one line."""
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from core.i18n import N_
+from core.i18n import MarkedError, N_
 
 ADMIN = "admin"
 RESOLVER = "resolver"
@@ -55,7 +55,7 @@ WHAT = {
 }
 
 
-class RoleError(ValueError):
+class RoleError(MarkedError, ValueError):
     """A role name that is not one of ``ROLES``."""
 
 

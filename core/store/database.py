@@ -20,6 +20,8 @@ from typing import Callable, Iterator, TypeVar
 
 from peewee import Database, PeeweeException
 
+from core.i18n import MarkedError
+
 from .backend import is_postgres_url
 
 M = TypeVar("M")
@@ -38,7 +40,7 @@ def bound_models(db: Database, bind: Callable[[Database], M]) -> M:
     return made
 
 
-class StoreError(RuntimeError):
+class StoreError(MarkedError, RuntimeError):
     """The store cannot be opened or used; the message is for the operator."""
 
 

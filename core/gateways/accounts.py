@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from peewee import Database
 
 from core.home import PrivateFileError, read_private
-from core.i18n import MarkedError
+from core.i18n import N_, MarkedError
 from core.rules.text import escape_text
 from core.store.gateway_tables import NAME_RE, gateway_models, source_label
 
@@ -47,13 +47,14 @@ class GatewayError(MarkedError, ValueError):
 def check_name(name: object) -> str:
     text = str(name)
     if not NAME_RE.fullmatch(text):
-        raise GatewayError("a gateway name is 1-13 lower-case letters, digits or '_', starting with a letter")
+        raise GatewayError(N_("a gateway name is 1-13 lower-case letters, digits or '_', starting with a letter"))
     return text
 
 
 def check_kind(kind: object) -> str:
     if kind not in KINDS:
-        raise GatewayError(f"unknown gateway kind {escape_text(str(kind), 40)}; one of: {', '.join(KINDS)}")
+        raise GatewayError(N_("unknown gateway kind %(kind)s; one of: %(kinds)s"), kind=escape_text(str(kind), 40),
+                           kinds=", ".join(KINDS))
     return str(kind)
 
 
@@ -70,7 +71,7 @@ def check_public_url(url: str | None) -> str | None:
         return None
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise GatewayError("--public-url is the base the gateway posts to, such as https://receiver.example.org")
+        raise GatewayError(N_("--public-url is the base the gateway posts to, such as https://receiver.example.org"))
     return url.rstrip("/")
 
 
@@ -80,10 +81,10 @@ def read_secret(path: str) -> bytes:
     try:
         data = read_private(path, "the secret file", limit=SECRET_MAX)
     except PrivateFileError as exc:
-        raise GatewayError(str(exc)) from None
+        raise GatewayError(exc.message, **exc.values) from None
     line = data.split(b"\n", 1)[0].rstrip(b"\r")
     if not line:
-        raise GatewayError(f"the secret file {escape_text(path, 200)} has no secret on its first line")
+        raise GatewayError(N_("the secret file %(path)s has no secret on its first line"), path=escape_text(path, 200))
     return line
 
 

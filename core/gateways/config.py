@@ -18,12 +18,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from core.config import read_toml
+from core.i18n import N_, MarkedError
 
 LOOPBACK = "127.0.0.1"
 KNOWN = ("listen", "tls_cert", "tls_key", "rate", "burst", "max_connections", "max_connections_per_peer",
          "header_timeout", "body_timeout")
 MOST_CONNECTIONS = 1_000_000
 LONGEST_TIMEOUT = 3600.0
+
+
+class GatewaysConfigError(MarkedError, ValueError):
+    """``[gateways]`` or ``--listen`` that does not read; the message names the key, for the operator."""
 
 
 @dataclass(frozen=True)
@@ -49,13 +54,14 @@ def parse_listen(value: object, where: str = "--listen") -> tuple[str, int]:
     if text.startswith("["):
         end = text.find("]")
         if end < 0 or text[end + 1:end + 2] != ":":
-            raise ValueError(f"{where}: {text!r} is not HOST:PORT")
+            raise GatewaysConfigError(N_("%(where)s: %(text)s is not HOST:PORT"), where=where, text=repr(text))
         host, port = text[1:end], text[end + 2:]
     elif ":" in text:
         host, port = text.rsplit(":", 1)
         host = host or LOOPBACK
     if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"{where}: {text!r} is not HOST:PORT (a port is 0-65535)")
+        raise GatewaysConfigError(N_("%(where)s: %(text)s is not HOST:PORT (a port is 0-65535)"), where=where,
+                                  text=repr(text))
     return host, int(port)
 
 
@@ -63,26 +69,28 @@ def load_gateways_config(config_path: Path, listen: str | None = None) -> Gatewa
     """The listener's settings, or None when nothing asks to listen (``--listen`` beats the file)."""
     table: Mapping[str, Any] = read_toml(config_path).get("gateways", {})
     if not isinstance(table, dict):
-        raise ValueError("[gateways] must be a table")
+        raise GatewaysConfigError(N_("[gateways] must be a table"))
     for key in table:
         if key not in KNOWN:
-            raise ValueError(f"[gateways]: unknown setting {key!r} (known: {', '.join(KNOWN)})")
+            raise GatewaysConfigError(N_("[gateways]: unknown setting %(key)s (known: %(known)s)"), key=repr(key),
+                                      known=", ".join(KNOWN))
     given = listen if listen is not None else table.get("listen")
     if given is None:
         return None
     host, port = parse_listen(given, "--listen" if listen is not None else "[gateways] listen")
     cert, key = table.get("tls_cert"), table.get("tls_key")
     if (cert is None) != (key is None):
-        raise ValueError("[gateways]: tls_cert and tls_key go together")
+        raise GatewaysConfigError(N_("[gateways]: tls_cert and tls_key go together"))
     for name in ("tls_cert", "tls_key"):
         value = table.get(name)
         if value is not None and not isinstance(value, str):
-            raise ValueError(f"[gateways] {name} is a file path")
+            raise GatewaysConfigError(N_("[gateways] %(name)s is a file path"), name=name)
     rate = table.get("rate", GatewaysConfig.rate)
     burst = table.get("burst", 2 * rate if isinstance(rate, (int, float)) else rate)
     for name, value in (("rate", rate), ("burst", burst)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"[gateways] {name} must be a positive number of posts a second, not {value!r}")
+            raise GatewaysConfigError(N_("[gateways] %(name)s must be a positive number of posts a second, not %(value)s"),
+                                      name=name, value=repr(value))
     total = _whole(table, "max_connections", GatewaysConfig.max_connections, MOST_CONNECTIONS)
     per_peer = _whole(table, "max_connections_per_peer", min(GatewaysConfig.max_connections_per_peer, total), total)
     header = _seconds(table, "header_timeout", GatewaysConfig.header_timeout)
@@ -95,8 +103,8 @@ def load_gateways_config(config_path: Path, listen: str | None = None) -> Gatewa
 def _whole(table: Mapping[str, Any], name: str, default: int, most: int) -> int:
     value = table.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-        raise ValueError(f"[gateways] {name} must be a whole number of connections from 1 to {most:,}, "
-                         f"not {value!r}")
+        raise GatewaysConfigError(N_("[gateways] %(name)s must be a whole number of connections from 1 to %(most)s, "
+                                     "not %(value)s"), name=name, most=f"{most:,}", value=repr(value))
     return value
 
 
@@ -104,6 +112,7 @@ def _seconds(table: Mapping[str, Any], name: str, default: float) -> float:
     value = table.get(name, default)
     if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
             or not 0 < value <= LONGEST_TIMEOUT):
-        raise ValueError(f"[gateways] {name} must be a number of seconds above 0 and at most "
-                         f"{LONGEST_TIMEOUT:g}, not {value!r}")
+        raise GatewaysConfigError(N_("[gateways] %(name)s must be a number of seconds above 0 and at most "
+                                     "%(most)s, not %(value)s"), name=name, most=f"{LONGEST_TIMEOUT:g}",
+                                  value=repr(value))
     return float(value)

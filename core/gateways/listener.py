@@ -53,7 +53,7 @@ import time
 from collections import Counter
 
 from core.home import Home, open_private
-from core.i18n import MarkedError
+from core.i18n import N_, MarkedError
 from core.rules import events
 from core.rules.text import one_line
 from core.receiver import Receiver
@@ -152,7 +152,7 @@ class Listener:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise ListenerError("another process already listens for gateways on this home (one listener per home)")
+            raise ListenerError(N_("another process already listens for gateways on this home (one listener per home)"))
         self._lock_fd = fd
 
     def _ssl(self):
@@ -162,7 +162,7 @@ class Listener:
         try:
             context.load_cert_chain(self.config.tls_cert, self.config.tls_key)
         except (OSError, ssl.SSLError) as exc:
-            raise ListenerError(f"[gateways] tls_cert / tls_key cannot be loaded: {one_line(exc)}") from None
+            raise ListenerError(N_("[gateways] tls_cert / tls_key cannot be loaded: %(reason)s"), reason=one_line(exc)) from None
         return context
 
     def _serve(self, ready: concurrent.futures.Future) -> None:
@@ -187,7 +187,8 @@ class Listener:
             try:
                 self.address = self._gate.listen(loop, host, port)
             except OSError as exc:
-                raise ListenerError(f"cannot listen on {host}:{port}: {exc.strerror or one_line(exc)}") from None
+                raise ListenerError(N_("cannot listen on %(host)s:%(port)s: %(reason)s"), host=host, port=port,
+                                    reason=exc.strerror or one_line(exc)) from None
             self._runner = runner
         except BaseException as exc:  # noqa: BLE001 - told to start(), which raises it
             self._loop = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 
-from core.i18n import _
+from core.i18n import N_, _
 from core.rules.text import plain
 from core.signing import roles
 from core.signing.gateway_check import GATEWAY_ADD, GATEWAY_RETIRE
@@ -29,11 +29,11 @@ def prepare_add(name, kind, secret_file: str | None = None, public_url: str | No
     only) and the token itself, which is shown once and never kept."""
     name, kind = check_name(name), check_kind(kind)
     if KINDS[kind].signed and not secret_file:
-        raise GatewayError(f"a {kind} gateway signs its posts: give the secret with --secret-file PATH")
+        raise GatewayError(N_("a %(kind)s gateway signs its posts: give the secret with --secret-file PATH"), kind=kind)
     if KINDS[kind].needs_url and not public_url:
-        raise GatewayError(f"a {kind} gateway signs the URL it posts to: give it with --public-url BASE")
+        raise GatewayError(N_("a %(kind)s gateway signs the URL it posts to: give it with --public-url BASE"), kind=kind)
     if reply not in REPLIES:
-        raise GatewayError("--reply is END or CON")
+        raise GatewayError(N_("--reply is END or CON"))
     public_url = check_public_url(public_url)
     if secret_file:
         secret_file = os.path.abspath(secret_file)
@@ -46,7 +46,8 @@ def prepare_add(name, kind, secret_file: str | None = None, public_url: str | No
 def _plan_add(receiver, by, name, kind, secret_file, public_url, reply, token_digest) -> tuple[str, dict]:
     g = gateway_models(receiver.db)
     if g.Gateway.select().where(g.Gateway.name == name).exists():
-        raise GatewayError(f"gateway {name} already exists; names are never reused, so counts stay attributable")
+        raise GatewayError(N_("gateway %(name)s already exists; names are never reused, so counts stay attributable"),
+                           name=name)
     payload = {"name": name, "kind": kind, "token_hash": token_digest, "secret_file": secret_file,
                "public_url": public_url, "reply": reply}
     return f"gateway:{name}", payload
@@ -97,9 +98,9 @@ def _plan_retire(receiver, by, name) -> tuple[str, dict]:
     g = gateway_models(receiver.db)
     row = g.Gateway.get_or_none(g.Gateway.name == name)
     if row is None:
-        raise GatewayError(f"no gateway {name}")
+        raise GatewayError(N_("no gateway %(name)s"), name=name)
     if row.retired_at is not None:
-        raise GatewayError(f"gateway {name} is already retired")
+        raise GatewayError(N_("gateway %(name)s is already retired"), name=name)
     return f"gateway:{name}", {"name": name, "token_hash": row.token_hash}
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.text import Text
 
 from core.i18n import _, ngettext, number
+from core.rules.text import said
 from core.backup import archive, origin
 from core.backup.make import make_backup
 from core.backup.restore import restore
@@ -95,7 +96,7 @@ def cmd_backup(args, ctx) -> int:
     try:
         made = make_backup(home, ctx.store_target, folder, config.recipients)
     except archive.CannotRun as exc:
-        return _fail(str(exc), EXIT_CANNOT)
+        return _fail(said(exc), EXIT_CANNOT)
     if ctx.json:
         print_json({"file": str(made.file), "size": made.size, "encrypted": made.encrypted,
                     "made_at": made.manifest["made_at"], "counts": made.manifest["counts"],
@@ -189,11 +190,11 @@ def cmd_backup_verify(args, ctx) -> int:
         trust = _trust(args, ctx, home_too=True)
         manifest = verify(Path(args.file), args.identity, server=_pg_server(args, ctx), trust=trust)
     except archive.CannotRun as exc:
-        return _fail(str(exc), EXIT_CANNOT)
+        return _fail(said(exc), EXIT_CANNOT)
     except archive.BackupError as exc:
         if ctx.json:
             print_json({"file": args.file, "ok": False, "why": str(exc)})
-        return _fail(assembled(_("BAD: %(reason)s"), reason=safe(str(exc), 600)), EXIT_BAD)
+        return _fail(assembled(_("BAD: %(reason)s"), reason=safe(said(exc), 600)), EXIT_BAD)
     not_counted = _note_verified(ctx, Path(args.file), manifest)
     if ctx.json:
         print_json({"file": args.file, "ok": True, "made_at": manifest["made_at"], "counts": manifest["counts"],
@@ -225,11 +226,11 @@ def cmd_restore(args, ctx) -> int:
         trust = _trust(args, ctx, home_too=False)
         manifest = restore(Path(args.file), home, args.identity, db=getattr(args, "db", None), trust=trust)
     except archive.CannotRun as exc:
-        return _fail(str(exc), EXIT_CANNOT)
+        return _fail(said(exc), EXIT_CANNOT)
     except archive.BackupError as exc:
         origin_words = str(exc).startswith(("not made by this home", "manifest not signed"))
         return _fail(assembled(_("not restored: %(reason)s") if origin_words
-                               else _("not restored, the backup is damaged: %(reason)s"), reason=safe(str(exc), 600)),
+                               else _("not restored, the backup is damaged: %(reason)s"), reason=safe(said(exc), 600)),
                      EXIT_BAD)
     if ctx.json:
         print_json({"home": str(home.root), "restored": args.file, "counts": manifest["counts"],
@@ -256,7 +257,7 @@ def cmd_backup_key(args, ctx) -> int:
     try:
         info = origin.describe_key(home, _store_target(ctx))
     except archive.CannotRun as exc:
-        return _fail(str(exc), EXIT_CANNOT)
+        return _fail(said(exc), EXIT_CANNOT)
     if args.key_action == "record":
         return _record_key(args, ctx, info)
     if ctx.json:

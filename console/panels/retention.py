@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from core.i18n import _, N_
+from core.i18n import _, N_, ngettext
 from console.render import assembled, safe
 from console.ui_text import count, number, stamp
 from console.widgets.keyed_table import KeyedTable
@@ -156,22 +156,24 @@ class RetentionPanel(Panel):
             line.append_text(safe(backups.fault, 300))
             line.append("\n")
         if backups.folder is not None:
-            line.append(f"{count(len(backups.rows))} in ")
-            line.append_text(safe(backups.folder, 200))
-            line.append(f"; every {describe(backups.every)}, keeping {backups.keep}" if backups.every
-                        else "; not scheduled ([backup] every in config.toml)")
+            n = len(backups.rows)
+            # TRANSLATORS: the count of backup files in the backup folder, and that folder.
+            line.append_text(assembled(ngettext("%(n)s in %(folder)s", "%(n)s in %(folder)s", n), n=count(n),
+                                       folder=safe(backups.folder, 200)))
+            line.append("; " + (_("every %(span)s, keeping %(keep)s", span=describe(backups.every),
+                                  keep=count(backups.keep)) if backups.every
+                                else _("not scheduled ([backup] every in config.toml)")))
         last = backups.last_verified
         if last:  # wherever it was written: a stick elsewhere counts as much as the folder here
             where = PurePath(last["file"])
-            line.append("\nlast verified: ")
-            line.append_text(safe(where.name, 60))
-            line.append(" in ")
-            line.append_text(safe(str(where.parent), 200))
-            line.append(f", made {stamp(last['at'])}")
+            line.append("\n")
+            line.append_text(assembled(_("last verified: %(file)s in %(folder)s, made %(time)s"),
+                                       file=safe(where.name, 60), folder=safe(str(where.parent), 200),
+                                       time=stamp(last["at"])))
         self.query_one("#backups-summary", Static).update(line)
         self.query_one("#backups-table").display = bool(backups.rows)
         self.query_one("#backups-table", KeyedTable).sync([
             (b.file, (Text(stamp(b.at)), safe(b.file, 60), Text(f"{b.size:,} B"),
-                      Text("verified" if b.verified else "NOT VERIFIED", style="" if b.verified else "bold")))
+                      Text(_("verified") if b.verified else _("NOT VERIFIED"), style="" if b.verified else "bold")))
             for b in backups.rows
         ])

@@ -36,7 +36,7 @@ class BackupError(MarkedError):
     """The backup is damaged or does not prove what it should: exit 1 with these words."""
 
 
-class CannotRun(Exception):
+class CannotRun(MarkedError):
     """The check cannot be made at all (no file, no identity): exit 2 with these words."""
 
 

@@ -7,8 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import checked, folder_setting, read_section
+from core.i18n import N_, MarkedError
 
 KNOWN = ("dir", "every", "keep", "recipients")
+
+
+class BackupConfigError(MarkedError, ValueError):
+    """A ``[backup]`` value that does not read; the message names its key, for the operator."""
 
 
 @dataclass(frozen=True)
@@ -29,16 +34,19 @@ class BackupConfig:
 
 def _recipients(value, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{where}: backup setting recipients must be a list of age public keys (\"age1...\")")
+        raise BackupConfigError(N_("%(where)s: backup setting recipients must be a list of age public keys "
+                                   '("age1...")'), where=where)
     from pyrage import x25519
 
     for text in value:
         if not text.startswith("age1"):
-            raise ValueError(f"{where}: backup setting recipients: {text[:20]!r} is not an age public key (age1...)")
+            raise BackupConfigError(N_("%(where)s: backup setting recipients: %(text)s is not an age public key"
+                                       " (age1...)"), where=where, text=repr(text[:20]))
         try:
             x25519.Recipient.from_str(text)
         except Exception:  # noqa: BLE001 - pyrage's RecipientError, any spelling of it
-            raise ValueError(f"{where}: backup setting recipients: {text[:20]!r}... is not a valid age public key") \
+            raise BackupConfigError(N_("%(where)s: backup setting recipients: %(text)s... is not a valid age "
+                                       "public key"), where=where, text=repr(text[:20])) \
                 from None
     return tuple(value)
 

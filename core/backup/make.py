@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.home import sync_folder
+from core.i18n import N_
 from core.urls import mask_in
 
 from . import origin, pg
@@ -116,12 +117,12 @@ def _dump_postgres(url: str, dest: Path) -> dict:
     try:
         receiver = Receiver(url, create=False)
     except Exception as exc:  # noqa: BLE001 - StoreError, psycopg's errors: one masked line, exit 2
-        raise CannotRun(f"cannot open the PostgreSQL store: {mask_in(one_line(exc), url)}") from None
+        raise CannotRun(N_("cannot open the PostgreSQL store: %(reason)s"), reason=mask_in(one_line(exc), url)) from None
     try:
         schema = receiver.db.execute_sql("SELECT max(version) FROM schema_version").fetchone()[0]
         return pg.dump(url, dest, lambda: describe_receiver(receiver, schema))
     except pg.PgError as exc:
-        raise CannotRun(str(exc)) from None
+        raise CannotRun(exc.message, **exc.values) from None
     finally:
         receiver.close()
 
@@ -186,11 +187,11 @@ def make_backup(home, store_target: str, folder: Path, recipients=(), now: float
 
     postgres = is_postgres_url(store_target)
     if not postgres and not os.path.exists(store_target):
-        raise CannotRun(f"no store at {store_target}")
+        raise CannotRun(N_("no store at %(store)s"), store=store_target)
     now = time.time() if now is None else now
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise CannotRun(f"the backup folder {folder} is not a folder")
+        raise CannotRun(N_("the backup folder %(folder)s is not a folder"), folder=folder)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     final = folder / f"{PREFIX}{stamp}{SUFFIX_AGE if recipients else SUFFIX_PLAIN}"
     n = 1
@@ -230,7 +231,8 @@ def make_backup(home, store_target: str, folder: Path, recipients=(), now: float
         try:  # only now: a store that cannot be read leaves no empty folder on the backup disk
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise CannotRun(f"cannot make the backup folder {folder}: {exc.strerror}") from None
+            raise CannotRun(N_("cannot make the backup folder %(folder)s: %(reason)s"),
+                            folder=folder, reason=exc.strerror) from None
         tmp = folder / f".{final.name}{TMP_SUFFIX}"
         plain = work / "backup.tar.gz" if recipients else tmp
         fd = os.open(plain, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -13,6 +13,8 @@ import re
 import tarfile
 from dataclasses import dataclass
 
+from core.i18n import N_
+
 from .archive import BackupError
 
 BLOCK = tarfile.BLOCKSIZE
@@ -46,11 +48,11 @@ def _pax_records(data: bytes) -> dict[str, str]:
     while pos < len(data) and data[pos] != 0:
         space = data.find(b" ", pos, pos + 21)
         if space < 0 or not _DIGITS.fullmatch(data[pos:space]):
-            raise BackupError("the backup is damaged (a pax header does not read)")
+            raise BackupError(N_("the backup is damaged (a pax header does not read)"))
         end = pos + int(data[pos:space])
         key, eq, value = data[space + 1:end - 1].partition(b"=")
         if end <= space + 1 or end > len(data) or data[end - 1:end] != b"\n" or not eq:
-            raise BackupError("the backup is damaged (a pax header does not read)")
+            raise BackupError(N_("the backup is damaged (a pax header does not read)"))
         out[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
         pos = end
     return out
@@ -70,7 +72,7 @@ class TarStream:
         while want:
             got = self.raw.read(min(want, CHUNK))
             if not got:
-                raise BackupError("the backup is cut short or damaged (the archive ends inside a member)")
+                raise BackupError(N_("the backup is cut short or damaged (the archive ends inside a member)"))
             parts.append(got)
             want -= len(got)
         return b"".join(parts)
@@ -97,17 +99,19 @@ class TarStream:
             try:
                 info = tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
             except (tarfile.HeaderError, ValueError) as exc:
-                raise BackupError(f"the backup is damaged (a tar header does not read: {exc})") from None
+                raise BackupError(N_("the backup is damaged (a tar header does not read: %(reason)s)"),
+                                  reason=exc) from None
             if info.size < 0:
-                raise BackupError("the backup is damaged (a tar header gives a negative size)")
+                raise BackupError(N_("the backup is damaged (a tar header gives a negative size)"))
             if info.type not in _EXTENDED:
                 break
             what = "pax" if info.type in (tarfile.XHDTYPE, tarfile.XGLTYPE) else "long-name"
             if info.size > EXTENDED_MAX:
-                raise BackupError(f"the backup holds a {what} header of {info.size:,} bytes (at most "
-                                  f"{EXTENDED_MAX:,}): not a backup this program made; it was not read")
+                raise BackupError(N_("the backup holds a %(what)s header of %(size)s bytes (at most %(most)s): "
+                                     "not a backup this program made; it was not read"),
+                                  what=what, size=f"{info.size:,}", most=f"{EXTENDED_MAX:,}")
             if info.type == tarfile.XGLTYPE:
-                raise BackupError("the backup holds a pax global header, which backup never writes")
+                raise BackupError(N_("the backup holds a pax global header, which backup never writes"))
             self._start(info.size)
             data = b"".join(self.chunks())
             if info.type == tarfile.XHDTYPE:
@@ -118,8 +122,8 @@ class TarStream:
         size = info.size
         if "size" in pax:
             if not _DIGITS.fullmatch(pax["size"].encode("ascii", "replace")):
-                raise BackupError(f"the backup is damaged (the member {shown(name)} has a pax size that is "
-                                  "not a number)")
+                raise BackupError(N_("the backup is damaged (the member %(member)s has a pax size that is not a"
+                                     " number)"), member=shown(name))
             size = int(pax["size"])
         kind = _KINDS.get(info.type, "special file")
         if kind == "file" and any(key.startswith("GNU.sparse.") for key in pax):
@@ -145,4 +149,4 @@ class TarStream:
         while data := self.raw.read(CHUNK):
             seen += len(data)
             if data.count(0) != len(data) or seen > TRAILER_MAX:
-                raise BackupError("the backup is damaged (something follows the archive's end marker)")
+                raise BackupError(N_("the backup is damaged (something follows the archive's end marker)"))

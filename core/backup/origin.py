@@ -19,16 +19,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.i18n import N_
+
 from .archive import BackupError, CannotRun
 
 KEY_NAME = "backup-signing.key"
 DOMAIN = b"ussd-console backup manifest v1\n"
 FP_MIN = 12  # hex digits of a fingerprint given by hand
 
-UNSIGNED = ("manifest not signed: nothing proves which home made this backup, nor that its config.toml and "
-            "key files are the ones it was made with (backups made before manifests were signed are so too); "
-            "make a new backup of the live home, or, with no other copy left, restore it with --accept-unsigned "
-            "and read config.toml and the operators' keys before `alerts resume`")
+UNSIGNED = N_("manifest not signed: nothing proves which home made this backup, nor that its config.toml and "
+               "key files are the ones it was made with (backups made before manifests were signed are so too); "
+               "make a new backup of the live home, or, with no other copy left, restore it with --accept-unsigned "
+               "and read config.toml and the operators' keys before `alerts resume`")
 
 
 def key_path(home) -> Path:
@@ -55,13 +57,14 @@ def load_key(home, create: bool = False):
         except FileNotFoundError:
             text = None
         except (OSError, UnicodeDecodeError) as exc:
-            raise CannotRun(f"cannot read the home's backup key {path}: {getattr(exc, 'strerror', None) or exc}") \
+            raise CannotRun(N_("cannot read the home's backup key %(path)s: %(reason)s"),
+                            path=path, reason=getattr(exc, 'strerror', None) or exc) \
                 from None
         if text is not None:
             try:
                 return _private(text)
             except ValueError:
-                raise CannotRun(f"the home's backup key {path} is damaged (not 64 hex digits)") from None
+                raise CannotRun(N_("the home's backup key %(path)s is damaged (not 64 hex digits)"), path=path) from None
         if not create:
             return None
         raw = Ed25519PrivateKey.generate().private_bytes_raw().hex()
@@ -78,7 +81,7 @@ def load_key(home, create: bool = False):
         finally:
             tmp.unlink(missing_ok=True)
         sync_folder(path.parent)
-    raise CannotRun(f"cannot make the home's backup key {path}")
+    raise CannotRun(N_("cannot make the home's backup key %(path)s"), path=path)
 
 
 def public_hex(key) -> str:
@@ -137,27 +140,28 @@ def check_signature(manifest: dict, trust: Trust) -> str | None:
     try:
         fp = fingerprint_of(pub)
     except ValueError:
-        raise BackupError("not made by this home: the manifest names a backup key that does not read") from None
+        raise BackupError(N_("not made by this home: the manifest names a backup key that does not read")) from None
     if not verify_signature(pub, sig, _message(manifest)):
-        raise BackupError("not made by this home: the manifest's signature does not match it "
-                          "(the manifest was changed after it was signed)")
+        raise BackupError(N_("not made by this home: the manifest's signature does not match it (the manifest "
+                             "was changed after it was signed)"))
     if trust.empty and trust.live_home:
-        raise BackupError("not made by this home: this home has made no backup yet, so it has no backup key "
-                          "(on a machine with nothing else of the home, give --checkpoint or --backup-key)")
+        raise BackupError(N_("not made by this home: this home has made no backup yet, so it has no backup key "
+                             "(on a machine with nothing else of the home, give --checkpoint or --backup-key)"))
     if trust.empty:
-        raise CannotRun("cannot tell whether this home made the backup: no backup key of this home is known here; "
-                        "give --checkpoint FILE (a checkpoint kept off the machine) or --backup-key FINGERPRINT")
+        raise CannotRun(N_("cannot tell whether this home made the backup: no backup key of this home is known "
+                           "here; give --checkpoint FILE (a checkpoint kept off the machine) or --backup-key "
+                           "FINGERPRINT"))
     if not trust.trusts(fp):
-        raise BackupError(f"not made by this home: the manifest is signed by backup key {short_fingerprint(fp)}, "
-                          "which is not this home's")
+        raise BackupError(N_("not made by this home: the manifest is signed by backup key %(key)s, which is not"
+                             " this home's"), key=short_fingerprint(fp))
     return None
 
 
 def _key_prefix(text: str) -> str:
     value = "".join(str(text).split()).lower()
     if len(value) < FP_MIN or len(value) > 64 or not set(value) <= set("0123456789abcdef"):
-        raise CannotRun(f"--backup-key is the backup key's fingerprint: {FP_MIN} to 64 hex digits "
-                        "(`ussd-console backup key` prints it)")
+        raise CannotRun(N_("--backup-key is the backup key's fingerprint: %(least)s to 64 hex digits "
+                           "(`ussd-console backup key` prints it)"), least=FP_MIN)
     return value
 
 
@@ -178,9 +182,9 @@ def trust_given(backup_key: str | None = None, checkpoint_source: str | None = N
         except checkpoint_.CheckpointError as exc:
             raise CannotRun(str(exc)) from None
         if not cp.backup:
-            raise CannotRun("the checkpoint carries no backup key (it was taken before this home's backup key "
-                            "was recorded with `backup key record`): give a checkpoint taken since, or "
-                            "--backup-key FINGERPRINT")
+            raise CannotRun(N_("the checkpoint carries no backup key (it was taken before this home's backup "
+                               "key was recorded with `backup key record`): give a checkpoint taken since, or "
+                               "--backup-key FINGERPRINT"))
         prefixes.append(cp.backup)
     return Trust(prefixes=tuple(prefixes), checkpoint=cp, accept_unsigned=accept_unsigned)
 
@@ -228,7 +232,7 @@ def check_chain(receiver, manifest: dict, trust: Trust | None) -> str | None:
 
     named = manifest.get("home_id")
     if named is not None and home_id(receiver.db) != named:
-        raise BackupError("the store in the backup is of another home than its manifest names")
+        raise BackupError(N_("the store in the backup is of another home than its manifest names"))
     cp = trust.checkpoint if trust is not None else None
     if cp is None:
         return None
@@ -238,7 +242,8 @@ def check_chain(receiver, manifest: dict, trust: Trust | None) -> str | None:
                 f"recorded {cp.count} (the backup is older); run `audit verify --checkpoint` once it is restored")
     result = audit.verify(receiver, checkpoint=cp)
     if not result.ok:
-        raise BackupError(f"the audit log in the backup does not extend the checkpoint given: {result.why}")
+        raise BackupError(N_("the audit log in the backup does not extend the checkpoint given: %(why)s"),
+                          why=result.why)
     return None
 
 

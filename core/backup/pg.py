@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from core.i18n import MarkedError
+from core.i18n import N_, MarkedError
 from core.urls import mask_in
 
 DUMP = "store.pgdump"
@@ -27,16 +27,16 @@ SYSTEM_SCHEMAS = "('pg_catalog', 'information_schema')"
 class PgError(MarkedError):
     """A tool or the server refused; ``cannot`` says whether it is exit 2 (cannot run) or 1 (bad)."""
 
-    def __init__(self, words: str, cannot: bool = True):
-        super().__init__(words)
+    def __init__(self, words: str, cannot: bool = True, **values: object):
+        super().__init__(words, **values)
         self.cannot = cannot
 
 
 def tool(name: str) -> str:
     found = shutil.which(name)
     if found is None:
-        raise PgError(f"{name} is not installed: install Debian's postgresql-client (the same major "
-                      "version as the server, or newer)")
+        raise PgError(N_("%(name)s is not installed: install Debian's postgresql-client (the same major version"
+                         " as the server, or newer)"), name=name)
     return found
 
 
@@ -47,7 +47,7 @@ def conninfo_and_env(url: str) -> tuple[str, dict]:
     try:
         params = conninfo_to_dict(url)
     except Exception as exc:  # noqa: BLE001 - psycopg's ProgrammingError on a URL libpq cannot parse
-        raise PgError(f"the PostgreSQL URL does not read: {mask_in(str(exc), url)}") from None
+        raise PgError(N_("the PostgreSQL URL does not read: %(reason)s"), reason=mask_in(str(exc), url)) from None
     env = dict(os.environ)
     password = params.pop("password", None)
     if password is not None:
@@ -62,9 +62,10 @@ def run_tool(url: str, argv: list[str], what: str, cannot: bool = True) -> subpr
         done = subprocess.run([*argv, "-d", conninfo], env=env, capture_output=True, text=True,
                               timeout=TOOL_TIMEOUT)
     except subprocess.TimeoutExpired:
-        raise PgError(f"{what} took more than {int(TOOL_TIMEOUT)} s and was stopped", cannot) from None
+        raise PgError(N_("%(what)s took more than %(seconds)s s and was stopped"),
+                      cannot, what=what, seconds=int(TOOL_TIMEOUT)) from None
     if done.returncode != 0:
-        raise PgError(f"{what} failed: {_first_words(done.stderr, url)}", cannot)
+        raise PgError(N_("%(what)s failed: %(reason)s"), cannot, what=what, reason=_first_words(done.stderr, url))
     return done
 
 
@@ -80,7 +81,7 @@ def connect(url: str):
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=30)
     except Exception as exc:  # noqa: BLE001 - psycopg.OperationalError and kin: one masked line
-        raise PgError(f"cannot reach the PostgreSQL database: {_first_words(str(exc), url)}") from None
+        raise PgError(N_("cannot reach the PostgreSQL database: %(reason)s"), reason=_first_words(str(exc), url)) from None
 
 
 def current_schema(con) -> str:
@@ -129,7 +130,7 @@ def listing(dump_file: Path) -> int:
     done = subprocess.run([pg_restore, "--list", str(dump_file)], capture_output=True, text=True,
                           timeout=TOOL_TIMEOUT)
     if done.returncode != 0:
-        raise PgError(f"the PostgreSQL dump does not read: {_first_words(done.stderr, '')}", cannot=False)
+        raise PgError(N_("the PostgreSQL dump does not read: %(reason)s"), reason=_first_words(done.stderr, ''), cannot=False)
     return sum(1 for line in done.stdout.splitlines() if line.strip() and not line.startswith(";"))
 
 
@@ -162,7 +163,8 @@ class Scratch:
         try:
             con.execute(f'CREATE DATABASE "{self.name}"')
         except Exception as exc:  # noqa: BLE001 - no CREATEDB right, and the like: said by the caller
-            raise PgError(f"cannot make a scratch database there: {_first_words(str(exc), self.server)}") from None
+            raise PgError(N_("cannot make a scratch database there: %(reason)s"),
+                          reason=_first_words(str(exc), self.server)) from None
         finally:
             con.close()
         self.url = with_database(self.server, self.name, self.schema)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from core.alerts.pause import write_marker
 from core.home import sync_folder
+from core.i18n import N_
 
 from . import pg
 from .archive import CONFIG, KEYS, CannotRun, store_kind
@@ -49,7 +50,8 @@ def _lay_out(name: str, path: Path, dest: Path, url: str | None) -> None:
         with open(dest, "rb+") as fh:
             os.fsync(fh.fileno())
     except OSError as exc:
-        raise CannotRun(f"cannot lay out the member {name} in {dest.parent}: {exc.strerror or exc}") from None
+        raise CannotRun(N_("cannot lay out the member %(name)s in %(folder)s: %(reason)s"),
+                        name=name, folder=dest.parent, reason=exc.strerror or exc) from None
 
 
 def _check_target(url: str, manifest: dict) -> None:
@@ -57,21 +59,23 @@ def _check_target(url: str, manifest: dict) -> None:
     try:
         con = pg.connect(url)
     except pg.PgError as exc:
-        raise CannotRun(str(exc)) from None
+        raise CannotRun(exc.message, **exc.values) from None
     try:
         tables, store = pg.user_tables(con)
         schema = pg.current_schema(con)
     finally:
         con.close()
     if store:
-        raise CannotRun("the database named by --db already holds a store; restore into a new, empty database")
+        raise CannotRun(N_("the database named by --db already holds a store; restore into a new, empty "
+                           "database"))
     if tables:
-        raise CannotRun(f"the database named by --db is not empty ({tables} tables or other relations); "
-                        "restore into a new, empty database")
+        raise CannotRun(N_("the database named by --db is not empty (%(tables)s tables or other relations); "
+                           "restore into a new, empty database"), tables=tables)
     want = manifest.get("pg_schema") or "public"
     if schema != want:
-        raise CannotRun(f"the backup's store is in the schema {want!r}, but the --db URL's search path starts "
-                        f"at {schema!r}: add options=-csearch_path={want} to the URL")
+        raise CannotRun(N_("the backup's store is in the schema %(want)s, but the --db URL's search path starts"
+                           " at %(schema)s: add options=-csearch_path=%(name)s to the URL"),
+                        want=repr(want), schema=repr(schema), name=want)
 
 
 def restore(file: Path, home, identity: str | None = None, db: str | None = None, trust=None) -> dict:
@@ -82,14 +86,16 @@ def restore(file: Path, home, identity: str | None = None, db: str | None = None
 
     root = Path(home.root)
     if db is not None and not is_postgres_url(db):
-        raise CannotRun("restore --db names an empty PostgreSQL database (postgresql://...); "
-                        "a SQLite store is restored into the home")
+        raise CannotRun(N_("restore --db names an empty PostgreSQL database (postgresql://...); a SQLite store "
+                           "is restored into the home"))
     if root.exists() and not root.is_dir():
-        raise CannotRun(f"the home {root} is not a folder")
+        raise CannotRun(N_("the home %(root)s is not a folder"), root=root)
     if Path(home.db).exists():
-        raise CannotRun(f"the home {root} already holds a store ({Path(home.db).name}); restore into a new folder")
+        raise CannotRun(N_("the home %(root)s already holds a store (%(store)s); restore into a new folder"),
+                        root=root, store=Path(home.db).name)
     if root.is_dir() and (Path(home.operators).exists() or Path(home.config).exists()):
-        raise CannotRun(f"the home {root} already holds operators' keys or a config.toml; restore into a new folder")
+        raise CannotRun(N_("the home %(root)s already holds operators' keys or a config.toml; restore into a "
+                           "new folder"), root=root)
     root.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ussd-restore-", dir=root.parent) as work:
         work = Path(work)
@@ -97,10 +103,10 @@ def restore(file: Path, home, identity: str | None = None, db: str | None = None
         manifest, found = verify_into(Path(file), work, identity, audit_pg=False, trust=trust)
         postgres = store_kind(manifest) == "postgresql"
         if postgres and db is None:
-            raise CannotRun("this backup holds a PostgreSQL store: name a new, empty database with "
-                            "--db postgresql://...")
+            raise CannotRun(N_("this backup holds a PostgreSQL store: name a new, empty database with --db "
+                               "postgresql://..."))
         if not postgres and db is not None:
-            raise CannotRun("this backup holds a SQLite store: restore it without --db (into the home)")
+            raise CannotRun(N_("this backup holds a SQLite store: restore it without --db (into the home)"))
         if postgres:
             _check_target(db, manifest)
         layout = work / "home"
@@ -116,7 +122,7 @@ def restore(file: Path, home, identity: str | None = None, db: str | None = None
         write_marker(layout, Path(file).name, manifest.get("made_at"))
         sync_folder(layout)
         if root.is_dir() and Path(home.db).exists():
-            raise CannotRun(f"the home {root} gained a store while restoring; nothing changed")
+            raise CannotRun(N_("the home %(root)s gained a store while restoring; nothing changed"), root=root)
         if postgres:
             # One transaction: a restore that fails leaves the database as empty as it was.
             note = check_restored(db, found[pg.DUMP], manifest, trust)

@@ -18,7 +18,7 @@ from typing import Callable, NamedTuple
 
 from core.home import replace_private, sync_folder
 from core.i18n import _, moment, ngettext, number
-from core.rules.text import Said, one_line, plain
+from core.rules.text import Said, one_line, plain, said
 
 from . import archive
 from .config import BackupConfig, load_backup_config
@@ -206,7 +206,7 @@ def listing(home) -> BackupListing:
     try:
         config = load_backup_config(home.config)
     except ValueError as exc:
-        return BackupListing(folder=None, rows=[], fault=one_line(exc), every=None, keep=None, last_verified=None)
+        return BackupListing(folder=None, rows=[], fault=said(exc), every=None, keep=None, last_verified=None)
     folder = config.folder(home)
     verified = verified_backups(home, folder)
     rows = []

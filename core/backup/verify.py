@@ -19,6 +19,7 @@ import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
+from core.i18n import N_
 from core.urls import mask_in
 
 from . import origin, pg
@@ -31,20 +32,21 @@ def _identities(path: str | None) -> list:
     from pyrage import x25519
 
     if path is None:
-        raise CannotRun("the backup is encrypted: give the age identity file with --identity PATH")
+        raise CannotRun(N_("the backup is encrypted: give the age identity file with --identity PATH"))
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise CannotRun(f"cannot read the identity file {path}: {exc.strerror}") from None
+        raise CannotRun(N_("cannot read the identity file %(path)s: %(reason)s"), path=path, reason=exc.strerror) from None
     except UnicodeDecodeError:
-        raise CannotRun(f"the identity file {path} is not an age identity (not text)") from None
+        raise CannotRun(N_("the identity file %(path)s is not an age identity (not text)"), path=path) from None
     keys = [line.strip() for line in text.splitlines() if line.strip().startswith("AGE-SECRET-KEY-")]
     if not keys:
-        raise CannotRun(f"the identity file {path} holds no age identity (a line AGE-SECRET-KEY-...)")
+        raise CannotRun(N_("the identity file %(path)s holds no age identity (a line AGE-SECRET-KEY-...)"),
+                        path=path)
     try:
         return [x25519.Identity.from_str(k) for k in keys]
     except Exception:  # noqa: BLE001 - pyrage's IdentityError
-        raise CannotRun(f"the identity file {path} holds an age identity that does not read") from None
+        raise CannotRun(N_("the identity file %(path)s holds an age identity that does not read"), path=path) from None
 
 
 AGE_HEADER_MAX = 64 << 10  # an age header: its recipients' stanzas and its MAC (a few hundred bytes each)
@@ -58,21 +60,22 @@ def _age_header_bounded(file: Path) -> None:
         with open(file, "rb") as fh:
             head = fh.read(AGE_HEADER_MAX + 1)
     except OSError as exc:
-        raise CannotRun(f"cannot read {file}: {exc.strerror}") from None
+        raise CannotRun(N_("cannot read %(file)s: %(reason)s"), file=file, reason=exc.strerror) from None
     if b"\n--- " not in head[:AGE_HEADER_MAX] and len(head) > AGE_HEADER_MAX:
-        raise BackupError(f"the encrypted backup's header is over {AGE_HEADER_MAX:,} bytes: not a backup "
-                          "this program made; it was not read")
+        raise BackupError(N_("the encrypted backup's header is over %(most)s bytes: not a backup this program "
+                             "made; it was not read"), most=f"{AGE_HEADER_MAX:,}")
 
 
 def _decrypt_failure(exc: BaseException) -> Exception:
     import pyrage
 
     if not isinstance(exc, (pyrage.DecryptError, OSError)):  # a chunk that fails its tag comes as an OSError
-        return BackupError(f"the encrypted backup does not decrypt ({exc.__class__.__name__}: {exc})")
+        return BackupError(N_("the encrypted backup does not decrypt (%(error)s: %(reason)s)"),
+                           error=exc.__class__.__name__, reason=exc)
     words = str(exc)
     if "No matching keys" in words:
-        return CannotRun("the identity given does not open this backup (it was encrypted to other keys)")
-    return BackupError(f"the encrypted backup is damaged or cut short ({words})")
+        return CannotRun(N_("the identity given does not open this backup (it was encrypted to other keys)"))
+    return BackupError(N_("the encrypted backup is damaged or cut short (%(words)s)"), words=words)
 
 
 @contextmanager
@@ -128,17 +131,17 @@ def open_plain(file: Path, identity: str | None):
     nothing of it is held whole, in memory or on disk."""
     file = Path(file)
     if not file.is_file():
-        raise CannotRun(f"no backup file at {file}")
+        raise CannotRun(N_("no backup file at %(file)s"), file=file)
     try:
         with open(file, "rb") as fh:
             head = fh.read(len(AGE_MAGIC))
     except OSError as exc:
-        raise CannotRun(f"cannot read {file}: {exc.strerror}") from None
+        raise CannotRun(N_("cannot read %(file)s: %(reason)s"), file=file, reason=exc.strerror) from None
     if head != AGE_MAGIC:
         try:
             raw = open(file, "rb")
         except OSError as exc:
-            raise CannotRun(f"cannot read {file}: {exc.strerror}") from None
+            raise CannotRun(N_("cannot read %(file)s: %(reason)s"), file=file, reason=exc.strerror) from None
         with raw, _gunzipped(raw) as stream:
             yield stream
         return
@@ -155,43 +158,47 @@ def _gunzipped(raw):
         with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
             yield gz
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise BackupError(f"the backup is cut short or damaged (the archive does not read: {exc})") from None
+        raise BackupError(N_("the backup is cut short or damaged (the archive does not read: %(reason)s)"),
+                          reason=exc) from None
 
 
 def _room(work: Path, need: int) -> None:
     """The disk the backup is unpacked on keeps ``RESERVE`` free after ``need`` more bytes."""
     free = shutil.disk_usage(work).free
     if need + RESERVE > free:
-        raise CannotRun(f"not enough free space in {work.parent} to unpack the backup: it needs {need:,} bytes "
-                        f"and {free:,} are free (a backup is unpacked there to be checked)")
+        raise CannotRun(N_("not enough free space in %(folder)s to unpack the backup: it needs %(need)s bytes "
+                           "and %(free)s are free (a backup is unpacked there to be checked)"),
+                        folder=work.parent, need=f"{need:,}", free=f"{free:,}")
 
 
 def _read_manifest(tar: TarStream) -> dict:
     """The first member, the manifest: small, valid JSON, this format, listing the store."""
     first = tar.next()
     if first is None:
-        raise BackupError("the backup has no manifest this program reads")
+        raise BackupError(N_("the backup has no manifest this program reads"))
     if first.name != MANIFEST:
-        raise BackupError(f"the backup does not start with its manifest (its first member is {shown(first.name)})")
+        raise BackupError(N_("the backup does not start with its manifest (its first member is %(member)s)"),
+                          member=shown(first.name))
     if first.kind != "file" or first.size > SMALL_MAX:
-        raise BackupError(f"the backup's manifest is not a plain file of at most {SMALL_MAX:,} bytes")
+        raise BackupError(N_("the backup's manifest is not a plain file of at most %(most)s bytes"),
+                          most=f"{SMALL_MAX:,}")
     try:
         manifest = json.loads(b"".join(tar.chunks()))
     except (ValueError, RecursionError):
-        raise BackupError("the backup's manifest is not valid JSON") from None
+        raise BackupError(N_("the backup's manifest is not valid JSON")) from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise BackupError("the backup has no manifest this program reads")
+        raise BackupError(N_("the backup has no manifest this program reads"))
     listed = manifest.get("members")
     store = pg.DUMP if store_kind(manifest) == "postgresql" else STORE
     if not isinstance(listed, dict) or store not in listed:
-        raise BackupError("the manifest does not list the store")
+        raise BackupError(N_("the manifest does not list the store"))
     if not all(isinstance(v, str) for v in listed.values()):
-        raise BackupError("the manifest's list of members does not read")
+        raise BackupError(N_("the manifest's list of members does not read"))
     sizes = manifest.get("sizes")
     if sizes is not None:  # backups made before sizes were listed have none
         if not isinstance(sizes, dict) or set(sizes) != set(listed) or not all(
                 isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes.values()):
-            raise BackupError("the manifest's sizes do not read (one whole number of bytes for each member)")
+            raise BackupError(N_("the manifest's sizes do not read (one whole number of bytes for each member)"))
     return manifest
 
 
@@ -228,8 +235,10 @@ def _unpack_member(tar: TarStream, dest: Path, name: str) -> str:
                 out.write(chunk)
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise CannotRun(f"the disk filled up while unpacking the member {name} in {dest.parent}") from None
-        raise BackupError(f"the member {name} cannot be unpacked ({exc.strerror or exc})") from None
+            raise CannotRun(N_("the disk filled up while unpacking the member %(name)s in %(folder)s"),
+                            name=name, folder=dest.parent) from None
+        raise BackupError(N_("the member %(name)s cannot be unpacked (%(reason)s)"),
+                          name=name, reason=exc.strerror or exc) from None
     return digest.hexdigest()
 
 
@@ -256,13 +265,14 @@ def _read_members(stream, work: Path, judge=None) -> tuple[dict, dict]:
             _room(work, header.size)
         dest = work / "members" / header.name
         if _unpack_member(tar, dest, header.name) != manifest["members"][header.name]:
-            raise BackupError(f"the member {header.name} does not match its SHA-256 in the manifest")
+            raise BackupError(N_("the member %(member)s does not match its SHA-256 in the manifest"),
+                              member=header.name)
         found[header.name] = dest
     # tar stops at its end marker: the rest of the stream (and gzip's CRC) is read too, so a
     # flipped byte in the padding or the trailer is found as well.
     tar.finish()
     for name in sorted(set(manifest["members"]) - set(found)):
-        raise BackupError(f"the member {name} listed in the manifest is missing")
+        raise BackupError(N_("the member %(name)s listed in the manifest is missing"), name=name)
     return manifest, found
 
 
@@ -274,15 +284,16 @@ def _check_store(store_target: Path, manifest: dict, trust=None) -> str | None:
         try:
             rows = con.execute("PRAGMA integrity_check").fetchall()
             if rows != [("ok",)]:
-                raise BackupError(f"the store fails SQLite's integrity check: {str(rows[0][0])[:200]}")
+                raise BackupError(N_("the store fails SQLite's integrity check: %(reason)s"),
+                                  reason=str(rows[0][0])[:200])
             bad = con.execute("PRAGMA foreign_key_check").fetchall()
             if bad:
-                raise BackupError(f"the store fails SQLite's foreign key check: {len(bad)} row(s), "
-                                  f"first in table {bad[0][0]}")
+                raise BackupError(N_("the store fails SQLite's foreign key check: %(rows)s row(s), first in "
+                                     "table %(table)s"), rows=len(bad), table=bad[0][0])
         finally:
             con.close()
     except sqlite3.DatabaseError as exc:
-        raise BackupError(f"the store in the backup is not a sound SQLite database ({exc})") from None
+        raise BackupError(N_("the store in the backup is not a sound SQLite database (%(reason)s)"), reason=exc) from None
     receiver = Receiver(str(store_target))
     try:
         return _check_audit(receiver, manifest, trust)
@@ -298,24 +309,24 @@ def _check_audit(receiver, manifest: dict, trust=None) -> str | None:
 
     want = manifest.get("checkpoint")
     if want is None:
-        raise BackupError(f"the audit log did not verify when the backup was made: "
-                          f"{manifest.get('audit_problem') or 'no checkpoint recorded'}")
+        raise BackupError(N_("the audit log did not verify when the backup was made: %(problem)s"),
+                          problem=manifest.get('audit_problem') or 'no checkpoint recorded')
     try:
         cp = checkpoint_.parse(want)
     except checkpoint_.CheckpointError as exc:
-        raise BackupError(f"the manifest's audit checkpoint does not read: {exc}") from None
+        raise BackupError(N_("the manifest's audit checkpoint does not read: %(reason)s"), reason=exc) from None
     result = audit.verify(receiver, checkpoint=cp)
     if not result.ok:
-        raise BackupError(f"the audit log in the backup does not verify against the manifest's checkpoint: "
-                          f"{result.why}")
+        raise BackupError(N_("the audit log in the backup does not verify against the manifest's checkpoint: "
+                             "%(why)s"), why=result.why)
     entries = manifest.get("counts", {}).get("audit_entries")
     if audit.head(receiver).count != entries:
-        raise BackupError(f"the audit log holds {audit.head(receiver).count} entries, the manifest "
-                          f"recorded {entries}")
+        raise BackupError(N_("the audit log holds %(entries)s entries, the manifest recorded %(recorded)s"),
+                          entries=audit.head(receiver).count, recorded=entries)
     cases = receiver.totals().cases
     if cases != manifest.get("counts", {}).get("cases"):
-        raise BackupError(f"the store holds {cases} cases, the manifest recorded "
-                          f"{manifest.get('counts', {}).get('cases')}")
+        raise BackupError(N_("the store holds %(cases)s cases, the manifest recorded %(recorded)s"),
+                          cases=cases, recorded=manifest.get('counts', {}).get('cases'))
     return origin.check_chain(receiver, manifest, trust)
 
 
@@ -342,8 +353,8 @@ def verify_into(file: Path, work: Path, identity: str | None = None, server: str
             entries = pg.listing(found[pg.DUMP])
         except pg.PgError as exc:
             if exc.cannot:
-                raise CannotRun(str(exc)) from None
-            raise BackupError(str(exc)) from None
+                raise CannotRun(exc.message, **exc.values) from None
+            raise BackupError(exc.message, **exc.values) from None
         checked.append(f"the PostgreSQL dump reads (pg_restore --list: {entries} entries)")
         if not audit_pg:
             pass
@@ -374,11 +385,11 @@ def check_restored(url: str, dump_file: Path, manifest: dict, trust=None) -> str
     try:
         pg.restore_into(url, dump_file)
     except pg.PgError as exc:
-        raise BackupError(f"the PostgreSQL dump does not restore: {exc}") from None
+        raise BackupError(N_("the PostgreSQL dump does not restore: %(reason)s"), reason=exc) from None
     try:
         receiver = Receiver(url, create=False)
     except Exception as exc:  # noqa: BLE001 - StoreError, psycopg's errors: one masked line
-        raise BackupError(f"the restored store does not open: {mask_in(one_line(exc), url)}") from None
+        raise BackupError(N_("the restored store does not open: %(reason)s"), reason=mask_in(one_line(exc), url)) from None
     try:
         return _check_audit(receiver, manifest, trust)
     finally:

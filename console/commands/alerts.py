@@ -13,6 +13,7 @@ from console.render import assembled, make_console, print_json, safe, table, whe
 from core.i18n import _
 from core.alerts import SendError, load_alerts_config, pause, send
 from core.rules import events
+from core.rules.text import said
 from core.store import outbox
 from core.urls import mask_url
 
@@ -102,7 +103,7 @@ def _test(ctx) -> int:
     now = time.time()
     payload = {"event_id": f"test-{int(now)}", "kind": event.kind, "at": now, "summary": event.summary,
                "details": event.details}
-    results = {}
+    results, told = {}, {}  # told: each failure in the operator's language; --json keeps the English
     for target in sorted(config.targets):
         started = time.monotonic()
         try:
@@ -110,6 +111,7 @@ def _test(ctx) -> int:
             results[target] = {"delivered": True, "error": None}
         except SendError as exc:
             results[target] = {"delivered": False, "error": str(exc)}
+            told[target] = said(exc)
         results[target]["seconds"] = round(time.monotonic() - started, 3)
     if ctx.json:
         print_json({"event": payload, "targets": results})
@@ -118,7 +120,7 @@ def _test(ctx) -> int:
         for target, r in results.items():
             where = shlex.join(config.command) if target == "command" else mask_url(config.url)
             verdict = (Text(_("delivered")) if r["delivered"]
-                       else assembled(_("FAILED: %(error)s"), error=safe(r["error"], 600)))
+                       else assembled(_("FAILED: %(error)s"), error=safe(told[target], 600)))
             out.print(assembled(_("%(target)s (%(where)s): %(verdict)s"), target=target, where=safe(where, 120),
                                 verdict=verdict))
     return 0 if all(r["delivered"] for r in results.values()) else EXIT_SOME_FAILED

@@ -23,6 +23,7 @@ A secret for the url target (its password, a ``?token=``, a header) lives in thi
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import os
 import shlex
@@ -31,8 +32,15 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from core.config import from_table, read_toml
+from core.i18n import N_, MarkedError
 from core.rules.events import KINDS
 from core.urls import mask_url
+_WHERE = contextvars.ContextVar("alerts_where", default="[alerts]")  # what a bad value's error names first
+
+
+class AlertsConfigError(MarkedError, ValueError):
+    """An ``[alerts]`` value that does not read; the message names the file and the key, for the operator."""
+
 
 # (lowest, highest) for the numbers; the ranges keep a typo from silencing alerts.
 _RANGES: dict[str, tuple[float, float]] = {
@@ -73,8 +81,9 @@ class AlertsConfig:
         for key, (low, high) in _RANGES.items():
             set_(key, _number(key, getattr(self, key), low, high))
         if self.retry_cap < self.retry_first:
-            raise ValueError(f"alerts setting retry_cap ({self.retry_cap:g}) is below retry_first "
-                             f"({self.retry_first:g})")
+            raise AlertsConfigError(N_("%(where)s: alerts setting retry_cap (%(retry_cap)s) is below "
+                                       "retry_first (%(retry_first)s)"),
+                                    where=_WHERE.get(), retry_cap=f"{self.retry_cap:g}", retry_first=f"{self.retry_first:g}")
 
     @property
     def targets(self) -> dict[str, frozenset[str]]:
@@ -91,7 +100,16 @@ class AlertsConfig:
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any], where: str = "[alerts]") -> "AlertsConfig":
-        return from_table(cls, table, where)
+        """A bad value's error names ``where`` first, as ``core.config.from_table``'s do, in words
+        that are translated whole (``from_table`` would make them one English string)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        if any(key not in known for key in table):
+            return from_table(cls, table, where)  # its words for an unknown setting
+        given = _WHERE.set(where)
+        try:
+            return cls(**dict(table))
+        finally:
+            _WHERE.reset(given)
 
 
 def _command(value: Any) -> tuple[str, ...] | None:
@@ -101,15 +119,18 @@ def _command(value: Any) -> tuple[str, ...] | None:
         try:
             words = shlex.split(value)
         except ValueError as exc:
-            raise ValueError(f"alerts setting command cannot be split into words: {exc}") from None
+            raise AlertsConfigError(N_("%(where)s: alerts setting command cannot be split into words: "
+                                       "%(reason)s"), where=_WHERE.get(), reason=exc) from None
     elif isinstance(value, (list, tuple)) and all(isinstance(w, str) for w in value):
         words = list(value)
     else:
-        raise ValueError(f"alerts setting command must be a string or a list of strings, not {value!r}")
+        raise AlertsConfigError(N_("%(where)s: alerts setting command must be a string or a list of strings, "
+                                   "not %(value)s"), where=_WHERE.get(), value=repr(value))
     if not words or not words[0].strip():
-        raise ValueError("alerts setting command is empty")
+        raise AlertsConfigError(N_("%(where)s: alerts setting command is empty"), where=_WHERE.get())
     if any("\0" in w for w in words):
-        raise ValueError("alerts setting command holds a NUL character")
+        raise AlertsConfigError(N_("%(where)s: alerts setting command holds a NUL character"),
+                                where=_WHERE.get())
     return tuple(words)
 
 
@@ -117,16 +138,20 @@ def _url(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValueError(f"alerts setting url must be a string, not {value!r}")
+        raise AlertsConfigError(N_("%(where)s: alerts setting url must be a string, not %(value)s"),
+                                where=_WHERE.get(), value=repr(value))
     parts = urlsplit(value)
     try:
         parts.port
     except ValueError:
-        raise ValueError(f"alerts setting url has a bad port: {mask_url(value)!r}") from None
+        raise AlertsConfigError(N_("%(where)s: alerts setting url has a bad port: %(url)s"),
+                                where=_WHERE.get(), url=repr(mask_url(value))) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"alerts setting url must be an http:// or https:// address, not {mask_url(value)!r}")
+        raise AlertsConfigError(N_("%(where)s: alerts setting url must be an http:// or https:// address, not "
+                                   "%(url)s"), where=_WHERE.get(), url=repr(mask_url(value)))
     if any(c.isspace() or ord(c) < 32 for c in value):
-        raise ValueError("alerts setting url holds a space or a control character")
+        raise AlertsConfigError(N_("%(where)s: alerts setting url holds a space or a control character"),
+                                where=_WHERE.get())
     return value
 
 
@@ -134,43 +159,53 @@ def _headers(value: Any) -> dict[str, str] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise ValueError("alerts setting headers must be a table of names and string values")
+        raise AlertsConfigError(N_("%(where)s: alerts setting headers must be a table of names and string "
+                                   "values"), where=_WHERE.get())
     for name, text in value.items():
         if not name or not all(c.isalnum() or c in "-_" for c in name):
-            raise ValueError(f"alerts setting headers: {name!r} is not a header name")
+            raise AlertsConfigError(N_("%(where)s: alerts setting headers: %(name)s is not a header name"),
+                                    where=_WHERE.get(), name=repr(name))
         if any(c in "\r\n\0" for c in text):
-            raise ValueError(f"alerts setting headers: the value of {name} holds a line break")
+            raise AlertsConfigError(N_("%(where)s: alerts setting headers: the value of %(name)s holds a line "
+                                       "break"), where=_WHERE.get(), name=name)
     return dict(value)
 
 
 def _token(path: Any) -> str:
     if not isinstance(path, str) or not path:
-        raise ValueError(f"alerts setting token_file must be a path, not {path!r}")
+        raise AlertsConfigError(N_("%(where)s: alerts setting token_file must be a path, not %(path)s"),
+                                where=_WHERE.get(), path=repr(path))
     try:
         with open(path, encoding="utf-8") as fh:
             token = fh.readline().strip()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"alerts setting token_file {path}: cannot read: "
-                         f"{getattr(exc, 'strerror', None) or exc.__class__.__name__}") from None
+        raise AlertsConfigError(N_("%(where)s: alerts setting token_file %(path)s: cannot read: %(reason)s"),
+                                where=_WHERE.get(), path=path, reason=getattr(exc, 'strerror', None) or exc.__class__.__name__) from None
     if not token or any(c.isspace() or ord(c) < 32 for c in token):
-        raise ValueError(f"alerts setting token_file {path}: its first line must be the token (no spaces)")
+        raise AlertsConfigError(N_("%(where)s: alerts setting token_file %(path)s: its first line must be the "
+                                   "token (no spaces)"), where=_WHERE.get(), path=path)
     return token
 
 
 def _events(value: Any) -> tuple[str, ...]:
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"alerts setting events must be a list of event kinds, not {value!r}")
+        raise AlertsConfigError(N_("%(where)s: alerts setting events must be a list of event kinds, not "
+                                   "%(value)s"), where=_WHERE.get(), value=repr(value))
     unknown = [v for v in value if v not in KINDS]
     if unknown:
-        raise ValueError(f"alerts setting events: unknown kind {unknown[0]!r} (known: {', '.join(KINDS)})")
+        raise AlertsConfigError(N_("%(where)s: alerts setting events: unknown kind %(kind)s (known: "
+                                   "%(known)s)"), where=_WHERE.get(), kind=repr(unknown[0]), known=", ".join(KINDS))
     return tuple(dict.fromkeys(value))
 
 
 def _number(key: str, value: Any, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"alerts setting {key} must be a number, not {value!r}")
+        raise AlertsConfigError(N_("%(where)s: alerts setting %(key)s must be a number, not %(value)s"),
+                                where=_WHERE.get(), key=key, value=repr(value))
     if value != value or not low <= value <= high:
-        raise ValueError(f"alerts setting {key} = {value!r} is out of range ({low:g} to {high:g})")
+        raise AlertsConfigError(N_("%(where)s: alerts setting %(key)s = %(value)s is out of range (%(low)s to "
+                                   "%(high)s)"),
+                                where=_WHERE.get(), key=key, value=repr(value), low=f"{low:g}", high=f"{high:g}")
     return float(value)
 
 
@@ -181,7 +216,7 @@ def load_alerts_config(config_path) -> AlertsConfig:
     the user's home); a bare program name is looked up on ``PATH`` as ever."""
     table = read_toml(config_path).get("alerts", {})
     if not isinstance(table, dict):
-        raise ValueError(f"{config_path}: 'alerts' must be a table ([alerts])")
+        raise AlertsConfigError(N_("%(config)s: 'alerts' must be a table ([alerts])"), config=config_path)
     base = os.path.dirname(os.path.abspath(config_path))
     token_file = table.get("token_file")
     if isinstance(token_file, str) and token_file and not os.path.isabs(token_file):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from core.i18n import _
+from core.i18n import N_, _
 from core.rules.text import plain
 from core.signing import roles
 from core.signing.keys import ActionError
@@ -25,7 +25,7 @@ def _targets(home) -> dict:
     try:
         config = load_alerts_config(home.config)
     except ValueError as exc:
-        raise ActionError(f"fix [alerts] in config.toml before resuming: {exc}") from None
+        raise ActionError(N_("fix [alerts] in config.toml before resuming: %(reason)s"), reason=exc) from None
     return {"command": shlex.join(config.command) if config.command else None,
             "url": mask_url(config.url) if config.url else None}
 
@@ -34,7 +34,7 @@ def _plan(receiver, by, home) -> tuple[str, dict]:
     """Refused when the targets are not paused."""
     marker = pause.paused(home, receiver.db)
     if marker is None:
-        raise ActionError("the alert targets of this home are not paused; nothing to sign")
+        raise ActionError(N_("the alert targets of this home are not paused; nothing to sign"))
     return "alerts", {"pause": marker.get("id"), "since": marker.get("since"),
                       "restored_from": marker.get("restored_from"), "targets": _targets(home)}
 

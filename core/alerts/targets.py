@@ -18,7 +18,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from core.i18n import MarkedError
+from core.i18n import N_, MarkedError
 from core.rules.text import escape_text, one_line
 from core.urls import mask_in, mask_url
 
@@ -37,20 +37,26 @@ def send_command(argv: tuple[str, ...], event: dict, timeout: float) -> None:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 start_new_session=True, close_fds=True)
     except OSError as exc:
-        raise SendError(f"cannot run {escape_text(argv[0], 120)}: {exc.strerror or one_line(exc)}") from None
+        raise SendError(N_("cannot run %(program)s: %(reason)s"),
+                        program=escape_text(argv[0], 120), reason=exc.strerror or one_line(exc)) from None
     try:
         _out, err = proc.communicate(encode(event), timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        raise SendError(f"no exit within {timeout:g} s (killed)") from None
+        raise SendError(N_("no exit within %(seconds)s s (killed)"), seconds=f"{timeout:g}") from None
     except BaseException:
         _kill_group(proc)
         raise
     if proc.returncode != 0:
         lines = [line for line in (err or b"").decode("utf-8", "replace").splitlines() if line.strip()]
-        said = f": {escape_text(lines[-1], 200)}" if lines else ""
-        how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"status {proc.returncode}"
-        raise SendError(f"exited with {how}{said}")
+        last = escape_text(lines[-1], 200) if lines else None
+        if proc.returncode < 0:
+            if last:
+                raise SendError(N_("exited with signal %(code)s: %(said)s"), code=-proc.returncode, said=last)
+            raise SendError(N_("exited with signal %(code)s"), code=-proc.returncode)
+        if last:
+            raise SendError(N_("exited with status %(code)s: %(said)s"), code=proc.returncode, said=last)
+        raise SendError(N_("exited with status %(code)s"), code=proc.returncode)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -110,20 +116,23 @@ def _post(url: str, event: dict, timeout: float, extra: dict[str, str], token: s
             status = response.status
             response.read(65536)
     except urllib.error.HTTPError as exc:
-        raise SendError(f"HTTP {exc.code} {escape_text(exc.reason, 80)}") from None
+        raise SendError(N_("HTTP %(code)s %(reason)s"), code=exc.code, reason=escape_text(exc.reason, 80)) from None
     except urllib.error.URLError as exc:
         reason = exc.reason
         if isinstance(reason, TimeoutError):
-            raise SendError(f"no answer within {timeout:g} s") from None
-        raise SendError(f"cannot reach {escape_text(shown, 200)}: {escape_text(getattr(reason, 'strerror', None) or reason, 200)}") from None
+            raise SendError(N_("no answer within %(seconds)s s"), seconds=f"{timeout:g}") from None
+        raise SendError(N_("cannot reach %(url)s: %(reason)s"),
+                        url=escape_text(shown, 200), reason=escape_text(getattr(reason, 'strerror', None) or reason, 200)) from None
     except TimeoutError:
-        raise SendError(f"no answer within {timeout:g} s") from None
+        raise SendError(N_("no answer within %(seconds)s s"), seconds=f"{timeout:g}") from None
     except http.client.HTTPException as exc:
-        raise SendError(f"bad answer from {escape_text(shown, 200)}: {exc.__class__.__name__}") from None
+        raise SendError(N_("bad answer from %(url)s: %(error)s"),
+                        url=escape_text(shown, 200), error=exc.__class__.__name__) from None
     except (OSError, ValueError) as exc:
-        raise SendError(f"cannot reach {escape_text(shown, 200)}: {getattr(exc, 'strerror', None) or one_line(exc)}") from None
+        raise SendError(N_("cannot reach %(url)s: %(reason)s"),
+                        url=escape_text(shown, 200), reason=getattr(exc, 'strerror', None) or one_line(exc)) from None
     if not 200 <= status < 300:
-        raise SendError(f"HTTP {status}")
+        raise SendError(N_("HTTP %(status)s"), status=status)
 
 
 def send(target: str, config, event: dict) -> None:
@@ -133,4 +142,4 @@ def send(target: str, config, event: dict) -> None:
     elif target == "url" and config.url:
         send_url(config.url, event, config.timeout, config.headers, config.token)
     else:
-        raise SendError(f"no {target} is configured in [alerts]")
+        raise SendError(N_("no %(target)s is configured in [alerts]"), target=target)

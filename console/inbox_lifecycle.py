@@ -17,8 +17,9 @@ from textual.message import Message
 
 from core.config import InboxConfig
 from core.home import Home
+from core.i18n import _
 from core.inbox import InboxService
-from core.rules.text import escape_text
+from core.rules.text import said
 
 from .messages import Arrived, RefreshRequest
 
@@ -58,8 +59,8 @@ class InboxLifecycle:
                 companion.start()
         except Exception as exc:
             log.exception("inbox did not start")
-            self.app.notify(f"The inbox did not start: {escape_text(exc, 160)}",
-                            title="Inbox", severity="error", markup=False, timeout=20)
+            self.app.notify(_("The inbox did not start: %(error)s", error=said(exc, 160)),
+                            title=_("Inbox"), severity="error", markup=False, timeout=20)
             return
         finally:
             self._settled.set()

@@ -9,6 +9,7 @@ from pathlib import Path
 from console.errors import CommandError
 from console.render import assembled, make_console, print_json, safe
 from core.i18n import _, ngettext, number
+from core.rules.text import said
 from core.report.period import parse_period
 
 from .common import alert_targets, with_examples
@@ -79,7 +80,7 @@ def cmd_report(args, ctx) -> int:
     try:
         period = parse_period(args.since, args.until, now, args.site)
     except ValueError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError.told(said(exc)) from None
     fmt = _format(args.to, args.format)
     if args.hxl and fmt not in ("csv", "xlsx"):
         raise CommandError.told(_("--hxl tags the report's tables: give --format csv or --format xlsx"))

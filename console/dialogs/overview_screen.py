@@ -21,6 +21,7 @@ from console import actions
 from console.render import assembled, safe
 from core.i18n import N_, _, ngettext, number
 from core.report.period import Period
+from core.rules.text import said
 from console.widgets.words_footer import WordsFooter
 
 NEEDS_SHOWN = 6
@@ -139,7 +140,7 @@ class OverviewScreen(ModalScreen[None]):
         try:
             done = await self.app.view.run(lambda r: _write(r, self.app.home, now))
         except Exception as exc:  # noqa: BLE001 - a full disk or a planted link is said, never a crash
-            self.notify(_("The report could not be written: %(error)s", error=exc), severity="error", markup=False)
+            self.notify(_("The report could not be written: %(error)s", error=said(exc, 160)), severity="error", markup=False)
             return
         self.written = done.file
         self._say()

@@ -34,6 +34,7 @@ from typing import NamedTuple
 from core.clock import SYSTEM, Clock
 from core.config import InboxConfig
 from core.home import Home, quiet_skip
+from core.i18n import N_
 from core.rules.batch import Verdict
 from core.rules.formats import FormatError, complete_part, line_count, read_items, spreadsheet_kind, table_items
 from core.rules.privacy import mask_phones
@@ -58,6 +59,7 @@ from .files import (
     claimed_dir,
     drop_stages,
     home_relative,
+    InboxPathError,
     inside_home,
     kind_skip,
     lock_claim,
@@ -142,7 +144,7 @@ def deliver(
             return Delivery(path, source, receiver, home, config, stop, clock).run()
         finally:
             release_claim(path)
-    raise ValueError(f"{path} is not in the inbox {inbox}")
+    raise InboxPathError(N_("%(path)s is not in the inbox %(inbox)s"), path=path, inbox=inbox)
 
 
 def deliver_until_done(path, source, receiver, home, config=None) -> FileResult:

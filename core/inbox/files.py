@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from core.home import Home, claimed_dir, private_folder
+from core.i18n import N_, MarkedError
 from core.rules.privacy import RUN_BYTES, mask_phones, mask_phones_bytes
 from core.rules.text import escape_text
 
@@ -46,12 +47,17 @@ _in_flight: set[str] = set()
 _in_flight_lock = threading.Lock()
 
 
+class InboxPathError(MarkedError, ValueError):
+    """A path the inbox refuses to use (outside the home, not in the inbox); the message is for the operator."""
+
+
 def inside_home(home: Home, path: Path) -> Path:
     """``path`` resolved; a ``ValueError`` if a symlink takes it outside the home."""
     root = home.root.resolve()
     real = path.resolve()
     if real != root and root not in real.parents:
-        raise ValueError(f"{path} resolves to {real}, outside the home {root}; refusing to use it")
+        raise InboxPathError(N_("%(path)s resolves to %(real)s, outside the home %(root)s; refusing to use it"),
+                             path=path, real=real, root=root)
     return real
 
 

@@ -9,8 +9,9 @@ writes the first sheet's rows to stdout in chunks, each a 4-byte length and a
 fast). A chunk holding dates is ``("\\0dated", rows)``, each date a ``("\\0date", kind,
 text)`` tuple that the parent rebuilds.
 A last chunk ``("\\0end", rows)`` says the sheet was read to its end; an
-unreadable file is ``("\\0error", message)``. A crash, or the kernel refusing
-memory past the limit, ends only this process: the receiver rejects the file.
+unreadable file is ``("\\0error", code, values)``, worded by the parent
+(``spreadsheets.CHILD_ERRORS``). A crash, or the kernel refusing memory past
+the limit, ends only this process: the receiver rejects the file.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def main(argv: list[str]) -> int:
         book = CalamineWorkbook.from_filelike(io.BytesIO(data))
         del data
         if not book.sheet_names:
-            _send(out, ("\0error", "the spreadsheet has no sheet"))
+            _send(out, ("\0error", "no sheet", {}))
             return 0
         sheet = book.get_sheet_by_index(0)
         chunk: list = []
@@ -77,9 +78,9 @@ def main(argv: list[str]) -> int:
             _send(out, ("\0dated", chunk) if dated else chunk)
         _send(out, ("\0end", count))
     except MemoryError:
-        _send(out, ("\0error", f"over the spreadsheet reader's memory limit ({memory >> 20} MiB)"))
+        _send(out, ("\0error", "memory", {"mib": memory >> 20}))
     except Exception as exc:  # noqa: BLE001 - calamine's errors are many classes; each means "unreadable"
-        _send(out, ("\0error", f"not a readable spreadsheet ({exc.__class__.__name__})"))
+        _send(out, ("\0error", "unreadable", {"error": exc.__class__.__name__}))
     out.flush()
     return 0
 

@@ -32,6 +32,7 @@ import zipfile
 from xml.etree import ElementTree
 from xml.parsers import expat
 
+from core.i18n import N_
 from core.rules.formats import FormatError
 
 # Both formats are zip archives; an archive that unpacks to far more than it weighs is refused.
@@ -53,31 +54,48 @@ def sheet_rows(data: bytes, max_bytes: int) -> list[list[object]]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise FormatError(f"not a spreadsheet (a broken or partial archive: {exc.__class__.__name__})") from None
+        raise FormatError(N_("not a spreadsheet (a broken or partial archive: %(error)s)"),
+                          error=exc.__class__.__name__) from None
     with archive:
         unpacked = sum(info.file_size for info in archive.infolist())
         if unpacked > max(max_bytes, len(data) * UNPACKED_RATIO):
-            raise FormatError(f"over the size limit when unpacked ({unpacked} bytes)")
+            raise FormatError(N_("over the size limit when unpacked (%(unpacked)s bytes)"), unpacked=unpacked)
         try:
             check_size(archive)
         except FormatError:
             raise
         except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError) as exc:
-            raise FormatError(f"not a spreadsheet (a broken archive: {exc.__class__.__name__})") from None
+            raise FormatError(N_("not a spreadsheet (a broken archive: %(error)s)"),
+                              error=exc.__class__.__name__) from None
     return _read_in_child(data)
 
 
 # -- what a sheet declares, read before anything is allocated ------------------------------------
 
 
-def _cells_word(rows: int, cols: int) -> str:
-    return f"{rows:,} rows by {cols:,} columns, {rows * cols:,} cells"
+# What a sheet too big to read was found to do, in the words of its refusal.
+_REFUSALS = {
+    "declares": N_("the sheet declares %(rows)s rows by %(cols)s columns, %(cells)s cells; at most %(most)s cells "
+                   "are read (split the export, or export it as CSV)"),
+    "holds": N_("the sheet holds %(rows)s rows by %(cols)s columns, %(cells)s cells; at most %(most)s cells are "
+                "read (split the export, or export it as CSV)"),
+    "repeats cells to": N_("the sheet repeats cells to %(rows)s rows by %(cols)s columns, %(cells)s cells; at most "
+                           "%(most)s cells are read (split the export, or export it as CSV)"),
+    "repeats rows to": N_("the sheet repeats rows to %(rows)s rows by %(cols)s columns, %(cells)s cells; at most "
+                          "%(most)s cells are read (split the export, or export it as CSV)"),
+}
+# The reader child's refusals (``sheet_child`` loads only the standard library, so it sends a code).
+CHILD_ERRORS = {
+    "no sheet": N_("the spreadsheet has no sheet"),
+    "memory": N_("over the spreadsheet reader's memory limit (%(mib)s MiB)"),
+    "unreadable": N_("not a readable spreadsheet (%(error)s)"),
+}
 
 
 def _refuse(what: str, rows: int, cols: int) -> None:
     if rows * cols > MAX_CELLS:
-        raise FormatError(f"the sheet {what} {_cells_word(rows, cols)}; at most {MAX_CELLS:,} cells are read "
-                          "(split the export, or export it as CSV)")
+        raise FormatError(_REFUSALS[what], rows=f"{rows:,}", cols=f"{cols:,}", cells=f"{rows * cols:,}",
+                          most=f"{MAX_CELLS:,}")
 
 
 def check_size(archive: zipfile.ZipFile) -> None:
@@ -119,7 +137,7 @@ def _first_xlsx_sheets(archive: zipfile.ZipFile, names: set[str]) -> list[str]:
 
 def _small_xml(archive: zipfile.ZipFile, member: str) -> ElementTree.Element:
     if archive.getinfo(member).file_size > _SMALL_XML:
-        raise FormatError(f"{member} is too big to be a spreadsheet's index")
+        raise FormatError(N_("%(member)s is too big to be a spreadsheet's index"), member=member)
     return ElementTree.fromstring(archive.read(member))
 
 
@@ -181,7 +199,8 @@ def _check_ods(archive: zipfile.ZipFile) -> None:
     def repeat(attrs, name):
         value = attrs.get(ns_table + name, "1")
         if not value.isdigit() or len(value) > 12:
-            raise FormatError(f"not a spreadsheet (a bad {name} {value[:20]!r})")
+            raise FormatError(N_("not a spreadsheet (a bad %(name)s %(value)s)"),
+                              name=name, value=repr(value[:20]))
         return max(int(value), 1)
 
     def start(name, attrs):
@@ -234,7 +253,8 @@ def _check_ods(archive: zipfile.ZipFile) -> None:
     except _Done:
         return
     except expat.ExpatError as exc:
-        raise FormatError(f"not a readable spreadsheet (content.xml: {expat.ErrorString(exc.code)})") from None
+        raise FormatError(N_("not a readable spreadsheet (content.xml: %(reason)s)"),
+                          reason=expat.ErrorString(exc.code)) from None
 
 
 # -- the child process ------------------------------------------------------------------------------
@@ -311,11 +331,12 @@ def _read_in_child(data: bytes) -> list[list[object]]:
     if ending and ending[0] == "\0end" and code == 0:
         return rows
     if ending and ending[0] == "\0error":
-        raise FormatError(str(ending[1]))
+        raise FormatError(CHILD_ERRORS[ending[1]], **ending[2])
     if code < 0:
         import signal
 
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-        raise FormatError(f"the spreadsheet reader stopped on {name} (over its limits of "
-                          f"{CHILD_MEMORY >> 20} MiB and {CHILD_CPU} s CPU, or a crash); the file is not read")
-    raise FormatError(f"the spreadsheet reader failed (exit {code}); the file is not read")
+        raise FormatError(N_("the spreadsheet reader stopped on %(name)s (over its limits of %(mib)s MiB and "
+                             "%(cpu)s s CPU, or a crash); the file is not read"),
+                          name=name, mib=CHILD_MEMORY >> 20, cpu=CHILD_CPU)
+    raise FormatError(N_("the spreadsheet reader failed (exit %(code)s); the file is not read"), code=code)

@@ -18,10 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import check_setting, checked, folder_setting, read_section
+from core.i18n import N_, MarkedError
 
 from .period import span_seconds
 
 KNOWN = ("every", "at", "dir", "keep")
+
+
+
+class ReportConfigError(MarkedError, ValueError):
+    """A ``[report]`` value that does not read; the message names its key, for the operator."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +57,8 @@ def _every(value, where: str) -> float:
     if isinstance(value, str):
         seconds = span_seconds(value)
         if seconds is None:
-            raise ValueError(f"{where}: report setting every must be a span like \"1d\", \"12h\" or \"30m\", "
-                             f"not {value!r}")
+            raise ReportConfigError(N_('%(where)s: report setting every must be a span like "1d", "12h" or '
+                                       '"30m", not %(value)s'), where=where, value=repr(value))
         value = seconds
     try:
         check_setting("every", value, section="report")

@@ -6,9 +6,15 @@ import datetime as dt
 import re
 from typing import NamedTuple
 
+from core.i18n import N_, MarkedError
+
 DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M")
 _SPAN = re.compile(r"^\s*(\d{1,7})\s*([smhdw])\s*$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+class ReportError(MarkedError, ValueError):
+    """A report's period or format that does not read; the message is for the operator."""
 
 
 class Period(NamedTuple):
@@ -32,7 +38,8 @@ def _date(text: str, end: bool) -> float:
         if end and fmt == "%Y-%m-%d":
             when += dt.timedelta(days=1)  # a bare date as the end includes that whole day
         return when.timestamp()
-    raise ValueError(f"{text!r} is not a period like 24h or 7d, nor a date like 2026-12-01 or 2026-12-01 07:00")
+    raise ReportError(N_("%(text)s is not a period like 24h or 7d, nor a date like 2026-12-01 or 2026-12-01 "
+                         "07:00"), text=repr(text))
 
 
 def parse_period(since: str | None, until: str | None, now: float, site: str | None = None) -> Period:
@@ -42,6 +49,7 @@ def parse_period(since: str | None, until: str | None, now: float, site: str | N
     span = span_seconds(since or "24h")
     start = end - span if span is not None else _date(since, end=False)
     if start >= end:
-        raise ValueError(f"the period starts ({since}) at or after it ends ({until or 'now'})")
+        raise ReportError(N_("the period starts (%(since)s) at or after it ends (%(until)s)"),
+                          since=since, until=until or "now")
     site = (site or "").strip() or None
     return Period(start, end, site)

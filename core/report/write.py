@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from core.home import private_folder, replace_private, sync_folder
+from core.i18n import N_
 
 from .figures import compute
 from .health import report_health
 from .model import Figures
-from .period import Period
+from .period import Period, ReportError
 
 FORMATS = ("html", "pdf")
 
@@ -57,7 +58,8 @@ def figures_for(home, receiver, period: Period, targets: list[str], now: float |
 def place(figures: Figures, fmt: str, target: Path) -> Written:
     """Render ``figures`` as ``fmt`` and put the file at ``target`` whole (its folder must exist)."""
     if fmt not in FORMATS:
-        raise ValueError(f"a report format is {' or '.join(FORMATS)}, not {fmt!r}")
+        raise ReportError(N_("a report format is %(formats)s, not %(fmt)s"),
+                          formats=" or ".join(FORMATS), fmt=repr(fmt))
     target = Path(target)
     replace_private(target, render(figures, fmt))
     sync_folder(target.parent)
@@ -68,5 +70,6 @@ def write_report(home, receiver, period: Period, fmt: str, target: Path, targets
                  now: float | None = None) -> Written:
     """Compute, render and place one report at ``target``."""
     if fmt not in FORMATS:
-        raise ValueError(f"a report format is {' or '.join(FORMATS)}, not {fmt!r}")
+        raise ReportError(N_("a report format is %(formats)s, not %(fmt)s"),
+                          formats=" or ".join(FORMATS), fmt=repr(fmt))
     return place(figures_for(home, receiver, period, targets, now), fmt, target)

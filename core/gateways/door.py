@@ -32,6 +32,8 @@ import socket
 import ssl
 from collections import Counter
 
+from core.i18n import N_
+
 log = logging.getLogger("ussd.gateways")
 
 FILES_BESIDE = 256  # open files kept for the rest of watch: the store, the inbox, logs, alerts, backups
@@ -266,9 +268,9 @@ def files_needed(max_connections: int) -> int:
     return max_connections + FILES_BESIDE
 
 
-def fit_file_limit(max_connections: int) -> str | None:
+def fit_file_limit(max_connections: int) -> tuple[str, dict] | None:
     """Raise this process's soft open-file limit to what ``max_connections`` needs, if the hard limit
-    allows; the reason it cannot, for the one error line, else None."""
+    allows; the reason it cannot, for the one error line (a marked message and its values), else None."""
     need = files_needed(max_connections)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= need:
@@ -279,6 +281,7 @@ def fit_file_limit(max_connections: int) -> str | None:
             return None
         except (OSError, ValueError):
             pass
-    return (f"[gateways] max_connections = {max_connections:,} needs {need:,} open files "
-            f"({FILES_BESIDE} beside the connections), but this process may open {soft:,} "
-            "(LimitNOFILE= in the unit, or ulimit -n): lower max_connections or raise the limit")
+    return (N_("[gateways] max_connections = %(most)s needs %(need)s open files (%(beside)s beside the "
+               "connections), but this process may open %(soft)s (LimitNOFILE= in the unit, or ulimit -n): "
+               "lower max_connections or raise the limit"),
+            {"most": f"{max_connections:,}", "need": f"{need:,}", "beside": FILES_BESIDE, "soft": f"{soft:,}"})

@@ -115,7 +115,7 @@ class Listener:
     def start(self) -> "Listener":
         short = fit_file_limit(self.config.max_connections)
         if short is not None:
-            raise ListenerError(short)
+            raise ListenerError(short[0], **short[1])
         self._take_home_lock()
         try:
             self.committer.start()

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.i18n import N_
+from core.i18n import N_, MarkedError
 
 from .archive import BackupError, CannotRun
 
@@ -180,6 +180,8 @@ def trust_given(backup_key: str | None = None, checkpoint_source: str | None = N
             cp = checkpoint_.parse(source) if source.startswith((checkpoint_.MAGIC, "{")) \
                 else checkpoint_.read(checkpoint_source)
         except checkpoint_.CheckpointError as exc:
+            if isinstance(exc, MarkedError):  # its own words and values, translated where shown
+                raise CannotRun(exc.message, **exc.values) from None
             raise CannotRun(str(exc)) from None
         if not cp.backup:
             raise CannotRun(N_("the checkpoint carries no backup key (it was taken before this home's backup "

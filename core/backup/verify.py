@@ -202,24 +202,28 @@ def _read_manifest(tar: TarStream) -> dict:
     return manifest
 
 
-def _member_problem(header, manifest: dict, found: dict) -> str | None:
+def _member_problem(header, manifest: dict, found: dict) -> BackupError | None:
     """Why a member is refused before a byte of it is read: its name first, then its size."""
     listed, sizes = manifest["members"], manifest.get("sizes")
     store = pg.DUMP if store_kind(manifest) == "postgresql" else STORE
     name = header.name
     if name in found or name == MANIFEST:
-        return f"the backup holds the member {shown(name)} twice"
+        return BackupError(N_("the backup holds the member %(member)s twice"), member=shown(name))
     if not known_member(name, store):
-        return (f"the backup holds an unexpected member {shown(name)} (a backup holds only {MANIFEST}, the store "
-                f"{store}, {CONFIG} and plain files under {KEYS}/)")
+        return BackupError(N_("the backup holds an unexpected member %(member)s (a backup holds only "
+                              "%(manifest)s, the store %(store)s, %(config)s and plain files under %(keys)s/)"),
+                           member=shown(name), manifest=MANIFEST, store=store, config=CONFIG, keys=KEYS)
     if header.kind != "file":
-        return f"the member {shown(name)} is a {header.kind}, not a plain file"
+        return BackupError(N_("the member %(member)s is a %(kind)s, not a plain file"),
+                           member=shown(name), kind=header.kind)
     if name not in listed:
-        return f"the member {shown(name)} is not listed in the manifest"
+        return BackupError(N_("the member %(member)s is not listed in the manifest"), member=shown(name))
     if sizes is not None and header.size != sizes[name]:
-        return f"the member {name} is {header.size:,} bytes, the manifest lists {sizes[name]:,}"
+        return BackupError(N_("the member %(name)s is %(size)s bytes, the manifest lists %(listed)s"),
+                           name=name, size=f"{header.size:,}", listed=f"{sizes[name]:,}")
     if name != store and header.size > SMALL_MAX:
-        return f"the member {name} is {header.size:,} bytes; only the store may be over {SMALL_MAX:,}"
+        return BackupError(N_("the member %(name)s is %(size)s bytes; only the store may be over %(most)s"),
+                           name=name, size=f"{header.size:,}", most=f"{SMALL_MAX:,}")
     return None
 
 
@@ -260,7 +264,7 @@ def _read_members(stream, work: Path, judge=None) -> tuple[dict, dict]:
     while (header := tar.next()) is not None:
         problem = _member_problem(header, manifest, found)
         if problem is not None:
-            raise BackupError(problem)
+            raise problem
         if sizes is None:
             _room(work, header.size)
         dest = work / "members" / header.name

@@ -20,6 +20,7 @@ from core.inbox import claimed_dir, deliver_until_done, hold_after_commit, quiet
 from core.inbox.spreadsheets import sheet_rows
 from core.rules.explain import explain_reject, outcome_words, reason_words
 from core.rules.formats import FormatError, read_items, spreadsheet_kind, table_items
+from core.rules.text import said
 from core.store.ledger import HANDOVER_FRAMES
 
 from .common import examples
@@ -75,7 +76,7 @@ def _read_items(path: Path, max_bytes: int, site):
         else:
             items, _fmt = read_items(path.name, data, site)
     except FormatError as exc:
-        raise CommandError(f"{path}: {exc}") from exc
+        raise CommandError.told(_("%(path)s: %(reason)s"), path=path, ours={"reason": said(exc)}) from exc
     return [(fid, frame, str(path), line) for fid, frame, line in items]
 
 

@@ -55,7 +55,8 @@ class LifecycleError(MarkedError, ValueError):
 def check_status(value: object) -> str:
     status = str(value).strip().lower()
     if status not in STATUSES:
-        raise LifecycleError(f"a case status is one of {', '.join(STATUSES)}, not {str(value)[:20]!r}")
+        raise LifecycleError(N_("a case status is one of %(statuses)s, not %(given)s"), statuses=", ".join(STATUSES),
+                             given=repr(str(value)[:20]))
     return status
 
 
@@ -63,11 +64,15 @@ def check_move(current: str, wanted: object) -> str:
     """The wanted status if the lifecycle allows ``current -> wanted``; else a one-line refusal."""
     wanted = check_status(wanted)
     if wanted == current:
-        raise LifecycleError(f"the case is already {current}; nothing to sign")
+        raise LifecycleError(N_("the case is already %(status)s; nothing to sign"), status=current)
     allowed = MOVES.get(current, frozenset())
     if wanted not in allowed:
-        ways = ", ".join(s for s in STATUSES if s in allowed) or "nothing"
-        raise LifecycleError(f"a {current} case cannot be marked {wanted} (from {current}: {ways})")
+        ways = ", ".join(s for s in STATUSES if s in allowed)
+        if not ways:
+            raise LifecycleError(N_("a %(current)s case cannot be marked %(wanted)s (from %(current)s: nothing)"),
+                                 current=current, wanted=wanted)
+        raise LifecycleError(N_("a %(current)s case cannot be marked %(wanted)s (from %(current)s: %(ways)s)"),
+                             current=current, wanted=wanted, ways=ways)
     return wanted
 
 

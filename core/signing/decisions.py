@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from core.i18n import _
+from core.i18n import N_, _
 from core.rules.text import plain
 
 from . import countersign, held, roles
@@ -62,7 +62,7 @@ def approving(lookup: Lookup) -> SignedAction:
     def apply(receiver, payload: dict, entry: dict, at: float) -> dict:
         request = _request(receiver, payload)
         if request.expired(at):
-            raise ActionError(f"request #{request.seq} expired while it was being approved")
+            raise ActionError(N_("request #%(id)s expired while it was being approved"), id=request.seq)
         effect = {"seq": entry["seq"], "at": at, "operator": request.operator, "reason": request.reason}
         done = lookup(request.action).apply(receiver, request.payload, effect, at)
         if request.action in _OPERATOR_CHANGES:

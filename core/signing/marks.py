@@ -11,7 +11,7 @@ witnesses, the settlements and the quarantine stay exactly as they were.
 from __future__ import annotations
 
 from core.rules.frame import FRAME_ID_RE, case_key
-from core.i18n import _, ngettext, number
+from core.i18n import N_, _, ngettext, number
 from core.rules.text import plain
 from core.rules.lifecycle import RANKED, SERVED, SHOWN, LifecycleError, check_move, check_status
 from core.store.signed_writes import StaleRow, apply_mark
@@ -42,7 +42,7 @@ def find_case(receiver, frame_id: object):
     has seen (a re-ranked copy, an accepted correction, a quarantined newcomer)."""
     fid = str(frame_id)
     if not FRAME_ID_RE.fullmatch(fid):
-        raise ActionError("a frame id is 1-64 letters, digits, '.', '_', ':' or '-'")
+        raise ActionError(N_("a frame id is 1-64 letters, digits, '.', '_', ':' or '-'"))
     m = receiver.m
     C = m.Case
     case = C.get_or_none(C.frame_id == fid)
@@ -57,7 +57,7 @@ def find_case(receiver, frame_id: object):
         )
         if known:
             return case
-    raise ActionError(f"no case with frame id {fid}")
+    raise ActionError(N_("no case with frame id %(frame_id)s"), frame_id=fid)
 
 
 def _plan(receiver, by, frame_id, status) -> tuple[str, dict]:
@@ -66,7 +66,7 @@ def _plan(receiver, by, frame_id, status) -> tuple[str, dict]:
         case = find_case(receiver, frame_id)
         check_move(case.status, status)
     except LifecycleError as exc:
-        raise ActionError(str(exc)) from None
+        raise ActionError(exc.message, **exc.values) from None
     Q = receiver.m.Quarantine
     disputed = [q for (q,) in Q.select(Q.id).where(
         (Q.status == "open") & ((Q.case_key == case.case_key) | (Q.frame_id == case.frame_id))
@@ -110,7 +110,7 @@ def _apply(receiver, payload: dict, entry: dict, at: float) -> dict:
         apply_mark(receiver, payload, operator=entry["operator"], reason=entry["reason"], audit_seq=entry["seq"],
                    at=at)
     except StaleRow:
-        raise ActionError("the case changed since this action was shown; review it again before signing") from None
+        raise ActionError(N_("the case changed since this action was shown; review it again before signing")) from None
     return {"frame_id": payload["frame_id"], "from": payload["from"], "status": payload["to"],
             "served": payload["to"] == SERVED}
 

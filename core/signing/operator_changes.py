@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from core.i18n import _
+from core.i18n import N_, _
 
 from . import roles
 from .audit_models import audit_models
@@ -22,8 +22,11 @@ from .signed_action import SignedAction
 def _keep_an_admin(receiver, name: str, what: str) -> None:
     held = roles.holders(receiver)
     if roles.ADMIN in held.get(name, (frozenset(), False))[0] and not roles.other_admin(held, name):
-        raise ActionError(f"{name} is the last admin; grant another operator the admin role before you {what} "
-                          f"{'them' if what == 'retire' else 'it'}")
+        if what == "retire":
+            raise ActionError(N_("%(name)s is the last admin; grant another operator the admin role before you "
+                                 "retire them"), name=name)
+        raise ActionError(N_("%(name)s is the last admin; grant another operator the admin role before you "
+                             "revoke it"), name=name)
 
 
 def _plan_retire(receiver, by, name) -> tuple[str, dict]:
@@ -33,15 +36,15 @@ def _plan_retire(receiver, by, name) -> tuple[str, dict]:
     O = audit_models(receiver.db).Operator
     row = O.get_or_none(O.name == name)
     if row is None:
-        raise ActionError(f"no operator named {name}")
+        raise ActionError(N_("no operator named %(name)s"), name=name)
     if row.retired_at is not None:
-        raise ActionError(f"operator {name} is already retired")
+        raise ActionError(N_("operator %(name)s is already retired"), name=name)
     active_operator(receiver, by)
     if not signed_operator_entries(receiver):
         raise ActionError(OLD_HOME)
     roles.require(receiver, by, OPERATOR_RETIRE)
     if not O.select().where(O.retired_at.is_null() & (O.id != row.id)).exists():
-        raise ActionError(f"{name} is the last active operator; add another one before retiring this one")
+        raise ActionError(N_("%(name)s is the last active operator; add another one before retiring this one"), name=name)
     _keep_an_admin(receiver, name, "retire")
     return f"operator:{name}", {"name": name, "fingerprint": row.fingerprint}
 
@@ -69,20 +72,21 @@ def _plan_role(action: str):
         try:
             role = roles.check_role(role)
         except roles.RoleError as exc:
-            raise ActionError(str(exc)) from None
+            raise ActionError(exc.message, **exc.values) from None
         row = active_operator(receiver, name)
         active_operator(receiver, by)
         if not signed_operator_entries(receiver):
             raise ActionError(OLD_HOME)
         roles.require(receiver, by, action)
         if by == name:
-            raise ActionError(f"nobody grants or revokes their own roles: another admin signs a change to {name}'s")
+            raise ActionError(N_("nobody grants or revokes their own roles: another admin signs a change to %(name)s's"),
+                              name=name)
         held = roles.roles_of(receiver, name)
         if action == roles.OPERATOR_GRANT and role in held:
-            raise ActionError(f"{name} already holds the {role} role; nothing to sign")
+            raise ActionError(N_("%(name)s already holds the %(role)s role; nothing to sign"), name=name, role=role)
         if action == roles.OPERATOR_REVOKE:
             if role not in held:
-                raise ActionError(f"{name} does not hold the {role} role; nothing to sign")
+                raise ActionError(N_("%(name)s does not hold the %(role)s role; nothing to sign"), name=name, role=role)
             if role == roles.ADMIN:
                 _keep_an_admin(receiver, name, "revoke")
         return f"operator:{name}", {"name": name, "fingerprint": row.fingerprint, "role": role}
@@ -93,7 +97,7 @@ def _plan_role(action: str):
 def _plan_adopt(receiver, by) -> tuple[str, dict]:
     """Every registered operator and key as the table holds them, signed once into the log."""
     if signed_operator_entries(receiver):
-        raise ActionError("the operators are already in the signed log; there is nothing to adopt")
+        raise ActionError(N_("the operators are already in the signed log; there is nothing to adopt"))
     return "operators", {"operators": adoption_list(receiver)}
 
 

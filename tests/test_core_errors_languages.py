@@ -5,6 +5,8 @@ and the exit code and any ``--json`` output are the same in every language."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core import i18n
@@ -165,3 +167,63 @@ def test_a_bad_value_keeps_its_file_and_key_and_is_said_whole_in_the_language(si
     i18n.select(i18n.SOURCE)
     last = cli(signed, "ingest", str(frames), "--lang", lang, env=NO_LOCALE).stderr.splitlines()[-1]
     assert last == tr(lang, "%(where)s: %(reason)s", where=where, reason=inner), last
+
+
+@pytest.fixture
+def two_admins(home, tmp_path):
+    add_operators(home, tmp_path, "alice", "bob")
+    ingest(home, tmp_path, [A1, B2, A1_FIX])
+    return home
+
+
+def test_the_line_after_a_signature_is_in_the_language_and_json_stays_english(two_admins, tmp_path):
+    r = cli(two_admins, *signing(tmp_path, "resolve", "1", "--keep-first"), "--lang", "fr", env=NO_LOCALE)
+    assert r.returncode == 0 and "\nconflit n\u00b0 1 : " in r.stdout and "conflict #1" not in r.stdout, r.stdout
+    r = cli(two_admins, *signing(tmp_path, "retention", "set", "40"), "--lang", "fr", env=NO_LOCALE)
+    assert r.returncode == 0 and "la conservation est maintenant de 40 jours (r\u00e8gle)" in r.stdout, r.stdout
+    assert "retention is now" not in r.stdout
+    r = cli(two_admins, *signing(tmp_path, "retention", "set", "41", "--json"), "--lang", "fr", env=NO_LOCALE)
+    done = json.loads(r.stdout)
+    assert r.returncode == 0 and done["retention"]["retention_seconds"] == 41 * 86400 and "conservation" not in r.stdout
+
+
+def test_a_held_requests_words_are_in_the_language_in_pending_and_english_in_its_json(two_admins, tmp_path):
+    two_admins.config.write_text('[signing]\ncountersign = ["retention"]\n', encoding="utf-8")
+    assert cli(two_admins, *signing(tmp_path, "retention", "set", "40"), env=NO_LOCALE).returncode == 0
+    english = cli(two_admins, "pending", "--json", env=NO_LOCALE).stdout
+    assert '"what": "change retention from 30 days to 40 days"' in english
+    for lang, word in (("fr", "conservation"), ("sw", "kuhifadhi"), ("pt", "reten\u00e7\u00e3o"), ("es", "retenci\u00f3n")):
+        assert cli(two_admins, "pending", "--json", "--lang", lang, env=NO_LOCALE).stdout == english
+        out = cli(two_admins, "pending", "--lang", lang, env=NO_LOCALE).stdout
+        assert word in out and "change retention" not in out, (lang, out)
+
+
+def test_the_retention_fault_is_printed_in_the_language_and_kept_english_in_status_json(two_admins):
+    from core import Receiver
+    from tests.support.trust_support import sql
+
+    with Receiver(str(two_admins.db)) as r:
+        for seconds in (3600, 40 * 86400):
+            sql(r, "INSERT INTO retention_policy (retention_seconds, set_at, set_by, reason, is_exception, audit_id) "
+                   "VALUES (?, 1, ?, 'by hand', ?, NULL)", (seconds, ODD, False))
+    english = cli(two_admins, "status", env=NO_LOCALE).stderr
+    who = escape_text(ODD, 24)
+    assert (f"RETENTION FAULT: retention policy #2 (40 days, set by {who}) is not applied: it has no signed audit "
+            "entry; eviction uses 30 days (the default); 1 more such row; run `ussd-console audit verify`") in english
+    as_data = cli(two_admins, "status", "--json", env=NO_LOCALE).stdout
+    assert "it has no signed audit entry" in as_data
+    for lang in LANGS:
+        assert cli(two_admins, "status", "--json", "--lang", lang, env=NO_LOCALE).stdout == as_data
+        i18n.select(lang)
+        problem = i18n._("it has no signed audit entry")
+        row = i18n._("retention policy #%(id)s (%(period)s, set by %(by)s) is not applied: %(problem)s", id=2,
+                     period=i18n.ngettext("%(n)s day", "%(n)s days", 40, n=i18n.number(40)), by=who, problem=problem)
+        line = i18n.ngettext("%(first)s; eviction uses %(period)s (the default); %(n)s more such row; run %(command)s",
+                             "%(first)s; eviction uses %(period)s (the default); %(n)s more such rows; run %(command)s",
+                             1, first=row, period=i18n.ngettext("%(n)s day", "%(n)s days", 30, n=i18n.number(30)),
+                             n=1, command="`ussd-console audit verify`")
+        fault = i18n._("RETENTION FAULT: ") + line
+        i18n.select(i18n.SOURCE)
+        said_ = cli(two_admins, "status", "--lang", lang, env=NO_LOCALE).stderr
+        assert fault in said_.replace("\n", " ") or fault in said_, (lang, said_)
+        assert "is not applied" not in said_ and "\x1b" not in said_, (lang, said_)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 
-from core.i18n import N_, _, ngettext
+from core.i18n import N_, SOURCE, _, language, ngettext
 from core.rules.decide import payload_key
 from core.rules.explain import reason_words
 from core.rules.frame import Frame, is_rerankable, parse
 from core.rules.retention import DAY, RetentionError, check_retention, describe, in_english, period
-from core.rules.text import plain
-from core.rules.words import resolution_in_english
+from core.rules.text import Said, plain
+from core.rules.words import resolution_words
 from core.store.signed_writes import apply_resolve
 
 from . import roles
@@ -187,10 +187,12 @@ def _apply_resolve(receiver, payload: dict, entry: dict, at: float) -> dict:
 
 
 def _resolved(done: dict) -> str:
-    words = f"conflict #{done['quarantine_id']}: {resolution_in_english(done['status'])}"
+    """The line printed after the signature, in the operator's language (``--json`` has the fields)."""
+    words = _("conflict #%(id)s: %(resolution)s", id=done["quarantine_id"],
+              resolution=resolution_words(done["status"]))
     if done["also_resolved"]:
-        words += "; also settled " + ", ".join(f"#{i}" for i in done["also_resolved"])
-    return words
+        words = _("%(words)s; also settled %(ids)s", words=words, ids=", ".join(f"#{i}" for i in done["also_resolved"]))
+    return Said(words)
 
 
 def _resolution(decision: str, title: str, flag: str) -> SignedAction:
@@ -241,9 +243,11 @@ def _apply_retention(receiver, payload: dict, entry: dict, at: float) -> dict:
 
 
 def _retention_now(done: dict) -> str:
-    policy = done["retention"]
-    kind = "signed exception" if policy["is_exception"] else "policy"
-    return f"retention is now {in_english(policy['retention_seconds'])} ({kind})"
+    policy, seconds = done["retention"], done["retention"]["retention_seconds"]
+    period = in_english(seconds) if language() == SOURCE else describe(seconds)  # English as it always read
+    if policy["is_exception"]:
+        return Said(_("retention is now %(period)s (signed exception)", period=period))
+    return Said(_("retention is now %(period)s (policy)", period=period))
 
 
 # Refused below 72 h, an exception below 30 days.

@@ -23,7 +23,7 @@ def _plan(receiver, by, public_key: str, home_id: str | None) -> tuple[str, dict
 
 RECORD_KEY = SignedAction(
     ACTION, roles.ADMIN, "Record the home's backup key in the log", "backup key record",
-    summary=lambda done: f"backup key {done['fingerprint'][:16]} recorded",
+    summary=lambda done: _("backup key %(key)s recorded", key=done["fingerprint"][:16]),
     plan=_plan, apply=lambda receiver, payload, entry, at: {"fingerprint": payload["fingerprint"]},
     lines=lambda receiver, payload: [_("record backup key %(fingerprint)s as this home's",
                                        fingerprint=payload["fingerprint"])],

@@ -19,6 +19,7 @@ from typing import Mapping
 
 from core.config import SigningConfig, load_signing_config
 from core.i18n import N_
+from core.rules.text import Said
 from core.store.database import write_transaction
 
 from . import audit, held, roles
@@ -101,7 +102,7 @@ def said(request: held.Request, action) -> str:
     """``what`` in the operator's language (``SignedAction.said``), for a preview; the English
     ``what`` where the action has no such words."""
     try:
-        return action.said(request.payload) if action.said is not None else what(request, action)
+        return Said(action.said(request.payload)) if action.said is not None else what(request, action)
     except (KeyError, TypeError, ValueError, AttributeError):
         return f"{request.action} {request.target}"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from core.rules.frame import FRAME_ID_RE, case_key
 from core.i18n import N_, _, ngettext, number
-from core.rules.text import plain
+from core.rules.text import Said, plain
 from core.rules.lifecycle import RANKED, SERVED, SHOWN, LifecycleError, check_move, check_status
 from core.store.signed_writes import StaleRow, apply_mark
 
@@ -28,6 +28,10 @@ STATUS_WORDS = {
     "closed": ("closed", "no action needed; say why"),
     "open": ("open again", "back into the ranking"),
 }
+
+
+def _shown(status: str) -> str:
+    return _(SHOWN[status]) if status in SHOWN else plain(status)
 
 
 def _case_ref(case) -> str:
@@ -117,6 +121,7 @@ def _apply(receiver, payload: dict, entry: dict, at: float) -> dict:
 
 MARK = SignedAction(
     MARK_ACTION, roles.DISPATCHER, "Mark a case", "case mark FRAME_ID STATUS",
-    summary=lambda done: f"case {done['frame_id']}: {done['from']} -> {done['status']}",
+    summary=lambda done: Said(_("case %(frame_id)s: %(old)s -> %(new)s", frame_id=plain(done["frame_id"]),
+                                old=_shown(done["from"]), new=_shown(done["status"]))),
     plan=_plan, apply=_apply, lines=_what,
 )

@@ -83,7 +83,7 @@ def _recheck(receiver, p: dict, rid: int) -> str | None:
 
 ADD = SignedAction(
     OPERATOR_ADD, roles_.ADMIN, "Add an operator", "operator add NAME --role ROLE --operator NAME",
-    summary=lambda done: f"operator {done['name']} added; roles: {', '.join(done['roles'])}",
+    summary=lambda done: _("operator %(name)s added; roles: %(roles)s", name=done["name"], roles=", ".join(done["roles"])),
     plan=_plan, apply=_apply, lines=lambda receiver, payload: [_said(payload)], what=_what, said=_said,
     recheck=_recheck,
     signs_itself=_signs_itself, role_note="the operator who approves (`--operator`)",

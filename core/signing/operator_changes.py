@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from core.i18n import N_, _
+from core.i18n import N_, _, ngettext
 
 from . import roles
 from .audit_models import audit_models
@@ -138,14 +138,17 @@ def _revoke_said(p: dict) -> str:
     return _("revoke the %(role)s role from %(name)s", name=p.get("name"), role=p.get("role"))
 
 
-def _role_words(done: dict, words: str) -> str:
+def _role_words(done: dict, granted: bool) -> str:
     role = json.loads(done["entry"]["payload"])["role"]
-    return f"role {role} {words} {done['name']}; roles now: {', '.join(done['roles']) or 'none'}"
+    values = {"role": role, "name": done["name"], "roles": ", ".join(done["roles"]) or _("none")}
+    if granted:
+        return _("role %(role)s granted to %(name)s; roles now: %(roles)s", **values)
+    return _("role %(role)s revoked from %(name)s; roles now: %(roles)s", **values)
 
 
 RETIRE = SignedAction(
     OPERATOR_RETIRE, roles.ADMIN, "Retire an operator", "operator retire NAME",
-    summary=lambda done: f"operator {done['name']} retired; signatures it made stay verifiable",
+    summary=lambda done: _("operator %(name)s retired; signatures it made stay verifiable", name=done["name"]),
     plan=_plan_retire, apply=_apply_retire, recheck=_retire_recheck,
     what=lambda p: f"retire operator {p.get('name')}", said=_retire_said,
     lines=lambda receiver, payload: [_("retire operator %(name)s (key %(key)s): it can no longer sign",
@@ -153,7 +156,7 @@ RETIRE = SignedAction(
 )
 GRANT = SignedAction(
     roles.OPERATOR_GRANT, roles.ADMIN, "Give an operator a role", "operator grant NAME ROLE",
-    summary=lambda done: _role_words(done, "granted to"),
+    summary=lambda done: _role_words(done, granted=True),
     plan=_plan_role(roles.OPERATOR_GRANT), role_note="never for oneself",
     apply=lambda receiver, payload, entry, at: operator_info(receiver, payload["name"]),
     what=_grant_what, said=_grant_said,
@@ -162,14 +165,16 @@ GRANT = SignedAction(
 )
 REVOKE = SignedAction(
     roles.OPERATOR_REVOKE, roles.ADMIN, "Take a role away", "operator revoke NAME ROLE",
-    summary=lambda done: _role_words(done, "revoked from"),
+    summary=lambda done: _role_words(done, granted=False),
     plan=_plan_role(roles.OPERATOR_REVOKE), role_note="never for oneself",
     apply=lambda receiver, payload, entry, at: operator_info(receiver, payload["name"]),
     what=_revoke_what, said=_revoke_said, lines=lambda receiver, payload: [_revoke_said(payload)],
 )
 ADOPT = SignedAction(
     OPERATOR_ADOPT, roles.ADMIN, "Adopt operators from before signed operator changes", "operator adopt",
-    summary=lambda done: f"{len(done['operators'])} operators adopted into the signed log",
+    summary=lambda done: ngettext("%(n)s operators adopted into the signed log",  # English: as it always read
+                                  "%(n)s operators adopted into the signed log", len(done["operators"]),
+                                  n=len(done["operators"])),
     plan=_plan_adopt, lines=_adopt_lines,
     apply=lambda receiver, payload, entry, at: {"operators": payload["operators"]},
 )

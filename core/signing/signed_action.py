@@ -163,5 +163,6 @@ def sign(home, receiver, action: SignedAction, args: dict, *, operator: str, pas
 def signed_words(result: dict, action: SignedAction) -> str:
     """What a signature did, in one line: the action's summary, or the request it made."""
     if "pending" in result:
-        return f"waiting for a second admin: request {result['pending']} (`ussd-console approve {result['pending']}`)"
+        command = f"`ussd-console approve {result['pending']}`"
+        return _("waiting for a second admin: request %(id)s (%(command)s)", id=result["pending"], command=command)
     return action.summary(result)

@@ -14,7 +14,7 @@ from textual import work
 
 from core.i18n import _, ngettext, number
 from core import Receiver
-from core.rules.text import escape_text
+from core.rules.text import escape_text, said
 
 from .dialogs.case_screen import CaseScreen
 from .dialogs.export_dialog import ExportDialog
@@ -90,7 +90,7 @@ class CaseActions:
                 rows = write_export(receiver, view, target, fmt)
         except Exception as exc:
             log.exception("export failed")
-            self.notify(_("Export failed: %(error)s", error=escape_text(exc, 160)), severity="error", markup=False)
+            self.notify(_("Export failed: %(error)s", error=said(exc, 160)), severity="error", markup=False)
             return
         self.notify(ngettext("%(view)s: %(n)s row written to %(file)s", "%(view)s: %(n)s rows written to %(file)s",
                              rows, view=view, n=count(rows), file=escape_text(target, 160)),

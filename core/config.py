@@ -278,7 +278,8 @@ def load_inbox_config(config_path: Path, overrides: Mapping[str, Any] | None = N
     config = InboxConfig.from_mapping(table, where=f"{config_path} [inbox]")
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     if given:
-        config = InboxConfig.from_mapping({**dataclasses.asdict(config), **given}, where=Twofold("command line", lambda: _("command line")))
+        where = Twofold("command line", lambda: _("command line"))
+        config = InboxConfig.from_mapping({**dataclasses.asdict(config), **given}, where=where)
     return config
 
 

@@ -151,7 +151,7 @@ def read_private(path, what: str, *, limit: int = PRIVATE_READ_MAX, pipe: bool =
     from core.rules.text import Twofold, escape_text
 
     shown = escape_text(os.fspath(path), 200)
-    what = Twofold(what, lambda: _(what))
+    what = Twofold(what, lambda named=what: _(named))  # a PRIVATE_FILES name said in the operator's language
     try:  # O_NONBLOCK: a named pipe where none is wanted is refused at once, not waited on
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC | (0 if pipe else os.O_NONBLOCK))
     except OSError as exc:

@@ -21,7 +21,7 @@ from textual.screen import Screen
 from core import Receiver
 from core.i18n import N_, _, ngettext
 from core.rules.retention import describe
-from core.rules.text import escape_text
+from core.rules.text import said
 
 from . import actions
 from .dialogs.case_screen import CaseScreen
@@ -61,7 +61,7 @@ class OperatorActions:
         try:
             witnesses = await self.view.run(lambda r: (r.witnesses(self.clock()), r.retention_seconds()))
         except Exception as exc:
-            self.notify(_("Cannot read the store: %(error)s", error=escape_text(exc, 160)), severity="error", markup=False)
+            self.notify(_("Cannot read the store: %(error)s", error=said(exc, 160)), severity="error", markup=False)
             return
         w, policy = witnesses
         body = Text(_(
@@ -81,7 +81,7 @@ class OperatorActions:
                 removed = receiver.evict(now=self.clock(), started_by=started_by)
         except Exception as exc:
             log.exception("eviction failed")
-            self.notify(_("Eviction failed: %(error)s", error=escape_text(exc, 160)), severity="error", markup=False)
+            self.notify(_("Eviction failed: %(error)s", error=said(exc, 160)), severity="error", markup=False)
             return
         if started_by != "schedule" or removed:
             self.notify(ngettext("Eviction forgot %(n)s old frame id; the cases stay.",
@@ -106,7 +106,7 @@ class OperatorActions:
             handled = self.service.sweep_now()
         except Exception as exc:
             log.exception("sweep failed")
-            self.notify(_("Sweep failed: %(error)s", error=escape_text(exc, 160)), severity="error", markup=False)
+            self.notify(_("Sweep failed: %(error)s", error=said(exc, 160)), severity="error", markup=False)
             return
         self.notify(ngettext("Sweep done: %(n)s file taken.", "Sweep done: %(n)s files taken.", handled,
                              n=count(handled)), title=_("Inbox"),

@@ -45,6 +45,19 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from core.i18n import N_, MarkedError, _
+from core.rules.text import Twofold, said
+
+
+class ConfigError(MarkedError, ValueError):
+    """A setting that cannot be used: its words name the file, the section and the key (keys stay
+    English), in the operator's language where shown (``said``), English in ``str``."""
+
+
+def _within(where: object, exc: ValueError) -> ConfigError:
+    """``exc`` (a setting's refusal) prefixed with where it was found (the file and its section)."""
+    return ConfigError(N_("%(where)s: %(reason)s"), where=where, reason=Twofold(str(exc), lambda: said(exc)))
+
 
 @dataclass(frozen=True)
 class InboxConfig:
@@ -87,11 +100,12 @@ def from_table(cls, table: Mapping[str, Any], where: str):
     known = {f.name for f in fields(cls)}
     for key in table:
         if key not in known:
-            raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
+            raise ConfigError(N_("%(where)s: unknown setting %(key)s (known: %(known)s)"), where=where, key=repr(key),
+                              known=", ".join(sorted(known)))
     try:
         return cls(**dict(table))
     except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+        raise _within(where, exc) from None
 
 
 # (kind, lowest allowed, highest allowed); the ranges keep a typo from stalling delivery.
@@ -135,49 +149,60 @@ def check_setting(key: str, value: Any, section: str = "inbox") -> None:
     kind, low, high = _RULES[key]
     if kind is LanguageCode:
         if not isinstance(value, str):
-            raise ValueError(f"{section} setting {key} must be a language code in quotes, e.g. \"fr\", not {value!r}")
+            raise ConfigError(N_("%(section)s setting %(key)s must be a language code in quotes, e.g. \"fr\", not "
+                                 "%(value)s"), section=section, key=key, value=repr(value))
         from core.i18n import check_language
 
         try:
             check_language(value)
         except ValueError as exc:
-            raise ValueError(f"{section} setting {key}: {exc}") from None
+            raise ConfigError(N_("%(section)s setting %(key)s: %(reason)s"), section=section, key=key,
+                              reason=Twofold(str(exc), lambda: said(exc))) from None
         return
     if kind is tuple:
         choices = _CHOICES[key]
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v in choices for v in value):
-            raise ValueError(f"{section} setting {key} must be a list of {', '.join(map(repr, choices))}, "
-                             f"not {value!r}")
+            raise ConfigError(N_("%(section)s setting %(key)s must be a list of %(choices)s, not %(value)s"),
+                              section=section, key=key, choices=", ".join(map(repr, choices)), value=repr(value))
         if len(set(value)) != len(value):
-            raise ValueError(f"{section} setting {key} names a kind twice: {value!r}")
+            raise ConfigError(N_("%(section)s setting %(key)s names a kind twice: %(value)s"), section=section, key=key,
+                              value=repr(value))
         return
     if kind is list:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise ValueError(f"{section} setting {key} must be a list of column names, not {value!r}")
+            raise ConfigError(N_("%(section)s setting %(key)s must be a list of column names, not %(value)s"),
+                              section=section, key=key, value=repr(value))
         if len(value) > high:
-            raise ValueError(f"{section} setting {key} has {len(value)} names; at most {high:g}")
+            raise ConfigError(N_("%(section)s setting %(key)s has %(n)s names; at most %(max)s"), section=section,
+                              key=key, n=len(value), max=f"{high:g}")
         for v in value:
             if not any(c.isalnum() for c in v) or len(v) > 64:
-                raise ValueError(f"{section} setting {key}: {v!r} is not a column name "
-                                 "(1-64 characters, a letter or digit among them)")
+                raise ConfigError(N_("%(section)s setting %(key)s: %(value)s is not a column name "
+                                     "(1-64 characters, a letter or digit among them)"),
+                                  section=section, key=key, value=repr(v))
         return
     if kind is str:  # a time of day, "HH:MM"
         hours, _, minutes = value.partition(":") if isinstance(value, str) else ("", "", "")
         if not (hours.isdigit() and minutes.isdigit() and len(minutes) == 2 and len(hours) <= 2
                 and low <= int(hours) * 60 + int(minutes) <= high and int(minutes) < 60):
-            raise ValueError(f"{section} setting {key} must be a time of day like \"07:00\", not {value!r}")
+            raise ConfigError(N_("%(section)s setting %(key)s must be a time of day like \"07:00\", not %(value)s"),
+                              section=section, key=key, value=repr(value))
         return
     if kind is bool:
         if not isinstance(value, bool):
-            raise ValueError(f"{section} setting {key} must be true or false, not {value!r}")
+            raise ConfigError(N_("%(section)s setting %(key)s must be true or false, not %(value)s"),
+                              section=section, key=key, value=repr(value))
         return
     # bool is an int in Python; `settle_time = true` is still a mistake.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{section} setting {key} must be a number, not {value!r}")
+        raise ConfigError(N_("%(section)s setting %(key)s must be a number, not %(value)s"), section=section, key=key,
+                          value=repr(value))
     if kind is int and not float(value).is_integer():
-        raise ValueError(f"{section} setting {key} must be a whole number, not {value!r}")
+        raise ConfigError(N_("%(section)s setting %(key)s must be a whole number, not %(value)s"), section=section,
+                          key=key, value=repr(value))
     if value != value or (low is not None and value < low) or (high is not None and value > high):
-        raise ValueError(f"{section} setting {key} = {value!r} is out of range ({low:g} to {high:g})")
+        raise ConfigError(N_("%(section)s setting %(key)s = %(value)s is out of range (%(low)s to %(high)s)"),
+                          section=section, key=key, value=repr(value), low=f"{low:g}", high=f"{high:g}")
 
 
 def _check_column_names(config: "InboxConfig") -> None:
@@ -189,7 +214,8 @@ def _check_column_names(config: "InboxConfig") -> None:
         for name in getattr(config, key):
             other = seen.setdefault(norm(name), key)
             if other != key:
-                raise ValueError(f"inbox setting {key}: {name!r} is already in {other}; a column is one of them")
+                raise ConfigError(N_("inbox setting %(key)s: %(name)s is already in %(other)s; a column is one of them"),
+                                  key=key, name=repr(name), other=other)
 
 
 def read_toml(path: Path) -> dict:
@@ -200,9 +226,9 @@ def read_toml(path: Path) -> dict:
     except FileNotFoundError:
         return {}
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{path}: not valid TOML: {exc}") from exc
+        raise ConfigError(N_("%(path)s: not valid TOML: %(reason)s"), path=str(path), reason=str(exc)) from exc
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read: {exc.strerror}") from exc
+        raise ConfigError(N_("%(path)s: cannot read: %(reason)s"), path=str(path), reason=exc.strerror) from exc
 
 
 def read_section(config_path: Path, section: str, known) -> tuple[dict, str]:
@@ -210,11 +236,12 @@ def read_section(config_path: Path, section: str, known) -> tuple[dict, str]:
     (``config.toml [backup]``); a section that is not a table, or an unknown key, is an error."""
     table = read_toml(config_path).get(section, {})
     if not isinstance(table, dict):
-        raise ValueError(f"{config_path}: '{section}' must be a table ([{section}])")
+        raise not_a_table(config_path, section)
     where = f"{config_path} [{section}]"
     for key in table:
         if key not in known:
-            raise ValueError(f"{where}: unknown setting {key!r} (known: {', '.join(known)})")
+            raise ConfigError(N_("%(where)s: unknown setting %(key)s (known: %(known)s)"), where=where, key=repr(key),
+                              known=", ".join(known))
     return table, where
 
 
@@ -222,7 +249,8 @@ def folder_setting(table: dict, where: str, section: str) -> str | None:
     """A section's ``dir``: a folder path, or None when unset."""
     folder = table.get("dir")
     if folder is not None and (not isinstance(folder, str) or not folder.strip()):
-        raise ValueError(f"{where}: {section} setting dir must be a folder path, not {folder!r}")
+        raise ConfigError(N_("%(where)s: %(section)s setting dir must be a folder path, not %(value)s"), where=where,
+                          section=section, value=repr(folder))
     return folder
 
 
@@ -233,7 +261,12 @@ def checked(table: dict, where: str, section: str, keys) -> None:
             if key in table:
                 check_setting(key, table[key], section=section)
     except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+        raise _within(where, exc) from None
+
+
+def not_a_table(config_path: Path, section: str) -> ConfigError:
+    return ConfigError(N_("%(path)s: '%(section)s' must be a table ([%(section)s])"), path=str(config_path),
+                       section=section)
 
 
 def load_inbox_config(config_path: Path, overrides: Mapping[str, Any] | None = None) -> InboxConfig:
@@ -241,11 +274,12 @@ def load_inbox_config(config_path: Path, overrides: Mapping[str, Any] | None = N
     doc = read_toml(config_path)
     table = doc.get("inbox", {})
     if not isinstance(table, dict):
-        raise ValueError(f"{config_path}: 'inbox' must be a table ([inbox])")
+        raise not_a_table(config_path, "inbox")
     config = InboxConfig.from_mapping(table, where=f"{config_path} [inbox]")
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     if given:
-        config = InboxConfig.from_mapping({**dataclasses.asdict(config), **given}, where="command line")
+        where = Twofold("command line", lambda: _("command line"))
+        config = InboxConfig.from_mapping({**dataclasses.asdict(config), **given}, where=where)
     return config
 
 
@@ -263,25 +297,25 @@ class ConsoleConfig:
         if self.language is not None:
             check_setting("language", self.language, section="console")
         if not isinstance(self.keys, dict):
-            raise ValueError("'keys' must be a table ([console.keys]) of action id = \"key\"")
+            raise ConfigError(N_("'keys' must be a table ([console.keys]) of action id = \"key\""))
         for action_id, key in self.keys.items():
             if not isinstance(key, str):
-                raise ValueError(f"[console.keys] {action_id} must be a key name in quotes, e.g. \"ctrl+q\", "
-                                 f"not {key!r}")
+                raise ConfigError(N_("[console.keys] %(action)s must be a key name in quotes, e.g. \"ctrl+q\", not "
+                                     "%(value)s"), action=action_id, value=repr(key))
 
 
 def load_console_config(config_path: Path) -> ConsoleConfig:
     table = read_toml(config_path).get("console", {})
     if not isinstance(table, dict):
-        raise ValueError(f"{config_path}: 'console' must be a table ([console])")
+        raise not_a_table(config_path, "console")
     for key in table:
         if key not in ("unlock_minutes", "keys", "language"):
-            raise ValueError(f"{config_path} [console]: unknown setting {key!r} "
-                             "(known: keys, language, unlock_minutes)")
+            raise ConfigError(N_("%(where)s: unknown setting %(key)s (known: %(known)s)"),
+                              where=f"{config_path} [console]", key=repr(key), known="keys, language, unlock_minutes")
     try:
         return ConsoleConfig(**table)
     except ValueError as exc:
-        raise ValueError(f"{config_path} [console]: {exc}") from None
+        raise _within(f"{config_path} [console]", exc) from None
 
 
 @dataclass(frozen=True)
@@ -301,7 +335,7 @@ class SigningConfig:
 def load_signing_config(config_path: Path) -> SigningConfig:
     table = read_toml(config_path).get("signing", {})
     if not isinstance(table, dict):
-        raise ValueError(f"{config_path}: 'signing' must be a table ([signing])")
+        raise not_a_table(config_path, "signing")
     return from_table(SigningConfig, table, f"{config_path} [signing]")
 
 
@@ -316,7 +350,8 @@ def store_target(home, given: str | None = None) -> str:
     if chosen is None:
         return str(home.db)
     if not isinstance(chosen, str) or not chosen.strip():
-        raise ValueError(f"{home.config}: db must be a SQLite path or a postgresql:// URL, not {chosen!r}")
+        raise ConfigError(N_("%(path)s: db must be a SQLite path or a postgresql:// URL, not %(value)s"),
+                          path=str(home.config), value=repr(chosen))
     if is_postgres_url(chosen) or chosen == ":memory:" or os.path.isabs(chosen):
         return chosen
     return str(home.root / chosen)
@@ -334,15 +369,18 @@ class LogConfig:
         for key, (low, high) in {"max_bytes": (0, 2**40), "backups": (0, 1000)}.items():
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"logs setting {key} must be a whole number, not {value!r}")
+                raise ConfigError(N_("%(section)s setting %(key)s must be a whole number, not %(value)s"),
+                                  section="logs", key=key, value=repr(value))
             if not low <= value <= high:
-                raise ValueError(f"logs setting {key} = {value!r} is out of range ({low} to {high})")
+                raise ConfigError(N_("%(section)s setting %(key)s = %(value)s is out of range (%(low)s to %(high)s)"),
+                                  section="logs", key=key, value=repr(value), low=low, high=high)
         if 0 < self.max_bytes < 4096:
-            raise ValueError(f"logs setting max_bytes = {self.max_bytes} is too small (0, or at least 4096)")
+            raise ConfigError(N_("logs setting max_bytes = %(value)s is too small (0, or at least 4096)"),
+                              value=self.max_bytes)
 
 
 def load_log_config(config_path: Path) -> LogConfig:
     table = read_toml(config_path).get("logs", {})
     if not isinstance(table, dict):
-        raise ValueError(f"{config_path}: 'logs' must be a table ([logs])")
+        raise not_a_table(config_path, "logs")
     return from_table(LogConfig, table, f"{config_path} [logs]")

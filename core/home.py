@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from core.i18n import MarkedError
+from core.i18n import N_, MarkedError, _
 
 ENV_HOME = "USSD_CONSOLE_HOME"
 DEFAULT_HOME = "data"
@@ -128,12 +128,14 @@ class PrivateFileError(MarkedError, ValueError):
     """An owner-only file that is missing, cannot be trusted or cannot be read; the message is for
     the operator. ``missing``: there is no file at the path."""
 
-    def __init__(self, message: str, missing: bool = False) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, missing: bool = False, **values: object) -> None:
+        super().__init__(message, **values)
         self.missing = missing
 
 
 PRIVATE_READ_MAX = 1 << 20
+# The owner-only files ``read_private`` is asked to read, named in its errors in the operator's language.
+PRIVATE_FILES = (N_("the key file"), N_("the passphrase file"), N_("the secret file"))
 
 
 def read_private(path, what: str, *, limit: int = PRIVATE_READ_MAX, pipe: bool = False) -> bytes:
@@ -146,32 +148,35 @@ def read_private(path, what: str, *, limit: int = PRIVATE_READ_MAX, pipe: bool =
     or write it, and it holds at most ``limit`` bytes. A process out of open files gets its
     ``OSError`` (the file is not at fault: a post is answered 503 and re-sent, not refused).
     """
-    from core.rules.text import escape_text
+    from core.rules.text import Twofold, escape_text
 
     shown = escape_text(os.fspath(path), 200)
+    what = Twofold(what, lambda named=what: _(named))  # a PRIVATE_FILES name said in the operator's language
     try:  # O_NONBLOCK: a named pipe where none is wanted is refused at once, not waited on
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC | (0 if pipe else os.O_NONBLOCK))
     except OSError as exc:
         if exc.errno in (errno.EMFILE, errno.ENFILE):
             raise
         if exc.errno == errno.ELOOP:
-            raise PrivateFileError(f"{what} {shown} is a symbolic link; give the file itself") from None
-        raise PrivateFileError(f"cannot read {what} {shown}: {exc.strerror}",
-                               missing=exc.errno == errno.ENOENT) from None
+            raise PrivateFileError(N_("%(what)s %(path)s is a symbolic link; give the file itself"), what=what,
+                                   path=shown) from None
+        raise PrivateFileError(N_("cannot read %(what)s %(path)s: %(reason)s"), missing=exc.errno == errno.ENOENT,
+                               what=what, path=shown, reason=exc.strerror) from None
     try:
         info = os.fstat(fd)
         fifo = pipe and stat.S_ISFIFO(info.st_mode)
         if not (stat.S_ISREG(info.st_mode) or fifo):
-            raise PrivateFileError(f"{what} {shown} is not a regular file")
+            raise PrivateFileError(N_("%(what)s %(path)s is not a regular file"), what=what, path=shown)
         if info.st_mode & 0o077:
-            raise PrivateFileError(f"{what} {shown} is open to others (mode {info.st_mode & 0o777:04o}); "
-                                   f"run: chmod 600 {shown}")
+            raise PrivateFileError(N_("%(what)s %(path)s is open to others (mode %(mode)s); run: chmod 600 %(path)s"),
+                                   what=what, path=shown, mode=f"{info.st_mode & 0o777:04o}")
         chunks, size = [], 0
         while size <= limit:
             try:
                 chunk = os.read(fd, min(65536, limit + 1 - size))
             except OSError as exc:
-                raise PrivateFileError(f"cannot read {what} {shown}: {exc.strerror}") from None
+                raise PrivateFileError(N_("cannot read %(what)s %(path)s: %(reason)s"), what=what, path=shown,
+                                       reason=exc.strerror) from None
             if not chunk:
                 break
             chunks.append(chunk)
@@ -181,7 +186,7 @@ def read_private(path, what: str, *, limit: int = PRIVATE_READ_MAX, pipe: bool =
     finally:
         os.close(fd)
     if size > limit:
-        raise PrivateFileError(f"{what} {shown} is larger than {limit} bytes")
+        raise PrivateFileError(N_("%(what)s %(path)s is larger than %(limit)s bytes"), what=what, path=shown, limit=limit)
     return b"".join(chunks)
 
 

@@ -85,7 +85,7 @@ def _ingest(home, tmp_path):
     sheet = tmp_path / "b\u00e9.xlsx"
     sheet.write_bytes(b"garbage")
     return (["ingest", str(sheet)], CLI, "not a spreadsheet (a broken or partial archive: %(error)s)",
-            {"error": "BadZipFile"}, "pas un tableur", plain(sheet) + ": ", "b\u00e9.xlsx")
+            {"error": "BadZipFile"}, "pas un tableur", (plain(sheet),), "b\u00e9.xlsx")
 
 
 CASES = {"gateway": _gateway, "backup": _backup, "damaged": _damaged, "restore": _restore, "alerts": _alerts,
@@ -93,7 +93,10 @@ CASES = {"gateway": _gateway, "backup": _backup, "damaged": _damaged, "restore":
 
 
 def _line(lang: str, prefix: str, msgid: str, values: dict, before: str | None) -> str:
-    words = (before if before not in (None, "json") else "") + tr(msgid, lang, **values)
+    if isinstance(before, tuple):  # the path the error is about, then the error, the language's way
+        words = tr("%(path)s: %(reason)s", lang, path=before[0], reason=tr(msgid, lang, **values))
+    else:
+        words = (before if before not in (None, "json") else "") + tr(msgid, lang, **values)
     if prefix == CLI:
         return tr(CLI, lang, reason=words)
     head = tr(BACKUP, lang)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from core.i18n import _, ngettext, number
+from core.rules.text import Said, Twofold
 from core.signing import audit
 from core.signing import checkpoint as checkpoint_
 
@@ -46,8 +47,10 @@ def register(sub, common) -> None:
 
 def print_retention_fault(policy: dict) -> None:
     """A policy row set aside (below the floor, unsigned) is said on stderr, where scripts look too."""
-    if policy.get("fault"):
-        make_console(stderr=True).print(Text(_("RETENTION FAULT: "), style="bold red") + safe(policy["fault"], 600),
+    fault = policy.get("fault")
+    if fault:  # its English is the data (status --json, the log); printed in the operator's language
+        words = Said(fault.words()) if isinstance(fault, Twofold) else fault
+        make_console(stderr=True).print(Text(_("RETENTION FAULT: "), style="bold red") + safe(words, 600),
                                         soft_wrap=True)
 
 

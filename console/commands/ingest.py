@@ -76,7 +76,7 @@ def _read_items(path: Path, max_bytes: int, site):
         else:
             items, _fmt = read_items(path.name, data, site)
     except FormatError as exc:
-        raise CommandError.told("%(path)s: %(reason)s", {"reason": said(exc)}, path=path) from exc
+        raise CommandError.told(_("%(path)s: %(reason)s"), path=path, ours={"reason": said(exc)}) from exc
     return [(fid, frame, str(path), line) for fid, frame, line in items]
 
 

@@ -46,9 +46,11 @@ def cmd_pending(args, ctx) -> int:
         out.print(Text(_("nothing waits for a second admin")))
         return 0
     id_, by, expires, status = _("id"), _("by"), _("expires"), _("status")
+    held = countersign.requests(ctx.receiver)  # each request's words in the language; --json keeps ``what``
     out.print(table(
         _("Waiting for a second admin"), [id_, _("what"), by, expires, status],
-        [(r["id"], r["what"], r["requested_by"], minute(r["expires_at"]), r["status"]) for r in rows],
+        [(r["id"], countersign.said(held[r["id"]], signed_actions.BY_ID[r["action"]]), r["requested_by"],
+          minute(r["expires_at"]), r["status"]) for r in rows],
         codes=(id_, by, expires, status),
     ))
     out.print(Text(_("approve with %(approve)s, reject with %(reject)s (--json shows each request's reason)",

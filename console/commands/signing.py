@@ -22,6 +22,7 @@ from console.errors import CommandError
 from console.render import make_console, print_json, safe
 from core.i18n import _, ngettext, number
 from core.home import PrivateFileError, read_private
+from core.rules.text import said
 from core.signing import audit, signed_action
 from core.signing.keys import ActionError, check_name
 from core.signing.operators import load_signer
@@ -45,7 +46,7 @@ def read_passphrase_file(path: str) -> str:
     try:
         data = read_private(path, "the passphrase file", pipe=True)
     except PrivateFileError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError.told(said(exc)) from None
     try:
         line = re.split(rb"\r\n|\r|\n", data, maxsplit=1)[0].decode("utf-8")
     except UnicodeDecodeError:
@@ -90,11 +91,12 @@ def unlock(ctx, args, name: str, passphrase_file: str | None = None, prompt: str
             if not str(exc).startswith("wrong passphrase"):
                 raise
             if attempt == UNLOCK_TRIES:
-                raise CommandError.told(_("%(reason)s; %(tries)s, nothing was signed"), reason=exc, ours={
+                raise CommandError.told(_("%(reason)s; %(tries)s, nothing was signed"), ours={
+                    "reason": said(exc),
                     "tries": ngettext("%(n)s try", "%(n)s tries", UNLOCK_TRIES, n=number(UNLOCK_TRIES))}) from None
             left = UNLOCK_TRIES - attempt
             print(ngettext("%(reason)s; try again (%(n)s try left)", "%(reason)s; try again (%(n)s tries left)", left,
-                           reason=exc, n=number(left)), file=sys.stderr, flush=True)
+                           reason=said(exc), n=number(left)), file=sys.stderr, flush=True)
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 

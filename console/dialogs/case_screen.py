@@ -16,6 +16,7 @@ from textual import work
 from textual.binding import Binding
 
 from core.i18n import N_, _, ngettext, number
+from core.rules.text import said
 from console import actions
 from console.messages import MarkRequest
 from textual.containers import Vertical, VerticalScroll
@@ -130,7 +131,7 @@ class CaseScreen(ModalScreen[None]):
         try:
             story = await self.app.view.run(lambda r: case_story(r, case_id=self.case_id, case_key=self.case_key))
         except ActionError as exc:
-            body.update(Text(f"Cannot show the case: {exc}"))
+            body.update(Text(_("Cannot show the case: %(error)s", error=said(exc))))
             return
         self.story = story
         self.case_id = story["case"]["id"]

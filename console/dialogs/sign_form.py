@@ -28,7 +28,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from core.i18n import N_, _
 from core.rules.retention import RetentionError
-from core.rules.text import escape_text
+from core.rules.text import Said, escape_text, said
 from core.signing import signed_action, unlock_guard
 from core.signing.keys import ActionError
 from core.signing.operators import list_operators, load_signer
@@ -235,7 +235,7 @@ class SignForm(ModalScreen[bool]):
         try:
             preview = await self.app.view.run(lambda r: self.describe(r, operator, reason, values))
         except (ActionError, RetentionError, ValueError) as exc:
-            box.update(Text(_("cannot sign: %(why)s", why=escape_text(exc, 300))))
+            box.update(Text(_("cannot sign: %(why)s", why=said(exc, 300))))
             self._preview_done(fields, None)
             return
         box.update(Text("\n").join(safe(line, 300) for line in preview.lines))  # ``Said``: shown as they are
@@ -265,7 +265,8 @@ class SignForm(ModalScreen[bool]):
     def show_result(self, message: str, error: bool = False, field: str | None = None) -> None:
         """``field``: the id of the field the error names; the error goes when that field changes."""
         self._error_field = field if error else None
-        text = Text(_("Not signed: %(why)s", why=escape_text(message, 300)) if error else escape_text(message, 300))
+        shown = message if isinstance(message, Said) else escape_text(message, 300)  # ``said``: escaped already
+        text = Text(_("Not signed: %(why)s", why=shown) if error else shown)
         if error:
             text.stylize("bold")
         self.query_one("#sign-result", Static).update(text)
@@ -339,7 +340,7 @@ class SignForm(ModalScreen[bool]):
         try:
             signer, message = await self.app.view.run(run)
         except (ActionError, RetentionError, ValueError) as exc:
-            self.show_result(str(exc), error=True)  # the other fields keep what was typed
+            self.show_result(said(exc, 300), error=True)  # the other fields keep what was typed
             self._show_unlocked()
             self.refresh_preview()
             self.query_one("#passphrase", Input).focus()

@@ -22,7 +22,7 @@ import json
 import re
 from typing import Iterator, Sequence
 
-from core.i18n import MarkedError
+from core.i18n import N_, MarkedError
 
 from .columns import DEFAULT_NAMES, SPACE, ColumnNames, Columns, cell, choose, no_text_column, norm
 from .frame import Unreadable
@@ -87,10 +87,10 @@ def decode_lines(data: bytes) -> tuple[list[str], dict[int, Unreadable]]:
         lines.append(line)
     if good == 0 or (b"\x00" in data and len(bad) > good):
         if b"\x00" in data:
-            raise FormatError("binary data (NUL bytes), not a text file")
+            raise FormatError(N_("binary data (NUL bytes), not a text file"))
         if first_bad is None:
-            raise FormatError("not text: a control character in every line")
-        raise FormatError(f"not UTF-8 text (no line can be read; bad byte at offset {first_bad})")
+            raise FormatError(N_("not text: a control character in every line"))
+        raise FormatError(N_("not UTF-8 text (no line can be read; bad byte at offset %(offset)s)"), offset=first_bad)
     return lines, bad
 
 
@@ -176,10 +176,10 @@ def _row_items(rows, bad: dict[int, Unreadable], site: ColumnNames = DEFAULT_NAM
     if first is None:
         return
     if bad and any(n in bad for n in range(first[0], first[1] + 1)):
-        raise FormatError("the header row cannot be read (a bad byte in it)")
+        raise FormatError(N_("the header row cannot be read (a bad byte in it)"))
     header = first[2]
     if header is None:
-        raise FormatError("the header row cannot be read")
+        raise FormatError(N_("the header row cannot be read"))
     header = [cell(h) or "" for h in header]
     cols = Columns(header, site)
     if cols.text is None:

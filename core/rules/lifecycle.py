@@ -19,7 +19,9 @@ Every move is a signed action, so every move carries a reason (``closed`` too:
 
 from __future__ import annotations
 
-from core.i18n import MarkedError, N_
+from core.i18n import MarkedError, N_, _
+
+from .text import Twofold
 
 OPEN = "open"
 DISPATCHED = "dispatched"
@@ -52,10 +54,16 @@ class LifecycleError(MarkedError, ValueError):
     """A status or a move the lifecycle does not allow; the message is one line for the operator."""
 
 
+def _shown(status: str) -> Twofold:
+    """A status as an error's value: the code in ``str``, the operator's word where said."""
+    return Twofold(status, lambda: _(SHOWN[status]))
+
+
 def check_status(value: object) -> str:
     status = str(value).strip().lower()
     if status not in STATUSES:
-        raise LifecycleError(f"a case status is one of {', '.join(STATUSES)}, not {str(value)[:20]!r}")
+        raise LifecycleError(N_("a case status is one of %(statuses)s, not %(given)s"), statuses=", ".join(STATUSES),
+                             given=repr(str(value)[:20]))
     return status
 
 
@@ -63,11 +71,15 @@ def check_move(current: str, wanted: object) -> str:
     """The wanted status if the lifecycle allows ``current -> wanted``; else a one-line refusal."""
     wanted = check_status(wanted)
     if wanted == current:
-        raise LifecycleError(f"the case is already {current}; nothing to sign")
+        raise LifecycleError(N_("the case is already %(status)s; nothing to sign"), status=_shown(current))
     allowed = MOVES.get(current, frozenset())
     if wanted not in allowed:
-        ways = ", ".join(s for s in STATUSES if s in allowed) or "nothing"
-        raise LifecycleError(f"a {current} case cannot be marked {wanted} (from {current}: {ways})")
+        ways = ", ".join(s for s in STATUSES if s in allowed)
+        if not ways:
+            raise LifecycleError(N_("a %(current)s case cannot be marked %(wanted)s (from %(current)s: nothing)"),
+                                 current=_shown(current), wanted=_shown(wanted))
+        raise LifecycleError(N_("a %(current)s case cannot be marked %(wanted)s (from %(current)s: %(ways)s)"),
+                             current=_shown(current), wanted=_shown(wanted), ways=ways)
     return wanted
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.i18n import MarkedError, ngettext, number
+from core.i18n import N_, MarkedError, ngettext, number
 
-from .text import Said
+from .text import Said, Twofold
 
 DAY = 86_400
 DEFAULT_SECONDS = 30 * DAY
@@ -20,14 +20,12 @@ class RetentionError(MarkedError, ValueError):
 def check_retention(seconds: int, signed: bool) -> bool:
     """Return whether the setting is an exception; raise when it is refused."""
     if seconds < FLOOR_SECONDS:
-        raise RetentionError(
-            f"retention of {in_english(seconds)} refused: the floor is 72 hours, whatever the signature"
-        )
+        raise RetentionError(N_("retention of %(period)s refused: the floor is 72 hours, whatever the signature"),
+                             period=period(seconds))
     if seconds < EXCEPTION_BELOW:
         if not signed:
-            raise RetentionError(
-                f"retention of {in_english(seconds)} is below 30 days and needs an operator-signed exception"
-            )
+            raise RetentionError(N_("retention of %(period)s is below 30 days and needs an operator-signed exception"),
+                                 period=period(seconds))
         return True
     return False
 
@@ -59,6 +57,11 @@ def describe(seconds: float) -> str:
         return Said(ngettext("%(n)s day", "%(n)s days", days, n=number(days)))
     hours = seconds / 3600
     return Said(ngettext("%(n)s hour", "%(n)s hours", 2 if hours != 1 else 1, n=number(float(f"{hours:g}"))))
+
+
+def period(seconds: float) -> Twofold:
+    """A retention as an error's value: English in its ``str``, the operator's words where said."""
+    return Twofold(in_english(seconds), lambda: describe(seconds))
 
 
 def in_english(seconds: float) -> str:

@@ -58,6 +58,16 @@ def plain(value: object, limit: int = 200) -> str:
     return escape_text(s, limit)
 
 
+class Twofold(str):
+    """A value put into an error's words that is English in its ``str`` (logs, ``--json``) and
+    said in the operator's language where ``said`` shows the error (a retention's "3 days")."""
+
+    def __new__(cls, english: str, words) -> Twofold:
+        made = super().__new__(cls, english)
+        made.words = words  # () -> the same in the operator's language, our words only
+        return made
+
+
 def one_line(exc: BaseException, limit: int = 500) -> str:
     """An error as one escaped line: its first line, or its class name when it says nothing."""
     text = str(exc).strip().splitlines()
@@ -69,7 +79,8 @@ def said(exc: BaseException, limit: int = 500) -> str:
     filled with its values made ``plain`` (a number as it is); any other error, or one whose words
     were one finished string, as ``one_line`` gives it (English, escaped)."""
     if isinstance(exc, MarkedError) and isinstance(exc.message, str) and exc.message:
-        values = {k: v if isinstance(v, (int, float, Said)) else plain(v, 300) for k, v in exc.values.items()}
+        values = {k: v if isinstance(v, (int, float, Said)) else Said(v.words()) if isinstance(v, Twofold)
+                  else plain(v, 300) for k, v in exc.values.items()}
         text = _(exc.message, **values)
         if values or text != exc.message:
             lines = text.strip().splitlines()

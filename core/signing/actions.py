@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 
-from core.i18n import _, ngettext
+from core.i18n import N_, SOURCE, _, language, ngettext
 from core.rules.decide import payload_key
 from core.rules.explain import reason_words
 from core.rules.frame import Frame, is_rerankable, parse
-from core.rules.retention import DAY, RetentionError, check_retention, describe, in_english
-from core.rules.text import plain
-from core.rules.words import resolution_in_english
+from core.rules.retention import DAY, RetentionError, check_retention, describe, in_english, period
+from core.rules.text import Said, plain
+from core.rules.words import resolution_words
 from core.store.signed_writes import apply_resolve
 
 from . import roles
@@ -42,7 +42,8 @@ def _frame_values(text: str) -> dict:
     """Site, need, headcount, pri and pack rank read back from a stored canonical frame."""
     parsed = parse("stored", text)
     if not isinstance(parsed, Frame):
-        raise ActionError(f"a stored frame could not be read back ({parsed.reason}); the store may be damaged")
+        raise ActionError(N_("a stored frame could not be read back (%(reason)s); the store may be damaged"),
+                          reason=parsed.reason)
     return {"seq": parsed.seq, "site": parsed.site, "need": parsed.need,
             "headcount": parsed.headcount, "pri": parsed.pri}
 
@@ -50,7 +51,8 @@ def _frame_values(text: str) -> dict:
 def _decision(decision: object) -> str:
     value = str(decision).replace("-", "_")
     if value not in DECISIONS:
-        raise ActionError("a resolution is keep_first or accept_correction")
+        raise ActionError(N_("a resolution is %(first)s or %(correction)s"), first="keep_first",
+                          correction="accept_correction")
     return value
 
 
@@ -58,9 +60,10 @@ def _quarantine_id(value: object) -> int:
     try:
         qid = int(value)
     except (TypeError, ValueError):
-        raise ActionError("a conflict's id is a whole number: the id column of `ussd-console quarantine`") from None
+        raise ActionError(N_("a conflict's id is a whole number: the id column of %(command)s"),
+                          command="`ussd-console quarantine`") from None
     if qid < 1:
-        raise ActionError(f"no quarantine item #{qid}")
+        raise ActionError(N_("no quarantine item #%(id)s"), id=qid)
     return qid
 
 
@@ -70,12 +73,16 @@ def _plan_resolve(receiver, quarantine_id, decision) -> tuple[str, dict]:
     decision = _decision(decision)
     q = m.Quarantine.get_or_none(m.Quarantine.id == qid)
     if q is None:
-        raise ActionError(f"no quarantine item #{qid}")
+        raise ActionError(N_("no quarantine item #%(id)s"), id=qid)
     if q.status != "open":
-        raise ActionError(f"quarantine item #{qid} is already resolved ({q.status} by {q.resolved_by or 'nobody'})")
+        if not q.resolved_by:
+            raise ActionError(N_("quarantine item #%(id)s is already resolved (%(status)s by nobody)"), id=qid,
+                              status=q.status)
+        raise ActionError(N_("quarantine item #%(id)s is already resolved (%(status)s by %(by)s)"), id=qid,
+                          status=q.status, by=q.resolved_by)
     case = m.Case.get_or_none(m.Case.case_key == q.case_key)
     if case is None:
-        raise ActionError(f"quarantine item #{qid} names a case that is not in the ledger")
+        raise ActionError(N_("quarantine item #%(id)s names a case that is not in the ledger"), id=qid)
     ledger = {"frame_id": case.frame_id, "frame_text": case.frame_text, "seq": case.seq, "site": case.site,
               "need": case.need, "headcount": case.headcount, "pri": case.pri, "version": case.version}
     newcomer = {"frame_id": q.frame_id, "frame_text": q.frame_text, **_frame_values(q.frame_text)}
@@ -117,17 +124,17 @@ def _plan_retention(receiver, by, days) -> tuple[str, dict]:
     try:
         days = float(days)
     except (TypeError, ValueError):
-        raise ActionError("retention is a number of days, such as 30 or 3.5") from None
+        raise ActionError(N_("retention is a number of days, such as 30 or 3.5")) from None
     if not math.isfinite(days) or days <= 0:
-        raise ActionError("retention is a positive number of days")
+        raise ActionError(N_("retention is a positive number of days"))
     seconds = int(round(days * DAY))
     try:
         exception = check_retention(seconds, signed=True)
     except RetentionError as exc:
-        raise ActionError(str(exc)) from None
+        raise ActionError(exc.message, **exc.values) from None
     current = receiver.retention_seconds()
     if seconds == current:
-        raise ActionError(f"retention is already {in_english(current)}; nothing to sign")
+        raise ActionError(N_("retention is already %(period)s; nothing to sign"), period=period(current))
     payload = {"from_seconds": current, "to_seconds": seconds, "exception": exception}
     return RETENTION_TARGET, payload
 
@@ -180,10 +187,12 @@ def _apply_resolve(receiver, payload: dict, entry: dict, at: float) -> dict:
 
 
 def _resolved(done: dict) -> str:
-    words = f"conflict #{done['quarantine_id']}: {resolution_in_english(done['status'])}"
+    """The line printed after the signature, in the operator's language (``--json`` has the fields)."""
+    words = _("conflict #%(id)s: %(resolution)s", id=done["quarantine_id"],
+              resolution=resolution_words(done["status"]))
     if done["also_resolved"]:
-        words += "; also settled " + ", ".join(f"#{i}" for i in done["also_resolved"])
-    return words
+        words = _("%(words)s; also settled %(ids)s", words=words, ids=", ".join(f"#{i}" for i in done["also_resolved"]))
+    return Said(words)
 
 
 def _resolution(decision: str, title: str, flag: str) -> SignedAction:
@@ -234,9 +243,11 @@ def _apply_retention(receiver, payload: dict, entry: dict, at: float) -> dict:
 
 
 def _retention_now(done: dict) -> str:
-    policy = done["retention"]
-    kind = "signed exception" if policy["is_exception"] else "policy"
-    return f"retention is now {in_english(policy['retention_seconds'])} ({kind})"
+    policy, seconds = done["retention"], done["retention"]["retention_seconds"]
+    period = in_english(seconds) if language() == SOURCE else describe(seconds)  # English as it always read
+    if policy["is_exception"]:
+        return Said(_("retention is now %(period)s (signed exception)", period=period))
+    return Said(_("retention is now %(period)s (policy)", period=period))
 
 
 # Refused below 72 h, an exception below 30 days.

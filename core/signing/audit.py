@@ -17,6 +17,7 @@ import time
 import unicodedata
 from typing import NamedTuple
 
+from core.i18n import N_
 from core.rules.text import escape_text
 from core.store.database import write_transaction
 
@@ -81,13 +82,13 @@ def entry_hash(msg: bytes, signature_hex: str) -> str:
 def check_reason(reason: object) -> str:
     """A reason is required, one line of printable text, bounded."""
     if not isinstance(reason, str) or not reason.strip():
-        raise ActionError("a reason is required (say why, in a few words)")
+        raise ActionError(N_("a reason is required (say why, in a few words)"))
     reason = reason.strip()
     if len(reason) > REASON_MAX:
-        raise ActionError(f"the reason is {len(reason)} characters; at most {REASON_MAX}")
+        raise ActionError(N_("the reason is %(n)s characters; at most %(max)s"), n=len(reason), max=REASON_MAX)
     for ch in reason:
         if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp"):
-            raise ActionError("the reason must be one line of printable text (no control or formatting characters)")
+            raise ActionError(N_("the reason must be one line of printable text (no control or formatting characters)"))
     return reason
 
 
@@ -114,7 +115,8 @@ def _check_tail(receiver, current: Head) -> float:
     if current.count == 0 and last is None:
         return float("-inf")
     if last is None or last.seq != current.count or last.hash != current.hash:
-        raise ActionError("the audit log does not match its recorded head; run `audit verify` before signing")
+        raise ActionError(N_("the audit log does not match its recorded head; run %(command)s before signing"),
+                          command="`audit verify`")
     return last.at
 
 
@@ -334,7 +336,7 @@ def verify(receiver, expect_head: str | None = None, checkpoint=None) -> VerifyR
     if expect_head is not None:
         wanted = expect_head.strip().lower()
         if len(wanted) < HEAD_PREFIX_MIN or any(c not in "0123456789abcdef" for c in wanted):
-            raise ActionError(f"a head hash is at least {HEAD_PREFIX_MIN} hex digits")
+            raise ActionError(N_("a head hash is at least %(n)s hex digits"), n=HEAD_PREFIX_MIN)
     walk = _walk(receiver, at_count=None if checkpoint is None else checkpoint.count)
     if walk.result is not None:
         return walk.result
@@ -353,8 +355,9 @@ def verify(receiver, expect_head: str | None = None, checkpoint=None) -> VerifyR
     if wanted is not None and wanted != GENESIS[: len(wanted)] and not any(h.startswith(wanted) for h in computed):
         near = checkpoint_.near_miss(wanted, computed)
         if near is not None:
-            raise ActionError(f"no entry has head {wanted[:16]}, but entry #{near} has {computed[near - 1][:16]}: "
-                              "check the head you typed against what you wrote down")
+            raise ActionError(N_("no entry has head %(wanted)s, but entry #%(near)s has %(head)s: "
+                                 "check the head you typed against what you wrote down"),
+                              wanted=wanted[:16], near=near, head=computed[near - 1][:16])
         return VerifyResult(False, count, count + 1,
                             f"removed: head {wanted[:16]} is no longer in the log (entries were cut off or rewritten)")
     if checkpoint is not None:

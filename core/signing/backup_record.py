@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from core.i18n import _
+from core.i18n import N_, _
 
 from . import roles
 from .backup_key import ACTION, TARGET, recorded
@@ -16,13 +16,14 @@ def _plan(receiver, by, public_key: str, home_id: str | None) -> tuple[str, dict
     fp = fingerprint(bytes.fromhex(public_key))
     known = recorded(receiver.db)
     if known and known[-1] == fp:
-        raise ActionError(f"this home's backup key {short_fingerprint(fp)} is already recorded; nothing to sign")
+        raise ActionError(N_("this home's backup key %(key)s is already recorded; nothing to sign"),
+                          key=short_fingerprint(fp))
     return TARGET, {"public_key": public_key, "fingerprint": fp, "home_id": home_id}
 
 
 RECORD_KEY = SignedAction(
     ACTION, roles.ADMIN, "Record the home's backup key in the log", "backup key record",
-    summary=lambda done: f"backup key {done['fingerprint'][:16]} recorded",
+    summary=lambda done: _("backup key %(key)s recorded", key=done["fingerprint"][:16]),
     plan=_plan, apply=lambda receiver, payload, entry, at: {"fingerprint": payload["fingerprint"]},
     lines=lambda receiver, payload: [_("record backup key %(fingerprint)s as this home's",
                                        fingerprint=payload["fingerprint"])],

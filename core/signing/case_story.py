@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+from core.i18n import N_
+
 from .audit_models import audit_models
 from .marks import find_case
 from .keys import ActionError
@@ -97,7 +99,7 @@ def case_story(receiver, frame_id: str | None = None, case_id: int | None = None
     else:
         case = find_case(receiver, frame_id)
     if case is None:
-        raise ActionError("no such case in the ledger")
+        raise ActionError(N_("no such case in the ledger"))
     current = C.select().where(C.id == case.id).dicts().get()
     receiver.mark_disputed([current])
     H, Q, M = m.CaseHistory, m.Quarantine, m.CaseMark

@@ -20,6 +20,8 @@ import hashlib
 import json
 from typing import NamedTuple
 
+from core.i18n import N_
+
 from .keys import NAME_RE, ActionError
 
 MAGIC = "ussd-checkpoint"
@@ -58,15 +60,20 @@ def _check(body: str) -> str:
     return hashlib.sha256(body.encode("ascii")).hexdigest()[:CHECK]
 
 
-def _hex(value, what: str, minimum: int = PREFIX_MIN) -> str:
+HEAD_NOT_HEX = N_("the checkpoint's head is not %(minimum)s to 64 hex digits")
+BACKUP_NOT_HEX = N_("the checkpoint's backup key is not %(minimum)s to 64 hex digits")
+
+
+def _hex(value, refusal: str, minimum: int = PREFIX_MIN, **names: object) -> str:
+    """``value`` as lowercase hex, or ``refusal`` (a marked message naming ``%(minimum)s``)."""
     if not isinstance(value, str) or len(value) < minimum or len(value) > 64 or not set(value.lower()) <= HEX:
-        raise CheckpointError(f"the checkpoint's {what} is not {minimum} to 64 hex digits")
+        raise CheckpointError(refusal, minimum=minimum, **names)
     return value.lower()
 
 
 def _count(value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
-        raise CheckpointError("the checkpoint's entry count is not a whole number")
+        raise CheckpointError(N_("the checkpoint's entry count is not a whole number"))
     return int(value)
 
 
@@ -74,8 +81,8 @@ def _operators(pairs) -> dict:
     out = {}
     for name, fp in pairs:
         if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-            raise CheckpointError("the checkpoint names an operator in a way no operator is named")
-        out[name] = _hex(fp, f"key of {name}")
+            raise CheckpointError(N_("the checkpoint names an operator in a way no operator is named"))
+        out[name] = _hex(fp, N_("the checkpoint's key of %(name)s is not %(minimum)s to 64 hex digits"), name=name)
     return out
 
 
@@ -86,40 +93,40 @@ def parse(text: str) -> Checkpoint:
         try:
             data = json.loads(text)
         except ValueError:
-            raise CheckpointError("the checkpoint is not valid JSON") from None
+            raise CheckpointError(N_("the checkpoint is not valid JSON")) from None
         if not isinstance(data, dict) or not isinstance(data.get("operators"), dict):
-            raise CheckpointError("the checkpoint JSON lacks entries, head or operators")
+            raise CheckpointError(N_("the checkpoint JSON lacks entries, head or operators"))
         if "checkpoint" in data and isinstance(data["checkpoint"], str):
             parse(data["checkpoint"])  # its own line must read too: a typo shows
         backup = data.get("backup_key")
-        return Checkpoint(_count(data.get("entries")), _hex(data.get("head"), "head"),
+        return Checkpoint(_count(data.get("entries")), _hex(data.get("head"), HEAD_NOT_HEX),
                           _operators(data["operators"].items()),
-                          None if backup is None else _hex(backup, "backup key"))
+                          None if backup is None else _hex(backup, BACKUP_NOT_HEX))
     lines = [line.strip() for line in text.splitlines() if line.strip().startswith(MAGIC)]
     if not lines:
-        raise CheckpointError(f"no checkpoint found (a line starting with {MAGIC})")
+        raise CheckpointError(N_("no checkpoint found (a line starting with %(magic)s)"), magic=MAGIC)
     body, _, check = lines[0].rpartition(" check=")
     if not body:
-        raise CheckpointError("the checkpoint has no check code at its end (check=...)")
+        raise CheckpointError(N_("the checkpoint has no check code at its end (check=...)"))
     if _check(body) != check.strip().lower():
-        raise CheckpointError("the checkpoint's check code does not match: it was copied with a typo")
+        raise CheckpointError(N_("the checkpoint's check code does not match: it was copied with a typo"))
     words = body.split()
     if words[:2] != [MAGIC, VERSION]:
-        raise CheckpointError(f"not a {MAGIC} {VERSION} line")
+        raise CheckpointError(N_("not a %(magic)s %(version)s line"), magic=MAGIC, version=VERSION)
     fields, ops = {}, []
     for word in words[2:]:
         key, eq, value = word.partition("=")
         if not eq:
-            raise CheckpointError(f"the checkpoint has a word without '=': {word[:20]}")
+            raise CheckpointError(N_("the checkpoint has a word without '=': %(word)s"), word=word[:20])
         if key.startswith("op:"):
             ops.append((key[3:], value))
         else:
             fields[key] = value
     if not {"entries", "head"} <= set(fields) <= {"entries", "head", "backup"}:
-        raise CheckpointError("the checkpoint needs entries= and head= (and at most backup=)")
+        raise CheckpointError(N_("the checkpoint needs entries= and head= (and at most backup=)"))
     backup = fields.get("backup")
-    return Checkpoint(_count(fields["entries"]), _hex(fields["head"], "head"), _operators(ops),
-                      None if backup is None else _hex(backup, "backup key"))
+    return Checkpoint(_count(fields["entries"]), _hex(fields["head"], HEAD_NOT_HEX), _operators(ops),
+                      None if backup is None else _hex(backup, BACKUP_NOT_HEX))
 
 
 def read(source: str, stdin=None) -> Checkpoint:
@@ -133,9 +140,10 @@ def read(source: str, stdin=None) -> Checkpoint:
             with open(source, "r", encoding="utf-8") as fh:
                 text = fh.read(65536)
         except OSError as exc:
-            raise CheckpointError(f"cannot read the checkpoint file {source}: {exc.strerror}") from None
+            raise CheckpointError(N_("cannot read the checkpoint file %(path)s: %(reason)s"), path=source,
+                                  reason=exc.strerror) from None
         except UnicodeDecodeError:
-            raise CheckpointError(f"the checkpoint file {source} is not UTF-8 text") from None
+            raise CheckpointError(N_("the checkpoint file %(path)s is not UTF-8 text"), path=source) from None
     return parse(text)
 
 

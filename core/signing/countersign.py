@@ -18,6 +18,8 @@ import time
 from typing import Mapping
 
 from core.config import SigningConfig, load_signing_config
+from core.i18n import N_
+from core.rules.text import Said
 from core.store.database import write_transaction
 
 from . import audit, held, roles
@@ -41,10 +43,14 @@ def _alone(receiver, operator: str, action: str) -> None:
     if roles.other_admin(roles.holders(receiver), operator):
         return
     kind = held.KIND_OF[action]
-    fix = (f"take {kind} out of [signing] countersign in config.toml until a second admin exists"
-           if kind == "operator" else "grant a second operator the admin role first")
-    raise ActionError(f"{action} waits for a second admin ([signing] countersign = {kind}), but {operator} is the "
-                      f"only active admin, so nobody could approve it; {fix} (nothing was signed)")
+    if kind == "operator":
+        raise ActionError(N_("%(action)s waits for a second admin ([signing] countersign = %(kind)s), but %(operator)s "
+                             "is the only active admin, so nobody could approve it; take %(kind)s out of [signing] "
+                             "countersign in config.toml until a second admin exists (nothing was signed)"),
+                          action=action, kind=kind, operator=operator)
+    raise ActionError(N_("%(action)s waits for a second admin ([signing] countersign = %(kind)s), but %(operator)s is "
+                         "the only active admin, so nobody could approve it; grant a second operator the admin role "
+                         "first (nothing was signed)"), action=action, kind=kind, operator=operator)
 
 
 def check(home, receiver, operator: str, action: str) -> float | None:
@@ -96,7 +102,7 @@ def said(request: held.Request, action) -> str:
     """``what`` in the operator's language (``SignedAction.said``), for a preview; the English
     ``what`` where the action has no such words."""
     try:
-        return action.said(request.payload) if action.said is not None else what(request, action)
+        return Said(action.said(request.payload)) if action.said is not None else what(request, action)
     except (KeyError, TypeError, ValueError, AttributeError):
         return f"{request.action} {request.target}"
 
@@ -131,9 +137,10 @@ def _request_id(value: object) -> int:
     try:
         rid = int(str(value).lstrip("#"))
     except (TypeError, ValueError):
-        raise ActionError("a request's id is a whole number: the id column of `ussd-console pending`") from None
+        raise ActionError(N_("a request's id is a whole number: the id column of %(command)s"),
+                          command="`ussd-console pending`") from None
     if rid < 1:
-        raise ActionError(f"no held request #{rid}")
+        raise ActionError(N_("no held request #%(id)s"), id=rid)
     return rid
 
 
@@ -141,22 +148,24 @@ def _active(receiver, name: str):
     O = audit_models(receiver.db).Operator
     row = O.get_or_none(O.name == check_name(name))
     if row is None:
-        raise ActionError(f"no operator named {name}")
+        raise ActionError(N_("no operator named %(name)s"), name=name)
     if row.retired_at is not None:
-        raise ActionError(f"operator {name} is retired and can no longer sign")
+        raise ActionError(N_("operator %(name)s is retired and can no longer sign"), name=name)
     return row
 
 
 def _waiting(receiver, rid: int, at: float, verb: str) -> held.Request:
     request = requests(receiver).get(rid)
     if request is None:
-        raise ActionError(f"no held request #{rid}: `ussd-console pending` lists those that wait")
+        raise ActionError(N_("no held request #%(id)s: %(command)s lists those that wait"), id=rid,
+                          command="`ussd-console pending`")
     if request.state != held.WAITING:
-        raise ActionError(f"request #{rid} is already {request.state} (entry #{request.decided_seq} by "
-                          f"{request.decided_by})")
+        raise ActionError(N_("request #%(id)s is already %(state)s (entry #%(entry)s by %(by)s)"), id=rid,
+                          state=request.state, entry=request.decided_seq, by=request.decided_by)
     if verb == "approve" and request.expired(at):  # an expired one may still be rejected, to close it
-        raise ActionError(f"request #{rid} expired {request.hours:g} h after {request.operator} made it; "
-                          "it can no longer be approved: sign the action again for a new request")
+        raise ActionError(N_("request #%(id)s expired %(hours)s h after %(operator)s made it; "
+                             "it can no longer be approved: sign the action again for a new request"),
+                          id=rid, hours=f"{request.hours:g}", operator=request.operator)
     return request
 
 
@@ -168,9 +177,11 @@ def decide_check(receiver, request_id, operator: str, verb: str, now: float | No
     request = _waiting(receiver, rid, time.time() if now is None else float(now), verb)
     if verb == "approve":
         if operator == request.operator:
-            raise ActionError(f"{operator} made request #{rid}; a second admin approves it, never its requester")
+            raise ActionError(N_("%(operator)s made request #%(id)s; a second admin approves it, never its requester"),
+                              operator=operator, id=rid)
         if request.action in (roles.OPERATOR_GRANT, roles.OPERATOR_REVOKE) and request.payload.get("name") == operator:
-            raise ActionError(f"request #{rid} changes {operator}'s own roles; another admin approves it")
+            raise ActionError(N_("request #%(id)s changes %(operator)s's own roles; another admin approves it"),
+                              id=rid, operator=operator)
     return request
 
 
@@ -180,11 +191,12 @@ def refuse_unfit(receiver, request: held.Request, action) -> None:
     holders, rid = roles.holders(receiver), request.seq
     roles_now = holders.get(request.operator, (frozenset(), False))
     if not roles_now[1]:
-        raise ActionError(f"{request.operator}, who made request #{rid}, is retired: reject it")
+        raise ActionError(N_("%(operator)s, who made request #%(id)s, is retired: reject it"), operator=request.operator,
+                          id=rid)
     problem = roles.entry_problem(audit.head(receiver).count + 1, request.action, request.operator, roles_now[0],
                                   request.payload, holders)
     if problem:
-        raise ActionError(f"request #{rid} can no longer be applied ({problem}); reject it")
+        raise ActionError(N_("request #%(id)s can no longer be applied (%(problem)s); reject it"), id=rid, problem=problem)
     problem = action.recheck(receiver, request.payload, rid) if action.recheck is not None else None
     if problem:
         raise ActionError(problem)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from core.i18n import _
-from core.rules.text import plain
+from core.i18n import N_, _
+from core.rules.text import Said, Twofold, plain
 
 from . import countersign, held, roles
 from .keys import ActionError
@@ -47,8 +47,17 @@ def _words(lookup: Lookup, verb: str):
 
 
 def _decided(request: held.Request, lookup: Lookup, key: str) -> dict:
-    return {key: request.seq, "action": request.action, "what": countersign.what(request, lookup(request.action)),
+    """The decided request as ``--json`` shows it; its ``what`` is English there and said in the
+    operator's language in the summary line."""
+    action = lookup(request.action)
+    return {key: request.seq, "action": request.action,
+            "what": Twofold(countersign.what(request, action), lambda: countersign.said(request, action)),
             "requested_by": request.operator}
+
+
+def _what(done: dict) -> str:
+    what = done["what"]
+    return Said(what.words()) if isinstance(what, Twofold) else plain(what, 300)
 
 
 def approving(lookup: Lookup) -> SignedAction:
@@ -62,7 +71,7 @@ def approving(lookup: Lookup) -> SignedAction:
     def apply(receiver, payload: dict, entry: dict, at: float) -> dict:
         request = _request(receiver, payload)
         if request.expired(at):
-            raise ActionError(f"request #{request.seq} expired while it was being approved")
+            raise ActionError(N_("request #%(id)s expired while it was being approved"), id=request.seq)
         effect = {"seq": entry["seq"], "at": at, "operator": request.operator, "reason": request.reason}
         done = lookup(request.action).apply(receiver, request.payload, effect, at)
         if request.action in _OPERATOR_CHANGES:
@@ -71,7 +80,8 @@ def approving(lookup: Lookup) -> SignedAction:
 
     return SignedAction(
         held.APPROVE, roles.ADMIN, "Approve a held request", "approve ID",
-        summary=lambda done: f"request {done['approved']} ({done['what']}) approved and applied",
+        summary=lambda done: Said(_("request %(id)s (%(what)s) approved and applied", id=done["approved"],
+                                    what=_what(done))),
         plan=plan, apply=apply, lines=_words(lookup, "approve"), role_note="not its requester",
     )
 
@@ -88,6 +98,7 @@ def rejecting(lookup: Lookup) -> SignedAction:
 
     return SignedAction(
         held.REJECT, roles.ADMIN, "Reject a held request", "reject ID",
-        summary=lambda done: f"request {done['rejected']} ({done['what']}) rejected; nothing was applied",
+        summary=lambda done: Said(_("request %(id)s (%(what)s) rejected; nothing was applied", id=done["rejected"],
+                                    what=_what(done))),
         plan=plan, apply=apply, lines=_words(lookup, "reject"), role_note="its requester too: a withdrawal",
     )

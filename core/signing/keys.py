@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 # force), and that import was 3% of the instructions of `cases` or `audit verify`.
 
 from core.home import PrivateFileError, read_private, sync_folder
-from core.i18n import MarkedError
+from core.i18n import N_, MarkedError
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}", re.ASCII)
 KEY_SUFFIX = ".key"
@@ -71,10 +71,8 @@ def short_fingerprint(fp: str) -> str:
 
 def check_name(name: object) -> str:
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise ActionError(
-            "an operator name is 1-32 characters of letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
-        )
+        raise ActionError(N_("an operator name is 1-32 characters of letters, digits, '.', '_' or '-', "
+                             "starting with a letter or digit"))
     return name
 
 
@@ -112,13 +110,14 @@ def kdf_rounds() -> int:
     except ValueError:
         rounds = 0
     if not 1 <= rounds <= 1000:
-        raise ActionError(f"{KDF_ROUNDS_ENV} must be a whole number from 1 to 1000, not {given[:20]!r}")
+        raise ActionError(N_("%(variable)s must be a whole number from 1 to 1000, not %(given)s"),
+                          variable=KDF_ROUNDS_ENV, given=repr(given[:20]))
     return rounds
 
 
 def passphrase_bytes(passphrase: object) -> bytes:
     if not isinstance(passphrase, str) or not passphrase:
-        raise ActionError("a passphrase is required")
+        raise ActionError(N_("a passphrase is required"))
     return passphrase.encode("utf-8")
 
 
@@ -147,9 +146,9 @@ def unwrap(data: bytes, name: str, passphrase: str) -> Ed25519PrivateKey:
         else:
             key = serialization.load_pem_private_key(data, password=secret)
     except (ValueError, TypeError, UnsupportedAlgorithm):
-        raise ActionError(f"wrong passphrase for operator {name} (or a damaged key file)") from None
+        raise ActionError(N_("wrong passphrase for operator %(name)s (or a damaged key file)"), name=name) from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise ActionError(f"the key file for operator {name} does not hold an Ed25519 key")
+        raise ActionError(N_("the key file for operator %(name)s does not hold an Ed25519 key"), name=name)
     return key
 
 
@@ -176,7 +175,7 @@ def write_key_file(path: Path, data: bytes) -> None:
     try:
         os.link(tmp, path)  # fails if the name exists: a key file is never overwritten
     except FileExistsError:
-        raise ActionError(f"a key file already exists at {path}; move it away first") from None
+        raise ActionError(N_("a key file already exists at %(path)s; move it away first"), path=str(path)) from None
     finally:
         os.unlink(tmp)
     sync_folder(path.parent)
@@ -204,18 +203,19 @@ def operators_folder(home, create: bool = False) -> Path:
         info = os.lstat(path)
     except FileNotFoundError:
         if not create:
-            raise ActionError(f"no operators folder at {path}; add an operator first") from None
+            raise ActionError(N_("no operators folder at %(path)s; add an operator first"), path=str(path)) from None
         os.mkdir(path, 0o700)
         os.chmod(path, 0o700)  # whatever the umask
         info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):
-        raise ActionError(f"the operators folder {path} is a symbolic link; it must be a real folder inside the home")
+        raise ActionError(N_("the operators folder %(path)s is a symbolic link; it must be a real folder inside the home"),
+                          path=str(path))
     if not stat.S_ISDIR(info.st_mode):
-        raise ActionError(f"{path} is not a folder; the operators folder must be a real folder inside the home")
+        raise ActionError(N_("%(path)s is not a folder; the operators folder must be a real folder inside the home"),
+                          path=str(path))
     if info.st_mode & 0o077:
-        raise ActionError(
-            f"the operators folder {path} is open to others (mode {info.st_mode & 0o777:04o}); run: chmod 700 {path}"
-        )
+        raise ActionError(N_("the operators folder %(path)s is open to others (mode %(mode)s); run: chmod 700 %(path)s"),
+                          path=str(path), mode=f"{info.st_mode & 0o777:04o}")
     return path
 
 
@@ -225,5 +225,5 @@ def read_key_file(path: Path) -> bytes:
         return read_private(path, "the key file")
     except PrivateFileError as exc:
         if exc.missing:
-            raise ActionError(f"no key file for this operator at {path}") from None
-        raise ActionError(str(exc)) from None
+            raise ActionError(N_("no key file for this operator at %(path)s"), path=str(path)) from None
+        raise ActionError(exc.message, **exc.values) from None

@@ -11,8 +11,8 @@ witnesses, the settlements and the quarantine stay exactly as they were.
 from __future__ import annotations
 
 from core.rules.frame import FRAME_ID_RE, case_key
-from core.i18n import _, ngettext, number
-from core.rules.text import plain
+from core.i18n import N_, _, ngettext, number
+from core.rules.text import Said, plain
 from core.rules.lifecycle import RANKED, SERVED, SHOWN, LifecycleError, check_move, check_status
 from core.store.signed_writes import StaleRow, apply_mark
 
@@ -30,6 +30,10 @@ STATUS_WORDS = {
 }
 
 
+def _shown(status: str) -> str:
+    return _(SHOWN[status]) if status in SHOWN else plain(status)
+
+
 def _case_ref(case) -> str:
     return ngettext("%(frame_id)s (%(site)s %(need)s, %(n)s person, pri %(pri)s)",
                     "%(frame_id)s (%(site)s %(need)s, %(n)s people, pri %(pri)s)", case.headcount,
@@ -42,7 +46,7 @@ def find_case(receiver, frame_id: object):
     has seen (a re-ranked copy, an accepted correction, a quarantined newcomer)."""
     fid = str(frame_id)
     if not FRAME_ID_RE.fullmatch(fid):
-        raise ActionError("a frame id is 1-64 letters, digits, '.', '_', ':' or '-'")
+        raise ActionError(N_("a frame id is 1-64 letters, digits, '.', '_', ':' or '-'"))
     m = receiver.m
     C = m.Case
     case = C.get_or_none(C.frame_id == fid)
@@ -57,7 +61,7 @@ def find_case(receiver, frame_id: object):
         )
         if known:
             return case
-    raise ActionError(f"no case with frame id {fid}")
+    raise ActionError(N_("no case with frame id %(frame_id)s"), frame_id=fid)
 
 
 def _plan(receiver, by, frame_id, status) -> tuple[str, dict]:
@@ -66,7 +70,7 @@ def _plan(receiver, by, frame_id, status) -> tuple[str, dict]:
         case = find_case(receiver, frame_id)
         check_move(case.status, status)
     except LifecycleError as exc:
-        raise ActionError(str(exc)) from None
+        raise ActionError(exc.message, **exc.values) from None
     Q = receiver.m.Quarantine
     disputed = [q for (q,) in Q.select(Q.id).where(
         (Q.status == "open") & ((Q.case_key == case.case_key) | (Q.frame_id == case.frame_id))
@@ -110,13 +114,14 @@ def _apply(receiver, payload: dict, entry: dict, at: float) -> dict:
         apply_mark(receiver, payload, operator=entry["operator"], reason=entry["reason"], audit_seq=entry["seq"],
                    at=at)
     except StaleRow:
-        raise ActionError("the case changed since this action was shown; review it again before signing") from None
+        raise ActionError(N_("the case changed since this action was shown; review it again before signing")) from None
     return {"frame_id": payload["frame_id"], "from": payload["from"], "status": payload["to"],
             "served": payload["to"] == SERVED}
 
 
 MARK = SignedAction(
     MARK_ACTION, roles.DISPATCHER, "Mark a case", "case mark FRAME_ID STATUS",
-    summary=lambda done: f"case {done['frame_id']}: {done['from']} -> {done['status']}",
+    summary=lambda done: Said(_("case %(frame_id)s: %(old)s -> %(new)s", frame_id=plain(done["frame_id"]),
+                                old=_shown(done["from"]), new=_shown(done["status"]))),
     plan=_plan, apply=_apply, lines=_what,
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from core.i18n import _
+from core.i18n import N_, _
 
 from . import audit
 from . import roles as roles_
@@ -39,19 +39,21 @@ def _plan(receiver, by, name, key: Ed25519PrivateKey, roles: list[str] | None = 
     check_name(name)
     O = audit_models(receiver.db).Operator
     if O.select().where(O.name == name).exists():
-        raise ActionError(f"operator {name} already exists; names are never reused, so old signatures stay attributable")
+        raise ActionError(N_("operator %(name)s already exists; names are never reused, so old signatures stay "
+                             "attributable"), name=name)
     if _first(receiver):
         if by != name:
-            raise ActionError(f"no operator named {by}")
+            raise ActionError(N_("no operator named %(name)s"), name=by)
         wanted = list(roles_.ROLES)
     else:
         if not signed_operator_entries(receiver):
             raise ActionError(OLD_HOME)
         if by == name:
-            raise ActionError("a new operator is approved by an admin: name them with --operator NAME")
+            raise ActionError(N_("a new operator is approved by an admin: name them with --operator NAME"))
         if roles is None:
-            raise ActionError(f"name the roles {name} holds with --role ROLE ({', '.join(roles_.ROLES)}); "
-                              "only the first operator of a home holds every role without asking")
+            raise ActionError(N_("name the roles %(name)s holds with --role ROLE (%(roles)s); "
+                                 "only the first operator of a home holds every role without asking"),
+                              name=name, roles=", ".join(roles_.ROLES))
         wanted = roles
     current = audit.head(receiver)
     return f"operator:{name}", add_payload(current.count + 1, current.hash, name, key, by, sorted(wanted))
@@ -81,7 +83,7 @@ def _recheck(receiver, p: dict, rid: int) -> str | None:
 
 ADD = SignedAction(
     OPERATOR_ADD, roles_.ADMIN, "Add an operator", "operator add NAME --role ROLE --operator NAME",
-    summary=lambda done: f"operator {done['name']} added; roles: {', '.join(done['roles'])}",
+    summary=lambda done: _("operator %(name)s added; roles: %(roles)s", name=done["name"], roles=", ".join(done["roles"])),
     plan=_plan, apply=_apply, lines=lambda receiver, payload: [_said(payload)], what=_what, said=_said,
     recheck=_recheck,
     signs_itself=_signs_itself, role_note="the operator who approves (`--operator`)",
@@ -103,7 +105,7 @@ def add_operator(home, receiver, name: str, passphrase: str, now: float | None =
     try:
         roles_.check_roles(roles_.ROLES if roles is None else roles)
     except roles_.RoleError as exc:
-        raise ActionError(str(exc)) from None
+        raise ActionError(exc.message, **exc.values) from None
     check_new_passphrase(passphrase, name, site_names(receiver))
     reason = audit.check_reason(reason)
     folder = operators_folder(home, create=True)

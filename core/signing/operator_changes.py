@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from core.i18n import _
+from core.i18n import N_, _, ngettext
 
 from . import roles
 from .audit_models import audit_models
@@ -22,8 +22,11 @@ from .signed_action import SignedAction
 def _keep_an_admin(receiver, name: str, what: str) -> None:
     held = roles.holders(receiver)
     if roles.ADMIN in held.get(name, (frozenset(), False))[0] and not roles.other_admin(held, name):
-        raise ActionError(f"{name} is the last admin; grant another operator the admin role before you {what} "
-                          f"{'them' if what == 'retire' else 'it'}")
+        if what == "retire":
+            raise ActionError(N_("%(name)s is the last admin; grant another operator the admin role before you "
+                                 "retire them"), name=name)
+        raise ActionError(N_("%(name)s is the last admin; grant another operator the admin role before you "
+                             "revoke it"), name=name)
 
 
 def _plan_retire(receiver, by, name) -> tuple[str, dict]:
@@ -33,15 +36,15 @@ def _plan_retire(receiver, by, name) -> tuple[str, dict]:
     O = audit_models(receiver.db).Operator
     row = O.get_or_none(O.name == name)
     if row is None:
-        raise ActionError(f"no operator named {name}")
+        raise ActionError(N_("no operator named %(name)s"), name=name)
     if row.retired_at is not None:
-        raise ActionError(f"operator {name} is already retired")
+        raise ActionError(N_("operator %(name)s is already retired"), name=name)
     active_operator(receiver, by)
     if not signed_operator_entries(receiver):
         raise ActionError(OLD_HOME)
     roles.require(receiver, by, OPERATOR_RETIRE)
     if not O.select().where(O.retired_at.is_null() & (O.id != row.id)).exists():
-        raise ActionError(f"{name} is the last active operator; add another one before retiring this one")
+        raise ActionError(N_("%(name)s is the last active operator; add another one before retiring this one"), name=name)
     _keep_an_admin(receiver, name, "retire")
     return f"operator:{name}", {"name": name, "fingerprint": row.fingerprint}
 
@@ -69,20 +72,21 @@ def _plan_role(action: str):
         try:
             role = roles.check_role(role)
         except roles.RoleError as exc:
-            raise ActionError(str(exc)) from None
+            raise ActionError(exc.message, **exc.values) from None
         row = active_operator(receiver, name)
         active_operator(receiver, by)
         if not signed_operator_entries(receiver):
             raise ActionError(OLD_HOME)
         roles.require(receiver, by, action)
         if by == name:
-            raise ActionError(f"nobody grants or revokes their own roles: another admin signs a change to {name}'s")
+            raise ActionError(N_("nobody grants or revokes their own roles: another admin signs a change to %(name)s's"),
+                              name=name)
         held = roles.roles_of(receiver, name)
         if action == roles.OPERATOR_GRANT and role in held:
-            raise ActionError(f"{name} already holds the {role} role; nothing to sign")
+            raise ActionError(N_("%(name)s already holds the %(role)s role; nothing to sign"), name=name, role=role)
         if action == roles.OPERATOR_REVOKE:
             if role not in held:
-                raise ActionError(f"{name} does not hold the {role} role; nothing to sign")
+                raise ActionError(N_("%(name)s does not hold the %(role)s role; nothing to sign"), name=name, role=role)
             if role == roles.ADMIN:
                 _keep_an_admin(receiver, name, "revoke")
         return f"operator:{name}", {"name": name, "fingerprint": row.fingerprint, "role": role}
@@ -93,7 +97,7 @@ def _plan_role(action: str):
 def _plan_adopt(receiver, by) -> tuple[str, dict]:
     """Every registered operator and key as the table holds them, signed once into the log."""
     if signed_operator_entries(receiver):
-        raise ActionError("the operators are already in the signed log; there is nothing to adopt")
+        raise ActionError(N_("the operators are already in the signed log; there is nothing to adopt"))
     return "operators", {"operators": adoption_list(receiver)}
 
 
@@ -134,14 +138,17 @@ def _revoke_said(p: dict) -> str:
     return _("revoke the %(role)s role from %(name)s", name=p.get("name"), role=p.get("role"))
 
 
-def _role_words(done: dict, words: str) -> str:
+def _role_words(done: dict, granted: bool) -> str:
     role = json.loads(done["entry"]["payload"])["role"]
-    return f"role {role} {words} {done['name']}; roles now: {', '.join(done['roles']) or 'none'}"
+    values = {"role": role, "name": done["name"], "roles": ", ".join(done["roles"]) or _("none")}
+    if granted:
+        return _("role %(role)s granted to %(name)s; roles now: %(roles)s", **values)
+    return _("role %(role)s revoked from %(name)s; roles now: %(roles)s", **values)
 
 
 RETIRE = SignedAction(
     OPERATOR_RETIRE, roles.ADMIN, "Retire an operator", "operator retire NAME",
-    summary=lambda done: f"operator {done['name']} retired; signatures it made stay verifiable",
+    summary=lambda done: _("operator %(name)s retired; signatures it made stay verifiable", name=done["name"]),
     plan=_plan_retire, apply=_apply_retire, recheck=_retire_recheck,
     what=lambda p: f"retire operator {p.get('name')}", said=_retire_said,
     lines=lambda receiver, payload: [_("retire operator %(name)s (key %(key)s): it can no longer sign",
@@ -149,7 +156,7 @@ RETIRE = SignedAction(
 )
 GRANT = SignedAction(
     roles.OPERATOR_GRANT, roles.ADMIN, "Give an operator a role", "operator grant NAME ROLE",
-    summary=lambda done: _role_words(done, "granted to"),
+    summary=lambda done: _role_words(done, granted=True),
     plan=_plan_role(roles.OPERATOR_GRANT), role_note="never for oneself",
     apply=lambda receiver, payload, entry, at: operator_info(receiver, payload["name"]),
     what=_grant_what, said=_grant_said,
@@ -158,14 +165,16 @@ GRANT = SignedAction(
 )
 REVOKE = SignedAction(
     roles.OPERATOR_REVOKE, roles.ADMIN, "Take a role away", "operator revoke NAME ROLE",
-    summary=lambda done: _role_words(done, "revoked from"),
+    summary=lambda done: _role_words(done, granted=False),
     plan=_plan_role(roles.OPERATOR_REVOKE), role_note="never for oneself",
     apply=lambda receiver, payload, entry, at: operator_info(receiver, payload["name"]),
     what=_revoke_what, said=_revoke_said, lines=lambda receiver, payload: [_revoke_said(payload)],
 )
 ADOPT = SignedAction(
     OPERATOR_ADOPT, roles.ADMIN, "Adopt operators from before signed operator changes", "operator adopt",
-    summary=lambda done: f"{len(done['operators'])} operators adopted into the signed log",
+    summary=lambda done: ngettext("%(n)s operators adopted into the signed log",  # English: as it always read
+                                  "%(n)s operators adopted into the signed log", len(done["operators"]),
+                                  n=len(done["operators"])),
     plan=_plan_adopt, lines=_adopt_lines,
     apply=lambda receiver, payload, entry, at: {"operators": payload["operators"]},
 )

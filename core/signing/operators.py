@@ -13,6 +13,8 @@ from typing import Callable
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from core.i18n import N_
+
 from . import roles as roles_
 from . import unlock_guard
 from .audit_models import audit_models
@@ -34,8 +36,8 @@ from .keys import (
 from .registry import OPERATOR_ADD, OPERATOR_ADOPT
 
 ADD_REASON = "new operator"
-OLD_HOME = ("this store's operators were added before operator changes were signed; "
-            "run `ussd-console operator adopt --operator NAME` first")
+OLD_HOME = N_("this store's operators were added before operator changes were signed; "
+              "run `ussd-console operator adopt --operator NAME` first")
 
 
 def _operator_row(receiver, name: str):
@@ -80,7 +82,7 @@ def _as_info(row) -> dict:
 def operator_info(receiver, name: str) -> dict:
     row = _operator_row(receiver, name)
     if row is None:
-        raise ActionError(f"no operator named {name}")
+        raise ActionError(N_("no operator named %(name)s"), name=name)
     return {**_as_info(row), "roles": roles_.roles_of(receiver, name)}
 
 
@@ -105,9 +107,9 @@ def active_operator(receiver, name: str):
     check_name(name)
     row = _operator_row(receiver, name)
     if row is None:
-        raise ActionError(f"no operator named {name}")
+        raise ActionError(N_("no operator named %(name)s"), name=name)
     if row.retired_at is not None:
-        raise ActionError(f"operator {name} is retired and can no longer sign")
+        raise ActionError(N_("operator %(name)s is retired and can no longer sign"), name=name)
     return row
 
 
@@ -134,7 +136,8 @@ def load_signer(home, receiver, name: str, passphrase: str, *, where: str = "cli
             unlock_guard.failed(home, name, where, began)
             raise
         if public_raw(key).hex() != row.public_key:
-            raise ActionError(f"the key file for operator {name} does not match the key registered in the store")
+            raise ActionError(N_("the key file for operator %(name)s does not match the key registered in the store"),
+                              name=name)
         unlock_guard.succeeded(home, name)
     if not is_current_format(data):
         try:

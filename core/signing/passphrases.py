@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from core.i18n import N_
+
 from .keys import ActionError
 
 PASSPHRASE_MIN = 8
@@ -116,7 +118,7 @@ def weakness(passphrase: str, name: str, sites: Iterable[str] = ()) -> str | Non
 def check_new_passphrase(passphrase: object, name: str, sites: Iterable[str] = ()) -> str:
     """The passphrase for a new key, or a one-line refusal saying what makes a good one."""
     if not isinstance(passphrase, str) or not passphrase:
-        raise ActionError("a passphrase is required")
+        raise ActionError(N_("a passphrase is required"))
     why = weakness(passphrase, name, sites)
     if why is not None:
         raise ActionError(f"{why}; {ADVICE}")

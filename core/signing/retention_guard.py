@@ -16,8 +16,19 @@ import json
 
 from .audit_models import audit_models
 from .keys import verify_signature
-from core.rules.retention import DEFAULT_SECONDS, FLOOR_SECONDS, in_english
-from core.rules.text import escape_text
+from core.i18n import N_, _, ngettext
+from core.rules.retention import DEFAULT_SECONDS, FLOOR_SECONDS, period
+from core.rules.text import Twofold, escape_text
+
+
+def _worded(message: str, **values: object) -> Twofold:
+    """A fault's words: English in ``str`` (``status --json``, the log), the operator's language where
+    printed (``console.commands.audit.print_retention_fault``); ``values`` are escaped already."""
+    return Twofold(message % values, lambda: _(message, **_said(values)))
+
+
+def _said(values: dict) -> dict:
+    return {k: v.words() if isinstance(v, Twofold) else v for k, v in values.items()}
 
 RETENTION_SET = "retention.set"
 REQUEST, APPROVE = "countersign.request", "countersign.approve"  # held.REQUEST, held.APPROVE
@@ -76,26 +87,27 @@ def _problem(receiver, row: dict) -> str | None:
     """Why a policy row must not be applied, or None."""
     seconds = row["retention_seconds"]
     if not isinstance(seconds, int) or seconds < FLOOR_SECONDS:
-        return "it is below the 72-hour floor"
+        return _worded(N_("it is below the 72-hour floor"))
     if row["audit_id"] is None:
-        return "it has no signed audit entry"
+        return _worded(N_("it has no signed audit entry"))
     entry = _entry(receiver, row["audit_id"])
     if entry is None:
-        return f"its audit entry #{row['audit_id']} is not in the log"
+        return _worded(N_("its audit entry #%(entry)s is not in the log"), entry=row["audit_id"])
     found = _what_it_set(receiver, entry)
     if found is None:
-        return f"audit entry #{row['audit_id']} did not set this policy"
+        return _worded(N_("audit entry #%(entry)s did not set this policy"), entry=row["audit_id"])
     payload, by = found
     if (payload.get("to_seconds") != seconds or by != row["set_by"] or entry.at != row["set_at"]
             or bool(payload.get("exception")) != bool(row["is_exception"])):
-        return f"audit entry #{row['audit_id']} did not set this policy"
+        return _worded(N_("audit entry #%(entry)s did not set this policy"), entry=row["audit_id"])
     if not _signed(receiver, entry):
-        return f"audit entry #{row['audit_id']} is not signed by {escape_text(entry.operator, 24)}"
+        return _worded(N_("audit entry #%(entry)s is not signed by %(operator)s"), entry=row["audit_id"],
+                       operator=escape_text(entry.operator, 24))
     return None
 
 
 def _seconds(value) -> str:
-    return in_english(value) if isinstance(value, int) and value > 0 else escape_text(value, 20)
+    return period(value) if isinstance(value, int) and value > 0 else escape_text(value, 20)
 
 
 def policy_in_force(receiver) -> dict:
@@ -109,11 +121,13 @@ def policy_in_force(receiver) -> dict:
     for row in rows:
         problem = _problem(receiver, row)
         if problem is None and row["audit_id"] is not None and used.get(row["audit_id"]) != row["id"]:
-            problem = f"it repeats audit entry #{row['audit_id']}, which an older row already applied"
+            problem = _worded(N_("it repeats audit entry #%(entry)s, which an older row already applied"),
+                              entry=row["audit_id"])
         if problem is None:
             break
-        faults.append(f"retention policy #{row['id']} ({_seconds(row['retention_seconds'])}, "
-                      f"set by {escape_text(row['set_by'], 24)}) is not applied: {problem}")
+        faults.append(_worded(N_("retention policy #%(id)s (%(period)s, set by %(by)s) is not applied: %(problem)s"),
+                              id=row["id"], period=_seconds(row["retention_seconds"]),
+                              by=escape_text(row["set_by"], 24), problem=problem))
     else:
         row = None
     if row is None:
@@ -123,8 +137,32 @@ def policy_in_force(receiver) -> dict:
         policy = {k: v for k, v in row.items() if k != "id"}
     fault = None
     if faults:
-        fault = (f"{faults[0]}; eviction uses {in_english(policy['retention_seconds'])} "
-                 + (f"(the last valid policy, entry #{policy['audit_id']})" if policy["audit_id"] else "(the default)")
-                 + (f"; {len(faults) - 1} more such row{'s' if len(faults) > 2 else ''}" if len(faults) > 1 else "")
-                 + "; run `ussd-console audit verify`")
+        fault = _fault(faults, policy)
     return {**policy, "fault": fault}
+
+
+def _fault(faults: list, policy: dict) -> Twofold:
+    """The first row set aside, what eviction uses instead, how many more, and what to run."""
+    values = {"first": faults[0], "period": period(policy["retention_seconds"]), "entry": policy["audit_id"],
+              "n": len(faults) - 1, "command": "`ussd-console audit verify`"}
+    if len(faults) == 1:
+        message = (N_("%(first)s; eviction uses %(period)s (the last valid policy, entry #%(entry)s); run %(command)s")
+                   if policy["audit_id"] else N_("%(first)s; eviction uses %(period)s (the default); run %(command)s"))
+        return _worded(message, **values)
+    return Twofold(_more(values, _english), lambda: _more(_said(values)))
+
+
+def _english(singular: str, plural: str, n: int, /, **values: object) -> str:
+    return (singular if n == 1 else plural) % values
+
+
+def _more(values: dict, ngettext=ngettext) -> str:
+    """The fault with more than one row set aside, in English (``ngettext=_english``) or the language."""
+    if values["entry"]:
+        return ngettext("%(first)s; eviction uses %(period)s (the last valid policy, entry #%(entry)s); "
+                        "%(n)s more such row; run %(command)s",
+                        "%(first)s; eviction uses %(period)s (the last valid policy, entry #%(entry)s); "
+                        "%(n)s more such rows; run %(command)s", values["n"], **values)
+    return ngettext("%(first)s; eviction uses %(period)s (the default); %(n)s more such row; run %(command)s",
+                    "%(first)s; eviction uses %(period)s (the default); %(n)s more such rows; run %(command)s",
+                    values["n"], **values)

@@ -71,7 +71,8 @@ def needed(action: str) -> str | None:
 def check_role(value: object) -> str:
     role = str(value).strip().lower()
     if role not in ROLES:
-        raise RoleError(f"no role {str(value)[:20]!r}: a role is one of {', '.join(ROLES)}")
+        raise RoleError(N_("no role %(given)s: a role is one of %(roles)s"), given=repr(str(value)[:20]),
+                        roles=", ".join(ROLES))
     return role
 
 
@@ -79,7 +80,7 @@ def check_roles(values) -> list[str]:
     """A non-empty list of known roles, sorted, each once."""
     roles = sorted({check_role(v) for v in values})
     if not roles:
-        raise RoleError(f"an operator holds at least one role: {', '.join(ROLES)}")
+        raise RoleError(N_("an operator holds at least one role: %(roles)s"), roles=", ".join(ROLES))
     return roles
 
 
@@ -94,8 +95,11 @@ def payload_roles(payload: dict) -> frozenset | None:
     return frozenset(listed)
 
 
+REFUSAL = N_("%(operator)s does not hold the %(role)s role, which %(action)s needs (only an admin grants it)")
+
+
 def refusal(operator: str, action: str, role: str) -> str:
-    return f"{operator} does not hold the {role} role, which {action} needs (only an admin grants it)"
+    return REFUSAL % {"operator": operator, "role": role, "action": action}
 
 
 def entry_problem(pos: int, action: str, signer: str, signer_roles, payload: dict | None,
@@ -213,4 +217,4 @@ def require(receiver, operator: str, action: str) -> None:
         return
     roles = holders(receiver).get(operator, (frozenset(), False))[0]
     if role not in roles:
-        raise ActionError(refusal(operator, action, role))
+        raise ActionError(REFUSAL, operator=operator, role=role, action=action)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
-from core.i18n import _
+from core.i18n import N_, _
 from core.rules.text import Said, plain
 from core.store.database import write_transaction
 
@@ -129,10 +129,11 @@ def sign(home, receiver, action: SignedAction, args: dict, *, operator: str, pas
     reason = audit.check_reason(reason)
     action.plan(receiver, operator, **args)  # refuse a bad target before asking the key to unlock
     if signer is not None and signer.name != operator:
-        raise ActionError(f"the unlocked key is {signer.name}'s, not {operator}'s")
+        raise ActionError(N_("the unlocked key is %(signer)s's, not %(operator)s's"), signer=signer.name, operator=operator)
     itself = action.itself(receiver, operator, args)
     if itself and signer is None:
-        raise ActionError(f"{action.id} by {operator} signs with the key it registers: give it as the signer")
+        raise ActionError(N_("%(action)s by %(operator)s signs with the key it registers: give it as the signer"),
+                          action=action.id, operator=operator)
     hours = None
     if not itself:
         active_operator(receiver, operator)
@@ -151,7 +152,7 @@ def sign(home, receiver, action: SignedAction, args: dict, *, operator: str, pas
             fields = audit.prepare(receiver, action.id, target, reason, signer.name, signer.fingerprint, payload)
             fields.pop("at")
             if fields != expected.fields:
-                raise ActionError("the store changed since this action was shown; review it again before signing")
+                raise ActionError(N_("the store changed since this action was shown; review it again before signing"))
         if hours is not None:
             return countersign.hold(receiver, signer, action.id, target, reason, payload, hours, now=at)
         entry = audit.append(receiver, signer, action.id, target, reason, payload, now=at)
@@ -162,5 +163,6 @@ def sign(home, receiver, action: SignedAction, args: dict, *, operator: str, pas
 def signed_words(result: dict, action: SignedAction) -> str:
     """What a signature did, in one line: the action's summary, or the request it made."""
     if "pending" in result:
-        return f"waiting for a second admin: request {result['pending']} (`ussd-console approve {result['pending']}`)"
+        command = f"`ussd-console approve {result['pending']}`"
+        return _("waiting for a second admin: request %(id)s (%(command)s)", id=result["pending"], command=command)
     return action.summary(result)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from core.home import LOG_FORMAT, open_private, private_folder, run_dir
+from core.i18n import N_
 
 from .keys import ActionError, check_name
 
@@ -128,7 +129,8 @@ def _take_turn(home, name: str, where: str, announce, patience: float | None, sl
         private_folder(path.parent)
         fd = open_private(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
-        raise ActionError(f"cannot open the unlock lock {path}: {exc.strerror or exc}") from None
+        raise ActionError(N_("cannot open the unlock lock %(path)s: %(reason)s"), path=str(path),
+                          reason=exc.strerror or str(exc)) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -149,8 +151,8 @@ def _take_turn(home, name: str, where: str, announce, patience: float | None, sl
                 return fd
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise ActionError(f"another unlock of operator {name} is still under way; "
-                                      "try again in a moment") from None
+                    raise ActionError(N_("another unlock of operator %(name)s is still under way; "
+                                         "try again in a moment"), name=name) from None
     except BaseException:
         os.close(fd)
         raise
@@ -163,8 +165,9 @@ def _serve_wait(home, name: str, where: str, announce, sleep, patience: float | 
     if failures < FREE_FAILURES or remaining <= 0:
         return 0.0
     if patience is not None and remaining > patience:
-        raise ActionError(f"unlock of operator {name} must wait {remaining:.0f} s more: "
-                          f"{failures} failed unlocks in a row; try again then")
+        raise ActionError(N_("unlock of operator %(name)s must wait %(seconds)s s more: "
+                             "%(failures)s failed unlocks in a row; try again then"),
+                          name=name, seconds=f"{remaining:.0f}", failures=failures)
     words = (f"unlock of operator {name} ({where}) waits {remaining:.0f} s: "
              f"{failures} failed unlocks in a row")
     home_log(home, logging.WARNING, words)

@@ -20,7 +20,7 @@ from typing import Callable, Iterator, TypeVar
 
 from peewee import Database, PeeweeException
 
-from core.i18n import MarkedError
+from core.i18n import N_, MarkedError
 
 from .backend import is_postgres_url
 
@@ -145,33 +145,41 @@ def _claim(store_target: str, create: bool) -> None:
     except FileNotFoundError:
         if create:
             return
-        raise StoreError(f"no store at {store_target}; nothing was created (watch or ingest creates one)") from None
+        raise StoreError(N_("no store at %(target)s; nothing was created (watch or ingest creates one)"),
+                         target=store_target) from None
     except OSError as exc:
-        raise StoreError(f"cannot open the store at {store_target}: {exc.strerror}") from None
+        raise StoreError(N_("cannot open the store at %(target)s: %(reason)s"), target=store_target,
+                         reason=exc.strerror) from None
     if not stat.S_ISREG(st.st_mode):
-        raise StoreError(f"{store_target} is not a file, so not a store; it was left as it is")
+        raise StoreError(N_("%(target)s is not a file, so not a store; it was left as it is"), target=store_target)
     if st.st_size == 0 and create:
         return  # what a store looks like while another process creates it (SQLite writes at its first commit)
     if st.st_size == 0:
-        raise StoreError(f"{store_target} is an empty file, not a store; it was left as it is "
-                         "(remove it and watch or ingest creates a store there)")
+        raise StoreError(N_("%(target)s is an empty file, not a store; it was left as it is "
+                            "(remove it and watch or ingest creates a store there)"), target=store_target)
     try:
         with open(store_target, "rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
     except OSError as exc:
-        raise StoreError(f"cannot read the store at {store_target}: {exc.strerror}") from None
+        raise StoreError(N_("cannot read the store at %(target)s: %(reason)s"), target=store_target,
+                         reason=exc.strerror) from None
     if head != SQLITE_MAGIC:
-        raise StoreError(f"{store_target} is not a SQLite database, so not a store of this program; "
-                         "it was left unchanged")
+        raise StoreError(N_("%(target)s is not a SQLite database, so not a store of this program; "
+                            "it was left unchanged"), target=store_target)
     tables = _schema_tables(store_target)
     if OUR_TABLE in tables:
         return
     if tables:
-        shown = ", ".join(sorted(tables)[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
-        raise StoreError(f"{store_target} is another program's database (tables: {shown}), not a store of this "
-                         "program; it was left unchanged")
+        shown = ", ".join(sorted(tables)[:5])
+        if len(tables) > 5:
+            raise StoreError(N_("%(target)s is another program's database (tables: %(tables)s and %(more)s more), "
+                                "not a store of this program; it was left unchanged"),
+                             target=store_target, tables=shown, more=len(tables) - 5)
+        raise StoreError(N_("%(target)s is another program's database (tables: %(tables)s), not a store of this "
+                            "program; it was left unchanged"), target=store_target, tables=shown)
     if not create:
-        raise StoreError(f"{store_target} holds no store yet; it was left as it is (watch or ingest creates one)")
+        raise StoreError(N_("%(target)s holds no store yet; it was left as it is (watch or ingest creates one)"),
+                         target=store_target)
 
 
 def _schema_tables(store_target: str) -> set[str]:
@@ -190,6 +198,7 @@ def _schema_tables(store_target: str) -> set[str]:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise StoreError(f"cannot read the store at {store_target}: {exc.strerror}") from None
+            raise StoreError(N_("cannot read the store at %(target)s: %(reason)s"), target=store_target,
+                             reason=exc.strerror) from None
         found.update(m.group(1).decode("ascii").lower() for m in _CREATE_TABLE.finditer(head))
     return found

@@ -11,6 +11,7 @@ from typing import Callable
 
 from peewee import Database
 
+from core.i18n import N_
 from core.rules.text import one_line
 
 from .backend import is_postgres_url, open_database
@@ -180,10 +181,8 @@ def migrate(db: Database, m, steps: list[tuple[int, str, Migration]]) -> int:
         have = max(applied, default=0)
         latest = numbers[-1]
         if have > latest:
-            raise StoreError(
-                f"the store is at schema version {have}, newer than this program knows ({latest}); "
-                "upgrade the program"
-            )
+            raise StoreError(N_("the store is at schema version %(have)s, newer than this program knows "
+                                "(%(latest)s); upgrade the program"), have=have, latest=latest)
         for version, _what, step in steps:
             if version not in applied:
                 step(db, m)
@@ -208,5 +207,6 @@ def connect(store_target: str, create: bool = True, *, steps: list[tuple[int, st
         raise
     except Exception as exc:  # peewee wraps driver errors in its own types
         db.close()
-        raise StoreError(f"cannot open the store at {describe_target(store_target)}: {one_line(exc)}") from exc
+        raise StoreError(N_("cannot open the store at %(target)s: %(reason)s"), target=describe_target(store_target),
+                         reason=one_line(exc)) from exc
     return db, m

@@ -12,6 +12,7 @@ import time
 
 from peewee import chunked
 
+from core.i18n import N_
 from core.rules.retention import RetentionError, check_retention
 
 from .database import write_transaction
@@ -36,7 +37,8 @@ class RetentionWrites:
         seconds = int(seconds)
         is_exception = check_retention(seconds, signed)
         if audit_id is None:
-            raise RetentionError("a retention change is signed by an operator: use `ussd-console retention set`")
+            raise RetentionError(N_("a retention change is signed by an operator: use %(command)s"),
+                                 command="`ussd-console retention set`")
         with write_transaction(self.db):
             if seconds == self.retention_seconds() and self.m.Policy.select().exists():
                 return self.retention()

@@ -98,3 +98,35 @@ def test_bad_report_settings_name_their_key_and_stop_watch(home, tmp_path, text,
         load_report_config(home.config)
     done = cli(home, "watch")
     assert done.returncode == 2 and key in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("kind", ["report", "backup"])
+def test_finish_waits_for_the_report_or_backup_being_written(home, tmp_path, kind):
+    """watch's stop waits for a scheduled report or backup still being written (a file cut off at the
+    exit, or matplotlib's C code running as the interpreter ends, which aborted watch with SIGABRT)."""
+    import threading
+
+    from core.backup.config import BackupConfig
+    from core.backup.schedule import BackupSchedule
+    from core.report.schedule import ReportSchedule
+
+    prepare_home(home)
+    writing, done = threading.Event(), threading.Event()
+
+    def slow(now=None):
+        writing.set()
+        done.wait(60)
+        return True
+
+    hooks = dict(fault=lambda key, words: None, clear=lambda key: None)
+    if kind == "report":
+        schedule = ReportSchedule(home, str(home.db), ReportConfig(every=60, dir=str(tmp_path / "r")), [], **hooks)
+    else:
+        schedule = BackupSchedule(home, str(home.db), BackupConfig(every=60, dir=str(tmp_path / "b")), **hooks)
+    assert schedule.finish(timeout=0)  # nothing being written: nothing to wait for
+    schedule.run_once = slow
+    schedule.tick()
+    assert writing.wait(60)
+    assert not schedule.finish(timeout=0.05)  # still writing
+    done.set()
+    assert schedule.finish(timeout=60)

@@ -82,6 +82,13 @@ class ReportSchedule:
         return cls(home, store_target, config or load_report_config(home.config), targets,
                    fault=service.faults.report, clear=service.faults.clear)
 
+    def finish(self, timeout: float) -> bool:
+        """Wait for the report being written, as ``watch`` stops: cut off by the interpreter's exit it
+        would be a half-written file, and C code still running as the interpreter ends aborts it."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._thread is None or not self._thread.is_alive()
+
     def tick(self, now: float | None = None) -> None:
         if not self.config.every:
             return

@@ -100,14 +100,11 @@ def test_bad_report_settings_name_their_key_and_stop_watch(home, tmp_path, text,
     assert done.returncode == 2 and key in done.stderr and "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("kind", ["report", "backup"])
-def test_finish_waits_for_the_report_or_backup_being_written(home, tmp_path, kind):
-    """watch's stop waits for a scheduled report or backup still being written (a file cut off at the
-    exit, or matplotlib's C code running as the interpreter ends, which aborted watch with SIGABRT)."""
+def test_finish_waits_for_the_report_being_written(home, tmp_path):
+    """watch's stop waits for a scheduled report still being written (a file cut off at the exit, or
+    matplotlib's C code running as the interpreter ends, which aborted watch with SIGABRT)."""
     import threading
 
-    from core.backup.config import BackupConfig
-    from core.backup.schedule import BackupSchedule
     from core.report.schedule import ReportSchedule
 
     prepare_home(home)
@@ -118,11 +115,8 @@ def test_finish_waits_for_the_report_or_backup_being_written(home, tmp_path, kin
         done.wait(60)
         return True
 
-    hooks = dict(fault=lambda key, words: None, clear=lambda key: None)
-    if kind == "report":
-        schedule = ReportSchedule(home, str(home.db), ReportConfig(every=60, dir=str(tmp_path / "r")), [], **hooks)
-    else:
-        schedule = BackupSchedule(home, str(home.db), BackupConfig(every=60, dir=str(tmp_path / "b")), **hooks)
+    schedule = ReportSchedule(home, str(home.db), ReportConfig(every=60, dir=str(tmp_path / "r")), [],
+                              fault=lambda key, words: None, clear=lambda key: None)
     assert schedule.finish(timeout=0)  # nothing being written: nothing to wait for
     schedule.run_once = slow
     schedule.tick()

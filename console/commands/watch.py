@@ -164,7 +164,7 @@ def cmd_watch(args, ctx) -> int:
         supervision = Supervision(home, service, notifier, sorted(alerts.targets))
         backups = BackupSchedule.for_service(home, ctx.store_target, service, backup)
         reports = ReportSchedule.for_service(home, ctx.store_target, service, sorted(alerts.targets), report)
-        schedules = [backups, reports]
+        schedules = [reports]
         while not stop.is_set():
             with out_of_files_is_a_fault(service.faults):
                 supervision.tick()
@@ -182,9 +182,12 @@ def cmd_watch(args, ctx) -> int:
             notifier.stopping()  # stopping for another reason than a signal (a failed start)
         if listener is not None:
             listener.stop()  # before the inbox: every post waiting is answered first
-        for running in schedules:  # a backup or a report being written is finished, not cut off
-            if not running.finish(timeout=120.0):
-                log.warning("stopped while a scheduled backup or report was still being written")
+        # A report being written is finished, not cut off under matplotlib as the interpreter ends
+        # (it takes seconds). A backup is not waited for: it may be held on a slow disk, and a cut
+        # one leaves only a temporary file, never one that passes for a backup.
+        for running in schedules:
+            if not running.finish(timeout=30.0):
+                log.warning("stopped while a scheduled report was still being written")
         clean = service.stop(timeout=10.0)
         if started:  # a start that failed says why in the one error line, and nothing else
             log.info("stopped%s", "" if clean else " (a file was still being read; it resumes at the next start)")

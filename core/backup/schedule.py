@@ -270,13 +270,6 @@ class BackupSchedule:
                    _when((state.get("last_failure") or {}).get("at"), now) or 0)
         return now - last >= self.config.every
 
-    def finish(self, timeout: float) -> bool:
-        """Wait for the backup being written, as ``watch`` stops: cut off by the interpreter's exit it
-        would be a half-written file, and C code still running as the interpreter ends aborts it."""
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self._thread is None or not self._thread.is_alive()
-
     def tick(self, now: float | None = None) -> None:
         if not self.config.every:
             return

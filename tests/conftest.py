@@ -126,6 +126,16 @@ def inbox(home):
     r.close()
 
 
+@pytest.fixture(autouse=True)
+def english_again():
+    """Every test leaves English behind it, as each run of the program starts anew: a test that
+    selects a language (directly, or through a command's --lang in-process) does not speak it on."""
+    yield
+    from core import i18n
+
+    i18n.select(i18n.SOURCE)
+
+
 def pytest_collection_modifyitems(config, items):
     """The ``process`` marker, set here and only here (tests/support/tiers.py says by what)."""
     from tests.support.tiers import mark

@@ -19,13 +19,6 @@ TABLE = set("┃│┏┗┡└")  # a table's lines; a line printed whole for c
 RULES = re.compile(r"[\s│┃─━┏┓┗┛┡┩└┘┌┐├┤┬┴┼╇╈╋╭╮╯╰]+")
 
 
-@pytest.fixture(autouse=True)
-def english_again():
-    """Each run of main() selects its language; the process goes on in English after a test."""
-    yield
-    i18n.select(i18n.SOURCE)
-
-
 @pytest.fixture
 def busy(home, tmp_path):
     """alice and bob (admins), a conflict in quarantine, a reject, an inbox file, an eviction run, and a retention

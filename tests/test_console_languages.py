@@ -32,13 +32,6 @@ FIRST_SCREEN = {
 KEYS = ["⏎", "/", "s", "D", "S", "?", "q", "^p"]
 
 
-@pytest.fixture(autouse=True)
-def english_again():
-    """A test that selects a language leaves English behind it, as each run of main() starts anew."""
-    yield
-    i18n.select(i18n.SOURCE)
-
-
 def footer_words(app) -> list[str]:
     return [f"{key.key_display} {key.description}" for key in app.screen.query_one(Footer).query(FooterKey)]
 

@@ -17,12 +17,6 @@ SCREENS = {"cases": ("1",), "ranking": ("2",), "quarantine": ("3",), "retention"
            "help": ("question_mark",), "history": ("1", "enter"), "overview": ("o",)}
 
 
-@pytest.fixture(autouse=True)
-def english_again():
-    yield
-    i18n.select(i18n.SOURCE)
-
-
 @pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("lang", LANGS)
 def test_screen(snap_compare, sample_home, lang, screen):

@@ -19,12 +19,6 @@ NO_LOCALE = {"LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "C.UTF-8"}
 ODD = "caf\u00e9\x1b[31m"  # outside text: a letter to escape and a terminal control sequence
 
 
-@pytest.fixture(autouse=True)
-def english_again():
-    yield
-    i18n.select(i18n.SOURCE)
-
-
 @pytest.fixture
 def signed(home, tmp_path):
     """alice (every role), a conflict in quarantine, and the files the refusals below are given."""

@@ -18,13 +18,6 @@ CLI = "ussd-console: error: %(reason)s"
 BACKUP = "backup: "
 
 
-@pytest.fixture(autouse=True)
-def english_again():
-    """Each run of main() selects its language; the process goes on in English after a test."""
-    yield
-    i18n.select(i18n.SOURCE)
-
-
 def tr(msgid: str, lang: str, **values) -> str:
     i18n.select(lang)
     try:

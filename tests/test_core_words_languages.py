@@ -40,12 +40,6 @@ RETENTION = {"en": ("30 days", "1 day", "72.5 hours"), "fr": ("30 jours", "1 jou
              "es": ("30 días", "1 día", "72,5 horas")}
 
 
-@pytest.fixture(autouse=True)
-def english_again():
-    yield
-    i18n.select(i18n.SOURCE)
-
-
 @pytest.fixture
 def figures(sample_home):
     with Receiver(str(sample_home.db)) as r:

@@ -42,13 +42,6 @@ FIRST = {
 }
 
 
-@pytest.fixture(autouse=True)
-def english_again():
-    """A test that selects a language leaves English behind it, as each run of main() does."""
-    yield
-    i18n.select(i18n.SOURCE)
-
-
 @pytest.fixture
 def board(home, tmp_path):
     """alice and bob (every role), carol (resolver only), a conflict on A-1, a gateway to retire."""

@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo run check test bench fuzz crashtest screenshots translations clean
 
-$(STAMP): pyproject.toml
+# setup.py builds the one C module (core/rules/_fastpath.c) in place; a change to it builds it again.
+$(STAMP): pyproject.toml setup.py core/rules/_fastpath.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'

@@ -6,6 +6,8 @@ through the fast path ``ingest_many`` uses by default. Every verdict and every
 table row must be equal, so the fast path cannot drift from the rules.
 """
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, example, given
 from hypothesis import strategies as st
@@ -13,8 +15,7 @@ from hypothesis import strategies as st
 from core import Receiver
 from core.rules.batch import Facts, as_offers, decide_batch, needs_facts
 from core.rules.decide import CaseRef, payload_from_key, payload_key
-from core.rules.frame import parse
-from core.rules.frame import Unreadable
+from core.rules.frame import Frame, Unreadable, parse
 from core.rules.retention import DAY
 from tests.support.helpers import bad_trailer, frame
 from tests.support.hypothesis_settings import examples
@@ -143,8 +144,24 @@ def assert_gathered_as_everything(r: Receiver, items, now: float, source: str) -
     assert decide_batch(offers, results, gathered, now, source) == decide_batch(offers, results, known, now, source)
 
 
+@pytest.fixture(params=["compiled", "python"])
+def loops(request, monkeypatch):
+    """The fast path's inner loops in C (core/rules/_fastpath.c) and in Python, each checked. The
+    build skips the C module where no compiler is found; in CI (or with USSD_REQUIRE_COMPILED=1) a
+    missing one fails, so a broken build is never passed off as the Python loops'."""
+    from core.rules import compiled
+
+    if request.param == "python":
+        monkeypatch.setattr(compiled, "loops", None)
+    elif compiled.loops is None:
+        if os.environ.get("CI") or os.environ.get("USSD_REQUIRE_COMPILED") == "1":
+            pytest.fail("core/rules/_fastpath.c was not built (make rebuilds it when it changes)")
+        pytest.skip("core/rules/_fastpath.c was not built: no C compiler at install time")
+    return request.param
+
+
 @pytest.fixture
-def pair(new_store):
+def pair(new_store, loops):
     """A reference receiver and a fast one, on two stores of one backend, for all examples."""
     ref, fast = Receiver(new_store()), Receiver(new_store())
     ref.fast_ingest = False
@@ -278,6 +295,7 @@ def test_duplicates_inside_a_batch_and_across_its_chunks(pair):
 
 
 ID_CHARS = "ab09._:-" + "-1x"
+SPACE = " \t\r\n\x0b\x0c"  # what parse strips around a frame
 FRAME_CHARS = "H1|#MEDWAT0123456789abcdefABCDEFSk \t\r\n\x0b\x0c\u0661"
 
 
@@ -299,20 +317,49 @@ FRAME_CHARS = "H1|#MEDWAT0123456789abcdefABCDEFSk \t\r\n\x0b\x0c\u0661"
 def test_the_common_form_parses_as_parse_does(frame_id, text):
     """The batch parse's one match of the common form gives exactly what ``parse`` gives, on frames,
     near-frames (spaces around, an upper-case trailer, a sequence the id disagrees with, too long,
-    not ASCII) and junk."""
+    not ASCII) and junk; so does the compiled parse, or it hands the line back (None)."""
+    from core.rules import compiled
     from core.rules.frame import parse
     from core.rules.parse_batch import parse_common
 
-    assert parse_common(frame_id, text) == parse(frame_id, text)
-    for seq in (1, 2):
-        fid = f"r{len(text) % 7}-{seq}"
-        assert parse_common(fid, text) == parse(fid, text)
+    for fid in (frame_id, f"r{len(text) % 7}-1", f"r{len(text) % 7}-2"):
+        want = parse(fid, text)
+        assert parse_common(fid, text) == want
+        if compiled.loops is not None:
+            got = compiled.loops.parse_one(fid, text)
+            assert got is None or (got == want and type(got) is type(want)), (fid, text)
+            lead, trail = (len(text) - len(text.lstrip(SPACE)), len(text) - len(text.rstrip(SPACE)))
+            if type(want) is Frame and lead <= 96 and trail <= 96:
+                assert got is not None, (fid, text)  # the common form: never handed back
 
 
-def test_the_parse_memo_of_one_call_is_bounded():
-    """Re-sends within one call are parsed once, but a call of millions of frames does not keep
-    every pair it parsed: past ``PARSE_MEMO`` the memo starts again."""
-    from core.rules import parse_batch
+def test_the_compiled_parse_takes_the_common_form_and_hands_the_rest_back(loops):
+    """What the C parse decides itself, and what it leaves to ``parse``: a line of each kind gives
+    ``parse``'s result through ``parse_all`` either way."""
+    from core.rules import compiled
+    from core.rules.parse_batch import parse_all
+
+    good = frame(1, "S9", "MED", 3, 50)
+    lines = [("r1-1", good), ("r1-1", bad_trailer(good)), ("r1-1", good[:-2] + good[-2:].upper()),
+             ("r1-2", good), ("r1-01", good), ("r1-" + "9" * 40, good), ("x-", good), ("-1", good), ("a" * 65, good),
+             ("r1-1", " \t" + good + "\r\n"), ("r1-1", " " * 97 + good), ("r1-1", good.replace("S9", "S\u0669")),
+             ("r1-1", good.replace("MED", "med")), ("r1-1", good + "x"), ("r\u00e9-1", good), (None, good),
+             ("r1-1", None), ("r1-1", Unreadable("\\xff", "bad_encoding"))]
+    offers = as_offers(lines)
+    assert parse_all(offers, {}) == [parse(o.frame_id, o.text) for o in offers]
+    if loops == "compiled":
+        taken = [compiled.loops.parse_one(f, t) is not None for f, t in lines[:15]]
+        assert taken == [True, True, True, False, True, False, True, True, False, True, False, False, False,
+                         False, False]
+
+
+def test_the_parse_memo_of_one_call_is_bounded(monkeypatch):
+    """Re-sends within one call are parsed once by the Python loop (the C one parses a line in less
+    time than the memo takes to find it), but a call of millions of frames does not keep every
+    pair it parsed: past ``PARSE_MEMO`` the memo starts again."""
+    from core.rules import compiled, parse_batch
+
+    monkeypatch.setattr(compiled, "loops", None)
 
     memo: dict = {}
     items = as_offers([(f"m{i}-1", frame(1, "S9", "MED", 3, 50)) for i in range(3)] * 2)

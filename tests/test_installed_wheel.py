@@ -54,6 +54,12 @@ def test_the_installed_wheel_runs_the_demo_from_another_folder(tmp_path):
     where = subprocess.run([str(python), "-c", "import console; print(console.__file__)"], cwd=elsewhere, env=env,
                            capture_output=True, text=True, timeout=60)
     assert where.stdout.startswith(str(env_dir)), where.stdout + where.stderr  # the wheel's copy, not the repo's
+    # The ingest's compiled loops travel in the wheel wherever this checkout's build compiled them.
+    from core.rules import compiled
+
+    built = subprocess.run([str(python), "-c", "from core.rules import compiled; print(compiled.loops is not None)"],
+                           cwd=elsewhere, env=env, capture_output=True, text=True, timeout=60)
+    assert built.stdout.strip() == str(compiled.loops is not None), built.stdout + built.stderr
     demo = subprocess.run([str(env_dir / "bin" / "ussd-console"), "demo", "--print"], cwd=elsewhere, env=env,
                           capture_output=True, text=True, timeout=300)
     assert demo.returncode == 0, demo.stdout + demo.stderr

@@ -24,6 +24,7 @@ from itertools import compress, repeat
 from operator import attrgetter, itemgetter
 from typing import Iterable, NamedTuple, Sequence
 
+from . import compiled
 from .decide import CaseRef, Outcome, decide, reject
 from .frame import Frame, Rejected, parse
 from .privacy import mask_phones
@@ -338,20 +339,43 @@ class BatchState:
         tests/test_fast_path_differential.py holds this equal to
         ``decide_batch`` on random streams.
         """
+        fresh: set[str] = set()  # ids applied inline here: their re-sends are counted in their rows
+        applied_ids: list[str] = []
+        applied_texts: list[str] = []
+        one_file, file_at = self._shown_files(offers)
+        now, source, again_get = self.now, self.source, self.folded.get
+        if compiled.loops is not None and offers.__class__ is list and results.__class__ is list:
+            state = (self.seen, self.cases, self.settled_texts, fresh, self.folded, self.seen_bumps, self.case_rows,
+                     self.verdicts, applied_ids, applied_texts, now, source)
+            heads = compiled.loops.decide_common(offers, results, one_file if file_at is None else file_at,
+                                                 state, self.decide)  # ``_decide_common``, in C
+        else:
+            files = repeat(one_file) if file_at is None else file_at
+            heads = self._decide_common(offers, results, files, fresh, applied_ids, applied_texts)
+        if applied_ids:
+            rows = list(map(_seen_row, zip(applied_ids, applied_texts, map(_last_two, applied_texts), repeat(now),
+                                           repeat(now), map(again_get, applied_ids, repeat(1)), repeat(source))))
+            rows.extend(self.seen_rows)  # then the witnesses ``decide`` recorded, as before
+            self.seen_rows = rows
+            self.added_cases += len(applied_ids)
+            self.added_headcount += heads
+        self.fold_resends()
+        return self.verdicts
+
+    def _decide_common(self, offers: Sequence[Offer], results: Sequence, files: Iterable, fresh: set[str],
+                       applied_ids: list[str], applied_texts: list[str]) -> int:
+        """``decide_all``'s pass: the applied frames' ids and texts into ``applied_*``, and their
+        headcount returned (core/rules/_fastpath.c ``decide_common`` is this loop in C)."""
         seen, cases, settled = self.seen, self.cases, self.settled_texts
         seen_get, again = seen.get, self.folded
         again_get = again.get
         bumps = self.seen_bumps
         bumps_get = bumps.get
-        fresh: set[str] = set()  # ids applied inline here: their re-sends are counted in their rows
         fresh_add = fresh.add
-        applied_ids, applied_texts = [], []
         id_add, text_add = applied_ids.append, applied_texts.append
         add_case, add_verdict = self.case_rows.append, self.verdicts.append
         decide = self.decide
         now, source = self.now, self.source
-        one_file, file_at = self._shown_files(offers)
-        files = repeat(one_file) if file_at is None else file_at
         frame_class = Frame
         heads = 0
         for offer, parsed, file in zip(offers, results, files):
@@ -378,15 +402,7 @@ class BatchState:
                     add_verdict(_verdict((frame_id, _DUPLICATE, "retransmit", source, file, offer.line)))
                     continue
             decide(offer, parsed)
-        if applied_ids:
-            rows = list(map(_seen_row, zip(applied_ids, applied_texts, map(_last_two, applied_texts), repeat(now),
-                                           repeat(now), map(again_get, applied_ids, repeat(1)), repeat(source))))
-            rows.extend(self.seen_rows)  # then the witnesses ``decide`` recorded, as before
-            self.seen_rows = rows
-            self.added_cases += len(applied_ids)
-            self.added_headcount += heads
-        self.fold_resends()
-        return self.verdicts
+        return heads
 
     def fold_resends(self) -> None:
         """Re-sends of a witness new in this batch counted in its new row, not as a bump: the
@@ -459,3 +475,7 @@ def decide_batch_fast(offers: Sequence[Offer], results: Sequence, facts: Facts, 
     state = BatchState(facts, now, source)
     state.decide_all(offers, results)
     return state.verdicts, state.writes
+
+
+if compiled.loops is not None:
+    compiled.loops.configure(Frame, CaseRef, CaseRow, Verdict, _APPLIED, _DUPLICATE)

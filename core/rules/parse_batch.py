@@ -11,6 +11,7 @@ import re
 from functools import partial
 from typing import Sequence
 
+from . import compiled
 from .batch import Offer
 from .cksum import trailer
 from .frame import _FRAME_RE, _SURROUNDING_SPACE, FRAME_ID_RE, Frame, Rejected, parse
@@ -53,6 +54,8 @@ def parse_all(chunk: Sequence[Offer], done: dict | None = None) -> list:
         done = {}
     elif len(done) > PARSE_MEMO:
         done.clear()
+    if compiled.loops is not None and chunk.__class__ is list:
+        return compiled.loops.parse_into(chunk, parse_common, parse)  # the loop below, in C, memo aside
     done_get = done.get
     out = []
     append = out.append

@@ -91,20 +91,29 @@ def raw_sqlite_rate(db: Path, path: Path) -> float:
 
 
 def ab_rates(tmp: Path, path: Path, rounds: int, first: int = 0) -> dict[str, list[float]]:
-    """The fast path and the reference decision (``decide_batch``, one ``decide`` per frame, plain
-    inserts) on fresh stores, alternately, so a busy machine's noise falls on both alike. Rounds
-    are numbered from ``first``, and each round's stores are new files: until 2026-12-03 every
-    one-round call reused round 0's, so from the second round on the "empty" store held the
-    whole file already and every frame was a re-send (a rate 1.3x too high)."""
-    rates: dict[str, list[float]] = {"fast": [], "reference": []}
-    for k in range(first, first + rounds):
-        for name in ("reference", "fast") if k % 2 else ("fast", "reference"):
-            store = tmp / f"ab-{name}-{k}.db"
-            assert not store.exists(), f"{store} is not a fresh store"
-            with Receiver(str(store)) as r:
-                r.fast_ingest = name == "fast"
-                seconds, n = ingest_file(r, path)
-            rates[name].append(n / seconds)
+    """The fast path, the same with its inner loops in Python (``core.rules.compiled.loops`` off),
+    and the reference decision (``decide_batch``, one ``decide`` per frame, plain inserts) on
+    fresh stores, in turn, so a busy machine's noise falls on all alike. Rounds are numbered from
+    ``first``, and each round's stores are new files: until 2026-12-03 every one-round call reused
+    round 0's, so from the second round on the "empty" store held the whole file already and
+    every frame was a re-send (a rate 1.3x too high)."""
+    from core.rules import compiled
+
+    built = compiled.loops
+    names = ("fast", "python", "reference") if built is not None else ("fast", "reference")
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    try:
+        for k in range(first, first + rounds):
+            for name in names if k % 2 == 0 else names[::-1]:
+                store = tmp / f"ab-{name}-{k}.db"
+                assert not store.exists(), f"{store} is not a fresh store"
+                compiled.loops = None if name == "python" else built
+                with Receiver(str(store)) as r:
+                    r.fast_ingest = name != "reference"
+                    seconds, n = ingest_file(r, path)
+                rates[name].append(n / seconds)
+    finally:
+        compiled.loops = built
     return rates
 
 
@@ -160,7 +169,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=100_000)
     ap.add_argument("--stored", type=int, default=1_000_000)
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of the ingest figures, each on an empty store and on a copy of the filled one (medians shown)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of the ingest figures, each on an empty store and on a copy of the filled one (medians shown)")
     ap.add_argument("--quick", action="store_true", help="small sizes, to check the bench itself runs")
     ap.add_argument("--only-sqlite", action="store_true", help="the file-store ingest figures only (no backup, "
                     "eviction, PostgreSQL, inbox, gateway or console figures)")
@@ -184,11 +193,11 @@ def main() -> None:
             fill(r, args.stored, now=t0)
             print(f"filled {args.stored:,} stored frames in {time.perf_counter() - t:.1f} s")
 
-        raws, rates, loaded_rates = [], {"fast": [], "reference": []}, []
+        raws, rates, loaded_rates = [], {}, []
         for k in range(args.rounds):  # alternately: the ceiling, both paths, then the loaded store
             raws.append(raw_sqlite_rate(tmp / f"raw-{k}.db", empty_file))
             for name, got in ab_rates(tmp, empty_file, 1, first=k).items():
-                rates[name].append(got[0])
+                rates.setdefault(name, []).append(got[0])
             loaded = tmp / f"loaded-{k}.db"
             if k:
                 (tmp / f"loaded-{k - 1}.db").unlink()
@@ -205,6 +214,12 @@ def main() -> None:
         to_empty = [loaded / fast for loaded, fast in zip(loaded_rates, rates["fast"])]
         shown = ", ".join(f"{x:,.0f}" for x in rates["fast"])
         print(f"ingest, empty store:        {empty_rate:>10,.0f} frames/s  (median of {args.rounds} runs: {shown})")
+        if "python" in rates:
+            python_rate = statistics.median(rates["python"])
+            print(f"  inner loops in Python:    {python_rate:>10,.0f} frames/s  (core/rules/_fastpath.c not used; "
+                  f"compiled {empty_rate / python_rate:.2f}x)")
+        else:
+            print("  inner loops in Python: core/rules/_fastpath.c was not built (no C compiler at install time)")
         print(f"  reference decision:       {ref_rate:>10,.0f} frames/s  (decide_batch, plain inserts; "
               f"fast path {empty_rate / ref_rate:.2f}x)")
         print(f"bare keyed insert, same rows:{raw:>9,.0f} rows/s    (frame id key, same pragmas, one transaction)")

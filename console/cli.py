@@ -216,14 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except StdoutClosed:
         return 0
-    except CommandError as exc:
-        if not exc.plain:
-            reason = one_line(exc)
-        else:  # our words in the language, their outside text escaped already (CommandError.told)
-            reason = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
-        print(_("ussd-console: error: %(reason)s", reason=reason), file=sys.stderr)
-        return EXIT_ERROR
-    except (StoreError, RetentionError, ValueError) as exc:
+    except (CommandError, StoreError, RetentionError, ValueError) as exc:  # a Said (CommandError.told) as it is
         print(_("ussd-console: error: %(reason)s", reason=said(exc)), file=sys.stderr)
         return EXIT_ERROR
     except (peewee.OperationalError, sqlite3.OperationalError) as exc:

@@ -7,27 +7,22 @@ import os
 import sys
 from typing import Mapping, NoReturn
 
-from core.rules.text import escape_text
+from core.rules.text import Said, escape_text
 
 
 class CommandError(Exception):
-    """A command cannot run; the message is the one line the operator sees.
-
-    Its text is outside text to the command line, escaped where shown (an accented letter as
-    ``\\xe9``), unless it was made by ``told``: then it is our words in the operator's language,
-    shown as they are, with the outside text in it escaped already."""
-
-    plain = False
+    """A command cannot run; the message is the one line the operator sees, as
+    ``core.rules.text.said`` gives it: outside text to the command line, escaped where shown (an
+    accented letter as ``\\xe9``), unless it is a ``Said`` (``told`` makes one): then it is our words in
+    the operator's language, shown as they are, with the outside text in it escaped already."""
 
     @classmethod
     def told(cls, words: str, ours: Mapping[str, object] | None = None, **outside: object) -> CommandError:
         """``words`` (a message through ``_()``, its placeholders still to fill) filled with ``ours``
         (numbers and words of our own) as they are and with ``outside`` (paths, names, another error's
-        words) escaped."""
+        words) escaped, as a ``Said``."""
         values = {**{k: escape_text(v, 300) for k, v in outside.items()}, **(ours or {})}
-        error = cls(words % values if values else words)
-        error.plain = True
-        return error
+        return cls(Said(words % values if values else words))
 
 
 class StdoutClosed(Exception):

@@ -202,6 +202,30 @@ def test_a_new_operator_is_told_in_the_language_and_a_refusal_keeps_its_accents_
     assert r.returncode == 2 and "--role ROLE" in r.stderr and "\\x" not in r.stderr, r.stderr
 
 
+HOSTILE = "d\u00e9p\u00f4t[bold red]x\x1b[31m\x07"  # accents, Rich markup, an escape sequence and a bell, from outside
+DIRECTORY = {"fr": "n'est pas un fichier ordinaire", "sw": "si faili ya kawaida", "pt": "não é um ficheiro normal",
+             "es": "no es un archivo normal"}
+NOT_SENT = {"fr": "rien n'est envoyé", "sw": "hakuna kinachotumwa", "pt": "nada é enviado", "es": "no se envía nada"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_told_error_keeps_our_accents_and_escapes_the_outside_text_in_it(home, tmp_path, lang):
+    from core.alerts.pause import write_marker
+
+    folder = tmp_path / HOSTILE
+    folder.mkdir()
+    r = cli(home, "ingest", str(folder), "--lang", lang, env=NO_LOCALE)
+    escaped = "d\\xe9p\\xf4t[bold red]x\\x1b[31m\\x07"
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].endswith(
+        tr("%(path)s is not a regular file", lang, path=f"{tmp_path}/{escaped}")), r.stderr
+    assert DIRECTORY[lang] in r.stderr and "\x1b" not in r.stderr and "\x07" not in r.stderr and "dép" not in r.stderr
+    ingest(home, tmp_path, [A1])  # a store, for `alerts test` to find the home paused
+    write_marker(home.root, HOSTILE, 0.0)  # the backup a restore came from: a name from outside
+    paused = cli(home, "alerts", "test", "--lang", lang, env=NO_LOCALE)
+    assert paused.returncode == 2 and NOT_SENT[lang] in paused.stderr, paused.stderr
+    assert escaped in paused.stderr and "\x1b" not in paused.stderr, paused.stderr
+
+
 GATEWAYS = {"fr": ("Passerelles", "acceptés : envois pris"), "sw": ("Malango", "yaliyokubaliwa: machapisho"),
             "pt": ("Gateways", "aceites: envios recebidos"), "es": ("Pasarelas", "aceptados: envíos recibidos")}
 

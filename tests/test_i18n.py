@@ -326,3 +326,16 @@ def test_a_marked_error_is_english_in_its_str_and_the_language_where_said():
     finally:
         i18n.select(i18n.SOURCE)
     assert said(error) == "home /srv/ussd\\x1b[2J"
+
+
+def test_an_error_whose_words_are_said_already_is_shown_as_it_is():
+    """One mechanism for our words with their outside text escaped: an error carrying a ``Said``
+    (``CommandError.told`` makes one) is shown as it is, its first line; a plain ``str`` is outside text."""
+    from console.errors import CommandError
+    from core.rules.text import Said, said
+
+    told = CommandError.told("d\xe9j\xe0 %(path)s\nsecond line", path="/srv/caf\xe9\x1b[2J[b]")
+    assert isinstance(told.args[0], Said) and said(told) == "d\xe9j\xe0 /srv/caf\\xe9\\x1b[2J[b]"
+    assert isinstance(said(told), Said)  # shown as it is where said() is shown, too
+    assert said(CommandError("d\xe9j\xe0 /srv/caf\xe9")) == "d\\xe9j\\xe0 /srv/caf\\xe9"
+    assert said(ValueError(Said("d\xe9j\xe0 vu"))) == "d\xe9j\xe0 vu"

@@ -76,13 +76,20 @@ def one_line(exc: BaseException, limit: int = 500) -> str:
 
 def said(exc: BaseException, limit: int = 500) -> str:
     """An error as one line in the operator's language: a ``MarkedError``'s message translated and
-    filled with its values made ``plain`` (a number as it is); any other error, or one whose words
-    were one finished string, as ``one_line`` gives it (English, escaped)."""
+    filled with its values made ``plain`` (a number as it is); an error whose words are a ``Said``
+    (``console.errors.CommandError.told``) as they are; any other error, or one whose words were one
+    finished string, as ``one_line`` gives it (English, escaped)."""
     if isinstance(exc, MarkedError) and isinstance(exc.message, str) and exc.message:
         values = {k: v if isinstance(v, (int, float, Said)) else Said(v.words()) if isinstance(v, Twofold)
                   else plain(v, 300) for k, v in exc.values.items()}
         text = _(exc.message, **values)
         if values or text != exc.message:
-            lines = text.strip().splitlines()
-            return Said(lines[0][:limit]) if lines else exc.__class__.__name__
+            return _first_line(text, exc, limit)
+    if exc.args and isinstance(exc.args[0], Said):  # our words in the language, their outside text made plain
+        return _first_line(exc.args[0], exc, limit)
     return one_line(exc, limit)
+
+
+def _first_line(text: str, exc: BaseException, limit: int) -> str:
+    lines = text.strip().splitlines()
+    return Said(lines[0][:limit]) if lines else exc.__class__.__name__

@@ -10,6 +10,8 @@ import pytest
 
 from core import i18n
 from tests.support.cli import cli, run_cli
+from tests.support.sample_template import built_once, home_copy
+from tests.support.shared import shared_folder
 from tests.support.signing import A1, A1_FIX, B2, C1, add_operators, ingest, passfile
 
 LANGS = ("es", "fr", "pt", "sw")
@@ -19,21 +21,32 @@ TABLE = set("┃│┏┗┡└")  # a table's lines; a line printed whole for c
 RULES = re.compile(r"[\s│┃─━┏┓┗┛┡┩└┘┌┐├┤┬┴┼╇╈╋╭╮╯╰]+")
 
 
-@pytest.fixture
-def busy(home, tmp_path):
+def _build_busy(home, scratch) -> None:
     """alice and bob (admins), a conflict in quarantine, a reject, an inbox file, an eviction run, and a retention
     change alice asked for that waits for a second admin."""
-    add_operators(home, tmp_path, "alice", "bob")
-    ingest(home, tmp_path, [A1, B2, A1_FIX, ("Z-9", "not a frame at all")])
+    home.ensure()
+    add_operators(home, scratch, "alice", "bob")
+    ingest(home, scratch, [A1, B2, A1_FIX, ("Z-9", "not a frame at all")])
     home.inbox.mkdir(exist_ok=True)
     (home.inbox / "site.txt").write_text(f"{C1[0]} {C1[1]}\n", encoding="utf-8")
     assert cli(home, "ingest", str(home.inbox / "site.txt"), env=NO_LOCALE).returncode == 0  # a file in the inbox
     assert cli(home, "evict", env=NO_LOCALE).returncode == 0
     home.config.write_text('[signing]\ncountersign = ["retention"]\n', encoding="utf-8")
     asked = cli(home, "retention", "set", "40", "--operator", "alice", "--reason", "long trips",
-                "--passphrase-file", passfile(tmp_path, "alice"), env=NO_LOCALE)
+                "--passphrase-file", passfile(scratch, "alice"), env=NO_LOCALE)
     assert asked.returncode == 0, asked.stderr
-    return home
+
+
+# What the busy home follows from: a change to any builds it again (tests/support/sample_template.py).
+BUSY_MADE_FROM = ("core", "console", "tests/support/signing.py", "tests/support/cli.py", "tests/test_cli_languages.py")
+
+
+@pytest.fixture
+def busy(home, tmp_path, tmp_path_factory):
+    """The busy home (``_build_busy``), built once per run and copied for each test: building it signed
+    four changes through the command line, a second and a half a test."""
+    return home_copy(built_once(shared_folder(tmp_path_factory), "cli-languages-busy", BUSY_MADE_FROM, _build_busy),
+                     home.root)
 
 
 def said(home, lang: str, *argv: str) -> str:

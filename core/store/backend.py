@@ -13,6 +13,8 @@ import time
 
 from peewee import PostgresqlDatabase, SqliteDatabase
 
+from .checkpoints import Checkpoints
+
 BUSY_TIMEOUT_MS = 5000
 
 SQLITE_PRAGMAS = {
@@ -22,6 +24,8 @@ SQLITE_PRAGMAS = {
     "busy_timeout": BUSY_TIMEOUT_MS,
     "cache_size": -32_000,  # 32 MB page cache
     "temp_store": "memory",
+    # Checkpoints run beside the writer, not inside its commit (core/store/checkpoints.py).
+    "wal_autocheckpoint": 0,
 }
 
 # Every writing transaction on PostgreSQL first takes this transaction-scoped
@@ -43,6 +47,9 @@ def is_postgres_url(store_target: str) -> bool:
 
 class _Dialect:
     """What both dialects share; each subclass says only how it differs."""
+
+    def committed(self) -> None:
+        """A writing transaction committed (``write_transaction``); SQLite checks its log in."""
 
     def quoted(self, name: str) -> str:
         return f"{self.quote[0]}{name}{self.quote[1]}"
@@ -71,8 +78,11 @@ class SqliteStore(_Dialect, SqliteDatabase):
         pragmas = dict(SQLITE_PRAGMAS)
         if store_target == ":memory:":
             pragmas.pop("journal_mode")
-        return cls(store_target, pragmas=pragmas, lock_type="IMMEDIATE", timeout=BUSY_TIMEOUT_MS / 1000,
-                   check_same_thread=False)
+        db = cls(store_target, pragmas=pragmas, lock_type="IMMEDIATE", timeout=BUSY_TIMEOUT_MS / 1000,
+                 check_same_thread=False)
+        if store_target != ":memory:":
+            db.checkpoints = Checkpoints(store_target)
+        return db
 
     def _set_pragmas(self, conn) -> None:
         """The pragmas, waited for as the busy timeout waits for a lock.
@@ -90,6 +100,19 @@ class SqliteStore(_Dialect, SqliteDatabase):
                 if "locked" not in str(exc) or time.monotonic() >= deadline:
                     raise
                 time.sleep(0.02)
+
+    checkpoints: Checkpoints | None = None  # None for ``:memory:``, which has no log
+
+    def committed(self) -> None:
+        """A writing transaction committed: its log pages are checked in off this thread."""
+        if self.checkpoints is not None:
+            self.checkpoints.poke()
+
+    def close(self):
+        """The running checkpoint first, so this connection, the last, still removes the log."""
+        if self.checkpoints is not None:
+            self.checkpoints.wait()
+        return super().close()
 
     def take_write_lock(self, shared: bool = False) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` took it (SQLite has one writer at a time)."""

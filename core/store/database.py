@@ -67,6 +67,8 @@ def write_transaction(db: Database, shared: bool = False) -> Iterator[None]:
             except BaseException as exc:
                 failure = exc
                 raise
+        if not db.in_transaction():  # the outermost one: committed
+            db.committed()
     except Exception as exc:
         if failure is not None and exc is not failure:
             raise failure from None

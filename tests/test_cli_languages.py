@@ -300,6 +300,18 @@ EXPORTED = {"fr": "cases : 2 lignes écrites dans ", "sw": "cases: mistari 2 ime
             "pt": "cases: 2 linhas escritas em ", "es": "cases: 2 filas escritas en "}
 
 
+def test_a_file_over_the_size_limit_is_told_with_the_languages_numbers(home, tmp_path):
+    """The sizes in the refusal are numbers written as the operator's language writes them."""
+    home.config.write_text("[inbox]\nmax_file_bytes = 4096\n", encoding="utf-8")
+    big = tmp_path / "big.txt"
+    big.write_text("x" * 5000, encoding="utf-8")
+    english = cli(home, "ingest", str(big), env=NO_LOCALE)
+    assert english.returncode != 0 and "(5,000 > 4,096 bytes)" in english.stderr, english.stderr
+    french = cli(home, "ingest", str(big), "--lang", "fr", env=NO_LOCALE)
+    assert french.returncode != 0 and "5\u202f000" in french.stderr and "4\u202f096" in french.stderr, french.stderr
+    assert "Traceback" not in french.stderr + english.stderr
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_ingest_frame_and_export_speak_the_language(home, tmp_path, lang):
     from core.home import Home

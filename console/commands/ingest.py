@@ -62,14 +62,14 @@ def _read_items(path: Path, max_bytes: int, site):
     with os.fdopen(fd, "rb") as fh:
         if st.st_size > max_bytes:
             raise CommandError.told(_("%(path)s is over the size limit (%(size)s > %(limit)s bytes)"), path=path,
-                                    ours={"size": st.st_size, "limit": max_bytes})
+                                    ours={"size": number(st.st_size), "limit": number(max_bytes)})
         try:
             data = fh.read(max_bytes + 1)
         except OSError as exc:
             raise CommandError.told(_("cannot read %(path)s: %(reason)s"), path=path, reason=exc.strerror) from exc
     if len(data) > max_bytes:
         raise CommandError.told(_("%(path)s is over the size limit (more than %(limit)s bytes)"), path=path,
-                                ours={"limit": max_bytes})
+                                ours={"limit": number(max_bytes)})
     try:
         if spreadsheet_kind(path.name):
             items = table_items(sheet_rows(data, max_bytes), site)

@@ -349,7 +349,8 @@ async def test_a_policy_without_its_signed_entry_is_a_fault_on_screen(sample_hom
     async with app.run_test(size=(120, 36)) as pilot:
         await press_and_settle(pilot, "4")
         summary = static_text(app.query_one("#retention-summary", Static))
-        assert "FAULT" in summary and "1 hours" in summary and "not applied" in summary
+        # said in the operator's words (English here: "1 hour", as a person says it)
+        assert "FAULT" in summary and "(1 hour, set by alice)" in summary and "not applied" in summary
         assert "30 days (default)" in summary  # what eviction uses instead
         assert "RETENTION FAULT" in str(app.query_one(HeaderBar).render())
 

@@ -171,3 +171,25 @@ def test_the_list_of_commands_says_what_each_does_in_the_language(lang):
     lines = {line.split()[0]: " ".join(line.split()[1:]) for line in r.stdout.splitlines()
              if line.startswith("    ") and line.split()}
     assert lines["audit"] == AUDIT_HELP[lang]
+
+
+@run_async
+async def test_a_retention_fault_is_marked_and_said_in_the_language(sample_home):
+    """A policy typed into the store is set aside: the Retention screen marks it and says why in
+    French, while ``status --json`` keeps the English (the fault's data)."""
+    from textual.widgets import Static
+
+    from tests.support.console_pilot import static_text
+
+    with Receiver(str(sample_home.db)) as r:
+        r.db.execute_sql("INSERT INTO retention_policy (retention_seconds, set_at, set_by, reason, is_exception) "
+                         "VALUES (3600, 1714640000, 'alice', 'by hand', 0)")
+        english = r.retention()["fault"]
+    assert "is not applied" in english
+    i18n.select("fr")
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await press_and_settle(pilot, "4")
+        summary = " ".join(static_text(app.query_one("#retention-summary", Static)).split())
+    assert "PANNE" in summary and "FAULT" not in summary
+    assert "n'est pas appliquée" in summary and "is not applied" not in summary, summary

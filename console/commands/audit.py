@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from core.i18n import _, ngettext, number
-from core.rules.text import Said, Twofold
+from core.rules.text import in_language
 from core.signing import audit
 from core.signing import checkpoint as checkpoint_
 
@@ -49,8 +49,7 @@ def print_retention_fault(policy: dict) -> None:
     """A policy row set aside (below the floor, unsigned) is said on stderr, where scripts look too."""
     fault = policy.get("fault")
     if fault:  # its English is the data (status --json, the log); printed in the operator's language
-        words = Said(fault.words()) if isinstance(fault, Twofold) else fault
-        make_console(stderr=True).print(Text(_("RETENTION FAULT: "), style="bold red") + safe(words, 600),
+        make_console(stderr=True).print(Text(_("RETENTION FAULT: "), style="bold red") + safe(in_language(fault), 600),
                                         soft_wrap=True)
 
 

@@ -16,6 +16,7 @@ from console.widgets.keyed_table import KeyedTable
 from core.backup.schedule import BackupListing
 from core.backup.schedule import listing as backup_listing
 from core.rules.retention import EXCEPTION_BELOW, FLOOR_SECONDS, describe
+from core.rules.text import in_language
 from core.store.records import Eviction, Policy, PolicyChange, Witnesses
 
 from console import actions
@@ -110,7 +111,8 @@ class RetentionPanel(Panel):
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column()
         if policy.fault:
-            grid.add_row(Text("FAULT", style="bold reverse"), safe(policy.fault, 400))
+            # TRANSLATORS: the mark before a fault on the Retention screen, in capitals as the header's.
+            grid.add_row(Text(_("FAULT"), style="bold reverse"), safe(in_language(policy.fault), 400))
         grid.add_row(_("Policy in force"), policy_text(policy))
         if policy.reason:
             grid.add_row(_("Reason"), safe(policy.reason, 120))
@@ -151,7 +153,7 @@ class RetentionPanel(Panel):
     def _show_backups(self, backups: BackupListing) -> None:
         line = Text()
         if backups.fault:
-            line.append("FAULT", style="bold reverse")
+            line.append(_("FAULT"), style="bold reverse")
             line.append(" ")
             line.append_text(safe(backups.fault, 300))
             line.append("\n")

@@ -68,6 +68,12 @@ class Twofold(str):
         return made
 
 
+def in_language(value: object) -> object:
+    """A ``Twofold`` as the operator's language says it (a ``Said``, shown as it is); anything else
+    as it is. Where a person reads a value whose ``str`` is the English kept as data."""
+    return Said(value.words()) if isinstance(value, Twofold) else value
+
+
 def one_line(exc: BaseException, limit: int = 500) -> str:
     """An error as one escaped line: its first line, or its class name when it says nothing."""
     text = str(exc).strip().splitlines()

@@ -68,6 +68,15 @@ class Twofold(str):
         return made
 
 
+def worded(message: str, **values: object) -> Twofold:
+    """Our words as data and as said: ``message % values`` in English in the ``str`` (``--json``, the
+    log, a manifest), the operator's language through ``in_language``. ``message`` is marked with
+    ``N_`` where it is written; ``values`` are escaped already, and a ``Twofold`` among them is said
+    in the language too."""
+    return Twofold(message % values, lambda: _(message, **{k: v.words() if isinstance(v, Twofold) else v
+                                                          for k, v in values.items()}))
+
+
 def in_language(value: object) -> object:
     """A ``Twofold`` as the operator's language says it (a ``Said``, shown as it is); anything else
     as it is. Where a person reads a value whose ``str`` is the English kept as data."""

@@ -18,13 +18,7 @@ from .audit_models import audit_models
 from .keys import verify_signature
 from core.i18n import N_, _, ngettext
 from core.rules.retention import DEFAULT_SECONDS, FLOOR_SECONDS, period
-from core.rules.text import Twofold, escape_text
-
-
-def _worded(message: str, **values: object) -> Twofold:
-    """A fault's words: English in ``str`` (``status --json``, the log), the operator's language where
-    printed (``console.commands.audit.print_retention_fault``); ``values`` are escaped already."""
-    return Twofold(message % values, lambda: _(message, **_said(values)))
+from core.rules.text import Twofold, escape_text, worded
 
 
 def _said(values: dict) -> dict:
@@ -87,21 +81,21 @@ def _problem(receiver, row: dict) -> str | None:
     """Why a policy row must not be applied, or None."""
     seconds = row["retention_seconds"]
     if not isinstance(seconds, int) or seconds < FLOOR_SECONDS:
-        return _worded(N_("it is below the 72-hour floor"))
+        return worded(N_("it is below the 72-hour floor"))
     if row["audit_id"] is None:
-        return _worded(N_("it has no signed audit entry"))
+        return worded(N_("it has no signed audit entry"))
     entry = _entry(receiver, row["audit_id"])
     if entry is None:
-        return _worded(N_("its audit entry #%(entry)s is not in the log"), entry=row["audit_id"])
+        return worded(N_("its audit entry #%(entry)s is not in the log"), entry=row["audit_id"])
     found = _what_it_set(receiver, entry)
     if found is None:
-        return _worded(N_("audit entry #%(entry)s did not set this policy"), entry=row["audit_id"])
+        return worded(N_("audit entry #%(entry)s did not set this policy"), entry=row["audit_id"])
     payload, by = found
     if (payload.get("to_seconds") != seconds or by != row["set_by"] or entry.at != row["set_at"]
             or bool(payload.get("exception")) != bool(row["is_exception"])):
-        return _worded(N_("audit entry #%(entry)s did not set this policy"), entry=row["audit_id"])
+        return worded(N_("audit entry #%(entry)s did not set this policy"), entry=row["audit_id"])
     if not _signed(receiver, entry):
-        return _worded(N_("audit entry #%(entry)s is not signed by %(operator)s"), entry=row["audit_id"],
+        return worded(N_("audit entry #%(entry)s is not signed by %(operator)s"), entry=row["audit_id"],
                        operator=escape_text(entry.operator, 24))
     return None
 
@@ -121,11 +115,11 @@ def policy_in_force(receiver) -> dict:
     for row in rows:
         problem = _problem(receiver, row)
         if problem is None and row["audit_id"] is not None and used.get(row["audit_id"]) != row["id"]:
-            problem = _worded(N_("it repeats audit entry #%(entry)s, which an older row already applied"),
+            problem = worded(N_("it repeats audit entry #%(entry)s, which an older row already applied"),
                               entry=row["audit_id"])
         if problem is None:
             break
-        faults.append(_worded(N_("retention policy #%(id)s (%(period)s, set by %(by)s) is not applied: %(problem)s"),
+        faults.append(worded(N_("retention policy #%(id)s (%(period)s, set by %(by)s) is not applied: %(problem)s"),
                               id=row["id"], period=_seconds(row["retention_seconds"]),
                               by=escape_text(row["set_by"], 24), problem=problem))
     else:
@@ -148,7 +142,7 @@ def _fault(faults: list, policy: dict) -> Twofold:
     if len(faults) == 1:
         message = (N_("%(first)s; eviction uses %(period)s (the last valid policy, entry #%(entry)s); run %(command)s")
                    if policy["audit_id"] else N_("%(first)s; eviction uses %(period)s (the default); run %(command)s"))
-        return _worded(message, **values)
+        return worded(message, **values)
     return Twofold(_more(values, _english), lambda: _more(_said(values)))
 
 

@@ -73,8 +73,12 @@ def worded(message: str, **values: object) -> Twofold:
     log, a manifest), the operator's language through ``in_language``. ``message`` is marked with
     ``N_`` where it is written; ``values`` are escaped already, and a ``Twofold`` among them is said
     in the language too."""
-    return Twofold(message % values, lambda: _(message, **{k: v.words() if isinstance(v, Twofold) else v
-                                                          for k, v in values.items()}))
+    return Twofold(message % values, lambda: _(message, **said_values(values)))
+
+
+def said_values(values: dict) -> dict:
+    """``values`` for words in the operator's language: each ``Twofold`` among them said in it too."""
+    return {k: v.words() if isinstance(v, Twofold) else v for k, v in values.items()}
 
 
 def in_language(value: object) -> object:

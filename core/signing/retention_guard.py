@@ -18,11 +18,8 @@ from .audit_models import audit_models
 from .keys import verify_signature
 from core.i18n import N_, _, ngettext
 from core.rules.retention import DEFAULT_SECONDS, FLOOR_SECONDS, period
-from core.rules.text import Twofold, escape_text, worded
+from core.rules.text import Twofold, escape_text, said_values, worded
 
-
-def _said(values: dict) -> dict:
-    return {k: v.words() if isinstance(v, Twofold) else v for k, v in values.items()}
 
 RETENTION_SET = "retention.set"
 REQUEST, APPROVE = "countersign.request", "countersign.approve"  # held.REQUEST, held.APPROVE
@@ -143,7 +140,7 @@ def _fault(faults: list, policy: dict) -> Twofold:
         message = (N_("%(first)s; eviction uses %(period)s (the last valid policy, entry #%(entry)s); run %(command)s")
                    if policy["audit_id"] else N_("%(first)s; eviction uses %(period)s (the default); run %(command)s"))
         return worded(message, **values)
-    return Twofold(_more(values, _english), lambda: _more(_said(values)))
+    return Twofold(_more(values, _english), lambda: _more(said_values(values)))
 
 
 def _english(singular: str, plural: str, n: int, /, **values: object) -> str:

@@ -24,7 +24,6 @@ import re
 import sys
 import textwrap
 import tokenize
-import types
 
 import pytest
 
@@ -67,6 +66,28 @@ def _own(obj) -> bool:
     return module.split(".")[0] in _OWN
 
 
+# What each test and helper's code says, read once per run: the suite's tests reach the same few
+# hundred helpers (fixtures, the CLI runner, the sample store) over and over, and reading and
+# tokenizing their source again for each of 1,400 tests was most of what a worker spent collecting.
+_READ: dict[int, tuple[object, bool, list[object]]] = {}
+
+
+def _read(obj) -> tuple[bool, list[object]]:
+    """Whether ``obj``'s own code (``_code``) starts a process, and the suite's functions and
+    classes it names: its module's globals by those names, and what its body imports from the
+    suite's own packages."""
+    known = _READ.get(id(obj))
+    if known is not None and known[0] is obj:
+        return known[1], known[2]
+    text, names = _code(obj)
+    module = sys.modules.get(getattr(obj, "__module__", ""), None)
+    found = [getattr(module, name, None) if module is not None else None for name in names]
+    found += _imported_inside(text)
+    found = [value for value in found if (inspect.isfunction(value) or inspect.isclass(value)) and _own(value)]
+    _READ[id(obj)] = (obj, bool(PROCESS_WORDS.search(text)), found)
+    return _READ[id(obj)][1], found
+
+
 def _code(obj) -> tuple[str, set[str]]:
     """The code of ``obj`` without its comments and docstrings (words there start nothing), and the
     names it uses (not the words inside its strings)."""
@@ -96,16 +117,11 @@ def reaches_process(obj, seen: set[int]) -> bool:
     if id(obj) in seen:
         return False
     seen.add(id(obj))
-    text, names = _code(obj)
-    if PROCESS_WORDS.search(text):
+    starts, named = _read(obj)
+    if starts:
         return True
-    module = sys.modules.get(getattr(obj, "__module__", ""), None)
-    found = [getattr(module, name, None) if module is not None else None for name in names]
-    found += _imported_inside(text)
-    for value in found:
-        if isinstance(value, types.ModuleType):
-            continue
-        if (inspect.isfunction(value) or inspect.isclass(value)) and _own(value) and reaches_process(value, seen):
+    for value in named:
+        if reaches_process(value, seen):
             return True
     return False
 

@@ -12,7 +12,7 @@ from core import i18n
 from tests.support.cli import cli, run_cli
 from tests.support.sample_template import built_once, home_copy
 from tests.support.shared import shared_folder
-from tests.support.signing import A1, A1_FIX, B2, C1, add_operators, ingest, passfile
+from tests.support.signing import A1, A1_FIX, B2, C1, add_operators, ingest, passfile, sign
 
 LANGS = ("es", "fr", "pt", "sw")
 NO_LOCALE = {"LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "C.UTF-8"}
@@ -290,6 +290,37 @@ def test_a_backup_and_its_check_speak_the_language(busy, tmp_path, lang):
     assert key.returncode == 0 and tr("backup key %(fingerprint)s (%(short)s); %(state)s", lang, fingerprint="",
                                       short="", state="")[:8] in key.stdout
     helps(lang, "backup", "verify", words=tr("the age identity file, for an encrypted backup", lang))
+
+
+def test_what_a_backup_check_covered_and_did_not_is_said_in_the_language_and_kept_in_english(busy, tmp_path):
+    """The "checked" list and the notes of what was not: the operator's language on the screen, the
+    English in --json (what scripts and the manifest keep)."""
+    import json
+
+    made = cli(busy, "backup", "--to", str(tmp_path / "b"), "--json", env=NO_LOCALE)
+    assert made.returncode == 0, made.stderr
+    file = json.loads(made.stdout)["file"]
+    # Recording the backup key signs an entry: the log grows past the backup, and a checkpoint taken
+    # now (which carries the key) is ahead of it.
+    assert sign(busy, tmp_path, "backup", "key", "record") == 0
+    line = [x for x in cli(busy, "audit", "checkpoint", env=NO_LOCALE).stdout.splitlines()
+            if x.startswith("ussd-checkpoint")][0]
+    older = ("the audit chain against the checkpoint given: the backup holds %(count)s entries, the checkpoint "
+               "recorded %(recorded)s (the backup is older); run %(command)s once it is restored")
+    checked = cli(busy, "backup", "verify", file, "--checkpoint", line, "--json", env=NO_LOCALE)
+    assert checked.returncode == 0, checked.stderr
+    english = json.loads(checked.stdout)
+    assert english["checked"][0] == "every member's SHA-256"
+    [note] = english["not_checked"]
+    assert note.startswith("the audit chain against the checkpoint given: the backup holds ")
+    for lang in LANGS:
+        r = cli(busy, "backup", "verify", file, "--checkpoint", line, "--lang", lang, env=NO_LOCALE)
+        assert r.returncode == 0, r.stderr
+        assert tr("every member's SHA-256", lang) in r.stdout
+        assert tr("SQLite's integrity and foreign key checks, the audit chain against the checkpoint", lang) in r.stdout
+        before, after = tr(older, lang, count="\0", recorded="\0", command="\0").split("\0")[:2]
+        assert before in r.stderr and after in r.stderr, r.stderr
+        assert "SHA-256" in r.stdout and "member" not in r.stdout and "the audit chain" not in r.stderr
 
 
 INGEST = {"fr": ("Verdicts", "registre : "), "sw": ("Maamuzi", "daftari: "), "pt": ("Veredictos", "registo: "),

@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.text import Text
 
 from core.i18n import _, ngettext, number
-from core.rules.text import said
+from core.rules.text import in_language, said
 from core.backup import archive, origin
 from core.backup.make import make_backup
 from core.backup.restore import restore
@@ -209,12 +209,12 @@ def cmd_backup_verify(args, ctx) -> int:
                                     n=number(c["conflicts_open"])), entries=_entries(c["audit_entries"]))
         make_console().print(assembled(_("backup OK: %(file)s (%(what)s)"), file=safe(args.file, 1000), what=what),
                              soft_wrap=True)
-        make_console().print(Text(_("checked: %(what)s", what="; ".join(manifest["verified"]["checked"]))),
-                             soft_wrap=True)
+        checked = "; ".join(map(in_language, manifest["verified"]["checked"]))  # kept in English, said here
+        make_console().print(Text(_("checked: %(what)s", what=checked)), soft_wrap=True)
     _not_checked(manifest)
     if not_counted:
         make_console(stderr=True).print(assembled(_("note: it does not count as this home's verified backup: "
-                                                    "%(reason)s"), reason=safe(not_counted, 600)), soft_wrap=True)
+                                                    "%(reason)s"), reason=safe(in_language(not_counted), 600)), soft_wrap=True)
     return 0
 
 
@@ -248,7 +248,7 @@ def cmd_restore(args, ctx) -> int:
 
 def _not_checked(manifest: dict) -> None:
     for words in manifest["verified"]["not_checked"]:
-        make_console(stderr=True).print(assembled(_("note: not checked: %(what)s"), what=safe(words, 600)),
+        make_console(stderr=True).print(assembled(_("note: not checked: %(what)s"), what=safe(in_language(words), 600)),
                                         soft_wrap=True)
 
 

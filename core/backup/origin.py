@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.i18n import N_, MarkedError
+from core.rules.text import worded
 
 from .archive import BackupError, CannotRun
 
@@ -135,7 +136,7 @@ def check_signature(manifest: dict, trust: Trust) -> str | None:
     pub, sig = manifest.get("backup_key"), manifest.get("signature")
     if not isinstance(pub, str) or not isinstance(sig, str):
         if trust.accept_unsigned:
-            return "the backup's origin: its manifest is not signed (accepted with --accept-unsigned)"
+            return worded(N_("the backup's origin: its manifest is not signed (accepted with --accept-unsigned)"))
         raise BackupError(UNSIGNED)
     try:
         fp = fingerprint_of(pub)
@@ -240,8 +241,9 @@ def check_chain(receiver, manifest: dict, trust: Trust | None) -> str | None:
         return None
     count = audit.head(receiver).count
     if count < cp.count:
-        return (f"the audit chain against the checkpoint given: the backup holds {count} entries, the checkpoint "
-                f"recorded {cp.count} (the backup is older); run `audit verify --checkpoint` once it is restored")
+        return worded(N_("the audit chain against the checkpoint given: the backup holds %(count)s entries, the "
+                         "checkpoint recorded %(recorded)s (the backup is older); run %(command)s once it is restored"),
+                      count=count, recorded=cp.count, command="`audit verify --checkpoint`")
     result = audit.verify(receiver, checkpoint=cp)
     if not result.ok:
         raise BackupError(N_("the audit log in the backup does not extend the checkpoint given: %(why)s"),
@@ -256,20 +258,20 @@ def counts_for(store_target: str | None, manifest: dict) -> str | None:
 
     db = _open(store_target)
     if db is None:
-        return "this home has no store to compare it with"
+        return worded(N_("this home has no store to compare it with"))
     try:
         live = home_id(db)
         if not manifest.get("home_id") or manifest.get("home_id") != live:
-            return "it is a backup of another home (its home id is not this home's)"
+            return worded(N_("it is a backup of another home (its home id is not this home's)"))
         head = manifest.get("audit_head") or {}
         count, digest = head.get("count"), head.get("hash")
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            return "its manifest records no audit head"
+            return worded(N_("its manifest records no audit head"))
         if count:
             row = db.execute_sql(f"SELECT hash FROM audit_log WHERE seq = {db.param}", (count,)).fetchone()
             if row is None or row[0] != digest:
-                return (f"its audit chain is not a prefix of this home's (entry #{count} differs or is missing): "
-                        "it is of a copy of this home that went its own way")
+                return worded(N_("its audit chain is not a prefix of this home's (entry #%(entry)s differs or is "
+                                 "missing): it is of a copy of this home that went its own way"), entry=count)
     finally:
         db.close()
     return None

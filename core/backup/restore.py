@@ -14,6 +14,7 @@ from pathlib import Path
 from core.alerts.pause import write_marker
 from core.home import sync_folder
 from core.i18n import N_
+from core.rules.text import worded
 
 from . import pg
 from .archive import CONFIG, KEYS, CannotRun, store_kind
@@ -127,7 +128,7 @@ def restore(file: Path, home, identity: str | None = None, db: str | None = None
             # One transaction: a restore that fails leaves the database as empty as it was.
             note = check_restored(db, found[pg.DUMP], manifest, trust)
             manifest["verified"]["not_checked"].extend([note] if note else [])
-            manifest["verified"]["checked"].append("the audit chain and counts, in the restored database")
+            manifest["verified"]["checked"].append(worded(N_("the audit chain and counts, in the restored database")))
         if root.is_dir():  # an empty (or store-less) folder: move each piece in
             for entry in sorted(layout.iterdir()):
                 os.rename(entry, root / entry.name)

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.i18n import N_
+from core.rules.text import Twofold, one_line, said, worded
 from core.urls import mask_in
 
 from . import origin, pg
@@ -349,9 +350,11 @@ def verify_into(file: Path, work: Path, identity: str | None = None, server: str
             stream, work, lambda m: notes.append(origin.check_signature(m, trust or origin.Trust())))
     unsigned = notes[0] if notes else None
     postgres = store_kind(manifest) == "postgresql"
-    checked, not_checked = ["every member's SHA-256"], [unsigned] if unsigned else []
+    # What was checked and what was not: English in the manifest and --json, said in the
+    # operator's language where `backup verify` and `restore` print them (``in_language``).
+    checked, not_checked = [worded(N_("every member's SHA-256"))], [unsigned] if unsigned else []
     if not unsigned:
-        checked.append("the manifest's signature by this home's backup key")
+        checked.append(worded(N_("the manifest's signature by this home's backup key")))
     if postgres:
         try:
             entries = pg.listing(found[pg.DUMP])
@@ -359,24 +362,27 @@ def verify_into(file: Path, work: Path, identity: str | None = None, server: str
             if exc.cannot:
                 raise CannotRun(exc.message, **exc.values) from None
             raise BackupError(exc.message, **exc.values) from None
-        checked.append(f"the PostgreSQL dump reads (pg_restore --list: {entries} entries)")
+        checked.append(worded(N_("the PostgreSQL dump reads (pg_restore --list: %(entries)s entries)"),
+                              entries=entries))
         if not audit_pg:
             pass
         elif server is None:
-            not_checked.append("the audit chain: no PostgreSQL server to restore the dump into "
-                               "(give --db postgresql://... of a server where a scratch database may be made)")
+            not_checked.append(worded(N_("the audit chain: no PostgreSQL server to restore the dump into "
+                                         "(give --db postgresql://... of a server where a scratch database may be "
+                                         "made)")))
         else:
             try:
                 with pg.Scratch(server, manifest.get("pg_schema")) as url:
                     note = check_restored(url, found[pg.DUMP], manifest, trust)
                 not_checked.extend([note] if note else [])
-                checked.append("the audit chain and counts, restored into a scratch database")
+                checked.append(worded(N_("the audit chain and counts, restored into a scratch database")))
             except pg.PgError as exc:
-                not_checked.append(f"the audit chain: {exc}")
+                not_checked.append(worded(N_("the audit chain: %(problem)s"),
+                                          problem=Twofold(one_line(exc), lambda exc=exc: said(exc))))
     else:
         note = _check_store(found[STORE], manifest, trust)
         not_checked.extend([note] if note else [])
-        checked.append("SQLite's integrity and foreign key checks, the audit chain against the checkpoint")
+        checked.append(worded(N_("SQLite's integrity and foreign key checks, the audit chain against the checkpoint")))
     manifest["verified"] = {"checked": checked, "not_checked": not_checked}
     return manifest, found
 

@@ -323,6 +323,27 @@ def test_what_a_backup_check_covered_and_did_not_is_said_in_the_language_and_kep
         assert "SHA-256" in r.stdout and "member" not in r.stdout and "the audit chain" not in r.stderr
 
 
+WEAK_REFUSED = {"password1": "This is a very common password.", "Alice2024alice": "the operator's own name",
+                "short": "the passphrase must be at least %(n)s characters"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_weak_passphrase_is_refused_in_the_language(home, tmp_path, lang):
+    """The refusal of a weak new passphrase (the estimator's words, the home words it is made of, the
+    length floor) and the advice after it, in the operator's language; nothing is created."""
+    from core.signing.keys import key_path
+    from core.signing.passphrases import ADVICE
+
+    home.ensure()
+    for weak, words in WEAK_REFUSED.items():
+        r = cli(home, "operator", "add", "alice", "--role", "admin", "--passphrase-file",
+                passfile(tmp_path, "alice", weak), "--lang", lang, env=NO_LOCALE)
+        assert r.returncode == 2 and r.stdout == "", r.stderr
+        assert tr(words, lang, n=8) in r.stderr and tr(ADVICE, lang) in r.stderr, r.stderr
+        assert words not in r.stderr and ADVICE not in r.stderr
+        assert not key_path(home, "alice").exists()
+
+
 INGEST = {"fr": ("Verdicts", "registre : "), "sw": ("Maamuzi", "daftari: "), "pt": ("Veredictos", "registo: "),
           "es": ("Veredictos", "registro: ")}
 

@@ -130,3 +130,17 @@ def test_the_estimator_is_loaded_only_when_a_passphrase_is_judged(home, tmp_path
     assert probe(home, "operator", "list") == {"code": 0, "zxcvbn": False}
     assert probe(home, "retention", "set", "40", "--operator", "alice", "--reason", "long trips",
                  "--passphrase-file", passfile(tmp_path, "alice")) == {"code": 0, "zxcvbn": False}
+
+
+def test_every_sentence_the_estimator_can_say_is_in_the_catalogs_list():
+    """zxcvbn gives its feedback in English; ``ESTIMATOR_WORDS`` lists its sentences for the catalogs,
+    so a refusal is said in the operator's language. A zxcvbn that says a new sentence fails here."""
+    import ast
+    import zxcvbn.feedback
+
+    from core.signing.passphrases import ESTIMATOR_WORDS
+
+    tree = ast.parse(open(zxcvbn.feedback.__file__, encoding="utf-8").read())
+    said = {ast.literal_eval(node.args[0]) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_"}
+    assert len(said) > 20 and said == set(ESTIMATOR_WORDS)

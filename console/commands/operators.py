@@ -14,13 +14,14 @@ from rich.text import Text
 from console.errors import CommandError
 from console.render import make_console, print_json, table
 from core.i18n import _, ngettext, number
+from core.rules.text import in_language
 from core.signing import actions, audit, countersign
 from core.signing.keys import check_name, key_path, short_fingerprint
 from core.signing import operator_changes
 from core.signing.operator_add import add_operator
 from core.signing.operators import ADD_REASON, list_operators, site_names
 from core.signing.roles import ROLES
-from core.signing.passphrases import ADVICE, PASSPHRASE_MIN, weakness
+from core.signing.passphrases import ADVICE, PASSPHRASE_MIN, REFUSAL, weakness
 
 from .audit import print_retention_fault
 from . import signing as sign_cli
@@ -122,7 +123,7 @@ def _passphrase(args, name: str, twice: bool = False, sites: tuple[str, ...] | l
                            "too short: %(n)s characters, at least %(min)s needed; a short sentence is best",
                            len(first), n=number(len(first)), min=number(PASSPHRASE_MIN)), file=sys.stderr)
         elif why is not None:
-            print(f"{why}; {ADVICE}", file=sys.stderr)
+            print(_(REFUSAL, why=in_language(why), advice=_(ADVICE)), file=sys.stderr)
         elif sign_cli.ask(_("passphrase for %(name)s (again): ", name=name)) != first:
             print(_("the two passphrases differ"), file=sys.stderr)
         else:

@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from core.i18n import N_
+from core.i18n import N_, _
+from core.rules.text import Twofold, worded
 
 from .keys import ActionError
 
@@ -35,8 +36,44 @@ JUDGED_CHARS = 100  # zxcvbn's time grows with length; the first 100 characters 
 PROGRAM_WORDS = ("ussd-console", "ussd", "console")
 WORD_MIN = 3  # a home word shorter than this ("A", "K2") would make ordinary letters suspect
 DRESS = "0123456789!.-_ "
-ADVICE = ("a good passphrase is a short sentence of four or more words that only you would put together, "
-          "such as 'kettle on the third shelf sings'; length beats symbols")
+ADVICE = N_("a good passphrase is a short sentence of four or more words that only you would put together, "
+            "such as 'kettle on the third shelf sings'; length beats symbols")
+# What the home words are, as a refusal names them.
+PROGRAM_NAME, SITE_NAME, OWN_NAME = N_("the program's name"), N_("a site's name"), N_("the operator's own name")
+# zxcvbn's own feedback sentences: it gives them in English (through the ``messages`` gettext domain,
+# which nothing here fills), so they are listed here for the catalogs and a refusal says them in the
+# operator's language. tests/test_passphrases.py holds this list to zxcvbn's source.
+ESTIMATOR_WORDS = (
+    N_("Add another word or two. Uncommon words are better."),
+    N_("Capitalization doesn't help very much."),
+    N_("Reversed words aren't much harder to guess."),
+    N_("Predictable substitutions like '@' instead of 'a' don't help very much."),
+    N_("Use a few words, avoid common phrases."),
+    N_("No need for symbols, digits, or uppercase letters."),
+    N_("Straight rows of keys are easy to guess."),
+    N_("Short keyboard patterns are easy to guess."),
+    N_("This is a top-10 common password."),
+    N_("This is similar to a commonly used password."),
+    N_("A word by itself is easy to guess."),
+    N_("All-uppercase is almost as easy to guess as all-lowercase."),
+    N_("Use a longer keyboard pattern with more turns."),
+    N_('Repeats like "aaa" are easy to guess.'),
+    N_('Repeats like "abcabcabc" are only slightly harder to guess than "abc".'),
+    N_("This is a top-100 common password."),
+    N_("This is a very common password."),
+    N_("Names and surnames by themselves are easy to guess."),
+    N_("Common names and surnames are easy to guess."),
+    N_("Avoid repeated words and characters."),
+    N_('Sequences like "abc" or "6543" are easy to guess.'),
+    N_("Avoid sequences."),
+    N_("Recent years are easy to guess."),
+    N_("Dates are often easy to guess."),
+    N_("Avoid recent years."),
+    N_("Avoid years that are associated with you."),
+    N_("Avoid dates and years that are associated with you."),
+)
+REFUSAL = N_("%(why)s; %(advice)s")  # why a new passphrase is refused, then what makes a good one
+FIRST_GUESS = N_("it is among the first guesses a cracking tool tries")
 
 
 def _letters(text: str) -> str:
@@ -47,8 +84,8 @@ def _letters(text: str) -> str:
 def _home_words(name: str, sites: Iterable[str]) -> dict[str, str]:
     """Each word an attacker of this home tries first, case-blind, and what it is."""
     words: dict[str, str] = {}
-    for word, what in [*((w, "the program's name") for w in PROGRAM_WORDS),
-                       *((s, "a site's name") for s in sites), (name, "the operator's own name")]:
+    for word, what in [*((w, PROGRAM_NAME) for w in PROGRAM_WORDS),
+                       *((s, SITE_NAME) for s in sites), (name, OWN_NAME)]:
         if isinstance(word, str) and word.strip():
             words[word.casefold()] = what
     return words
@@ -72,18 +109,25 @@ def _made_of(text: str, words: Iterable[str]) -> list[str] | None:
     return found[len(text)]
 
 
-def _only_home_words(passphrase: str, words: dict[str, str]) -> str | None:
+def _only_home_words(passphrase: str, words: dict[str, str]) -> Twofold | None:
     """What the passphrase is only made of ("the operator's own name"), or None."""
     squeezed = "".join(passphrase.casefold().split())
     for word, what in words.items():
         if squeezed.strip(DRESS) in (word, word[::-1], word * 2):
-            return what
+            return worded(what)
     letters = {_letters(w): what for w, what in words.items() if _letters(w)}
     made = _made_of(_letters(passphrase), letters)
     if not made:
         return None
     kinds = sorted({letters[w] for w in made})
-    return " and ".join(kinds)
+
+    def said() -> str:
+        out = _(kinds[0])
+        for kind in kinds[1:]:
+            out = _("%(first)s and %(then)s", first=out, then=_(kind))
+        return out
+
+    return Twofold(" and ".join(kinds), said)
 
 
 def _estimate(passphrase: str, words: Iterable[str]) -> dict:
@@ -92,26 +136,32 @@ def _estimate(passphrase: str, words: Iterable[str]) -> dict:
     return zxcvbn(passphrase[:JUDGED_CHARS], user_inputs=list(words))
 
 
-def _estimator_says(result: dict) -> str:
-    """zxcvbn's warning and suggestions as one sentence run (its own words)."""
+def _estimator_says(result: dict) -> Twofold:
+    """zxcvbn's warning and suggestions as one sentence run (its own words, ``ESTIMATOR_WORDS`` in
+    the operator's language)."""
     feedback = result.get("feedback") or {}
-    said = [feedback.get("warning") or "", *(feedback.get("suggestions") or [])]
-    text = " ".join(" ".join(s.split()) for s in said if s and s.strip())
-    return text.rstrip(".") or "it is among the first guesses a cracking tool tries"  # "; " follows
+    sentences = [" ".join(s.split()) for s in [feedback.get("warning") or "", *(feedback.get("suggestions") or [])]
+                 if s and s.strip()]
+
+    def run(say) -> str:
+        return " ".join(map(say, sentences)).rstrip(".") or say(FIRST_GUESS)  # "; " follows
+
+    return Twofold(run(str), lambda: run(_))
 
 
-def weakness(passphrase: str, name: str, sites: Iterable[str] = ()) -> str | None:
+def weakness(passphrase: str, name: str, sites: Iterable[str] = ()) -> Twofold | None:
     """Why ``passphrase`` is too weak for operator ``name`` in a home with these ``sites``, or None."""
     if len(passphrase) < PASSPHRASE_MIN:
-        return f"the passphrase must be at least {PASSPHRASE_MIN} characters"
+        return worded(N_("the passphrase must be at least %(n)s characters"), n=PASSPHRASE_MIN)
     words = _home_words(name, sites)
     result = _estimate(passphrase, words)
     if result["score"] < SCORE_MIN:
-        return (f"the passphrase is too easy to guess (strength {result['score']} of 4, "
-                f"at least {SCORE_MIN} needed): {_estimator_says(result)}")
+        return worded(N_("the passphrase is too easy to guess (strength %(score)s of 4, at least %(needed)s needed): "
+                         "%(says)s"), score=result["score"], needed=SCORE_MIN, says=_estimator_says(result))
     made_of = _only_home_words(passphrase, words)
     if made_of is not None:
-        return f"the passphrase is only {made_of}, repeated or dressed in digits and punctuation"
+        return worded(N_("the passphrase is only %(made_of)s, repeated or dressed in digits and punctuation"),
+                      made_of=made_of)
     return None
 
 
@@ -121,5 +171,5 @@ def check_new_passphrase(passphrase: object, name: str, sites: Iterable[str] = (
         raise ActionError(N_("a passphrase is required"))
     why = weakness(passphrase, name, sites)
     if why is not None:
-        raise ActionError(f"{why}; {ADVICE}")
+        raise ActionError(REFUSAL, why=why, advice=worded(ADVICE))
     return passphrase

@@ -323,6 +323,39 @@ def test_what_a_backup_check_covered_and_did_not_is_said_in_the_language_and_kep
         assert "SHA-256" in r.stdout and "member" not in r.stdout and "the audit chain" not in r.stderr
 
 
+def test_why_a_tampered_log_does_not_verify_is_said_in_the_language_and_kept_in_english(busy):
+    """The verdict on an edited entry and on a removed one: each reason in the operator's language
+    where `audit verify` prints it, the English in --json (scripts, a backup's manifest)."""
+    import json
+    import sqlite3
+
+    def verdicts() -> tuple[str, dict[str, str]]:
+        english = json.loads(cli(busy, "audit", "verify", "--json", env=NO_LOCALE).stdout)["why"]
+        return english, {lang: cli(busy, "audit", "verify", "--lang", lang, env=NO_LOCALE).stdout for lang in LANGS}
+
+    con = sqlite3.connect(busy.db, isolation_level=None)
+    try:
+        con.execute("DROP TRIGGER audit_log_no_update")  # as an attacker would, to edit the log at all
+        con.execute("DROP TRIGGER audit_log_no_delete")
+        (count,) = con.execute("SELECT COUNT(*) FROM audit_log").fetchone()
+        [(first_id, reason)] = con.execute("SELECT id, reason FROM audit_log ORDER BY id LIMIT 1").fetchall()
+        con.execute("UPDATE audit_log SET reason = ? WHERE id = ?", (reason + " (and more)", first_id))
+        after_edit = verdicts()
+        con.execute("UPDATE audit_log SET reason = ? WHERE id = ?", (reason, first_id))
+        assert cli(busy, "audit", "verify", env=NO_LOCALE).returncode == 0  # put back, it verifies again
+        con.execute("DELETE FROM audit_log WHERE id = (SELECT MAX(id) FROM audit_log)")
+    finally:
+        con.close()
+    after_cut = verdicts()
+    for (words, values), (english, said_in) in [
+            (("edited: the entry's content no longer matches what was signed", {}), after_edit),
+            (("removed: entry #%(pos)s is missing (the log head records %(recorded)s entries)",
+              {"pos": count, "recorded": count}), after_cut)]:
+        assert english == words % values
+        for lang, out in said_in.items():
+            assert tr(words, lang, **values) in out and english not in out, out
+
+
 WEAK_REFUSED = {"password1": "This is a very common password.", "Alice2024alice": "the operator's own name",
                 "short": "the passphrase must be at least %(n)s characters"}
 

@@ -74,7 +74,7 @@ def _print_verdict(result, head) -> None:
 
 def _bad(template: str, why: str) -> Text:
     """A verdict against the log, in bold red, its reason (words of the log's rows) as outside text."""
-    line = assembled(template, why=safe(why))
+    line = assembled(template, why=safe(in_language(why)))  # its English is the data (--json, backups)
     line.stylize("bold red")
     return line
 

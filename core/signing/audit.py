@@ -17,8 +17,8 @@ import time
 import unicodedata
 from typing import NamedTuple
 
-from core.i18n import N_
-from core.rules.text import escape_text
+from core.i18n import N_, ngettext, number
+from core.rules.text import Twofold, escape_text, worded
 from core.store.database import write_transaction
 
 from . import backup_key, held
@@ -209,26 +209,32 @@ def _entry_problem(row, digest: str, msg: bytes, registry: registry_.Registry, p
         own = registry_.self_registration(row, registry)
         if own is None:
             if row.key in later:
-                return f"unknown key: {later[row.key]} was not an operator yet when entry #{pos} was signed"
-            return (f"unknown key: {_shown(row.key, 16)} is not a key the log registered"
-                    + (" (operators from before signed operator changes must be adopted once: "
-                       "`ussd-console operator adopt`)" if registry.adoption_seq is None else ""))
+                return worded(N_("unknown key: %(name)s was not an operator yet when entry #%(pos)s was signed"),
+                              name=_shown(later[row.key]), pos=pos)
+            if registry.adoption_seq is None:
+                return worded(N_("unknown key: %(key)s is not a key the log registered (operators from before "
+                                 "signed operator changes must be adopted once: %(command)s)"),
+                              key=_shown(row.key, 16), command="`ussd-console operator adopt`")
+            return worded(N_("unknown key: %(key)s is not a key the log registered"), key=_shown(row.key, 16))
         key = registry_.Key(str(row.operator), own, str(row.key), pos)
     if not verify_signature(key.public_key, row.signature, msg):
         for other in registry.by_fp.values():
             if other is not key and verify_signature(other.public_key, row.signature, msg):
-                return f"bad signature: signed with {other.name}'s key, not {_shown(row.operator)}'s"
+                return worded(N_("bad signature: signed with %(other)s's key, not %(operator)s's"),
+                              other=_shown(other.name), operator=_shown(row.operator))
         if digest != row.hash:
-            return "edited: the entry's content no longer matches what was signed"
-        return f"bad signature: not made by {_shown(row.operator)}'s key"
+            return worded(N_("edited: the entry's content no longer matches what was signed"))
+        return worded(N_("bad signature: not made by %(operator)s's key"), operator=_shown(row.operator))
     if key.name != row.operator:
-        return f"unknown key: the key belongs to {key.name}, not {_shown(row.operator)}"
+        return worded(N_("unknown key: the key belongs to %(name)s, not %(operator)s"), name=_shown(key.name),
+                      operator=_shown(row.operator))
     if digest != row.hash:
-        return "edited: the stored hash does not match the entry"
+        return worded(N_("edited: the stored hash does not match the entry"))
     if key.retired_seq is not None:
-        return f"retired: {key.name} was retired by entry #{key.retired_seq} and signed this entry after that"
+        return worded(N_("retired: %(name)s was retired by entry #%(seq)s and signed this entry after that"),
+                      name=_shown(key.name), seq=key.retired_seq)
     if key.legacy_retired_at is not None and (float(row.at) > key.legacy_retired_at or pos > (registry.adoption_seq or 0)):
-        return f"retired: {key.name}'s key was retired before this entry was signed"
+        return worded(N_("retired: %(name)s's key was retired before this entry was signed"), name=_shown(key.name))
     return None
 
 
@@ -267,22 +273,23 @@ def _walk(receiver, at_count: int | None = None) -> _Walk:
     for pos, (row, digest) in enumerate(zip(rows, computed), start=1):
         ok_before = pos - 1
         if not digest:
-            return bad(ok_before, pos, "edited: the entry's fields cannot be read back")
+            return bad(ok_before, pos, worded(N_("edited: the entry's fields cannot be read back")))
 
         def misplaced() -> _Walk | None:
             if row.seq != pos:
                 if pos not in present:
-                    return bad(ok_before, pos, f"removed: entry #{pos} is missing")
-                return bad(ok_before, pos, f"reordered: entry #{_shown(row.seq)} stands where #{pos} belongs")
+                    return bad(ok_before, pos, worded(N_("removed: entry #%(pos)s is missing"), pos=pos))
+                return bad(ok_before, pos, worded(N_("reordered: entry #%(seq)s stands where #%(pos)s belongs"),
+                                                  seq=_shown(row.seq), pos=pos))
             if row.prev_hash != prev:
                 elsewhere = position_of.get(row.prev_hash)
                 if elsewhere is not None and elsewhere != pos - 1:
-                    return bad(ok_before, pos,
-                               f"reordered: entry #{pos} was signed after #{elsewhere}, not #{pos - 1}")
+                    return bad(ok_before, pos, worded(N_("reordered: entry #%(pos)s was signed after #%(after)s, "
+                                                         "not #%(before)s"), pos=pos, after=elsewhere, before=pos - 1))
                 if pos == 1:
-                    return bad(0, 1, "edited: the first entry does not start the chain")
-                return bad(pos - 2, pos - 1,
-                           f"edited: entry #{pos - 1} was changed after entry #{pos} recorded its hash")
+                    return bad(0, 1, worded(N_("edited: the first entry does not start the chain")))
+                return bad(pos - 2, pos - 1, worded(N_("edited: entry #%(changed)s was changed after entry #%(pos)s "
+                                                       "recorded its hash"), changed=pos - 1, pos=pos))
             return None
 
         # The entry's own signature first: an edited number is an edit, not a gap. A key the
@@ -295,8 +302,9 @@ def _walk(receiver, at_count: int | None = None) -> _Walk:
         if moved is not None:
             return moved
         if prev_at is not None and float(row.at) < prev_at:
-            return bad(ok_before, pos, f"backdated: entry #{pos} is dated {prev_at - float(row.at):.0f} s "
-                                       f"before entry #{pos - 1}, which it follows")
+            return bad(ok_before, pos, worded(N_("backdated: entry #%(pos)s is dated %(seconds)s s before entry "
+                                                 "#%(before)s, which it follows"),
+                                              pos=pos, seconds=f"{prev_at - float(row.at):.0f}", before=pos - 1))
         problem = registry_.apply(row, pos, registry)
         if problem:
             return bad(ok_before, pos, problem)
@@ -345,13 +353,15 @@ def verify(receiver, expect_head: str | None = None, checkpoint=None) -> VerifyR
     recorded = head(receiver)
     if recorded.count > count:
         return VerifyResult(False, count, count + 1,
-                            f"removed: entry #{count + 1} is missing (the log head records {recorded.count} entries)")
+                            worded(N_("removed: entry #%(pos)s is missing (the log head records %(recorded)s "
+                                      "entries)"), pos=count + 1, recorded=recorded.count))
     if recorded.count < count:
         return VerifyResult(False, recorded.count, recorded.count + 1,
-                            f"edited: the log head records {recorded.count} entries but the log holds {count}")
+                            worded(N_("edited: the log head records %(recorded)s entries but the log holds %(count)s"),
+                                   recorded=recorded.count, count=count))
     if recorded.hash != prev:
         return VerifyResult(False, max(count - 1, 0), count or None,
-                            "edited: the last entry does not match the recorded head hash")
+                            worded(N_("edited: the last entry does not match the recorded head hash")))
     if wanted is not None and wanted != GENESIS[: len(wanted)] and not any(h.startswith(wanted) for h in computed):
         near = checkpoint_.near_miss(wanted, computed)
         if near is not None:
@@ -359,7 +369,8 @@ def verify(receiver, expect_head: str | None = None, checkpoint=None) -> VerifyR
                                  "check the head you typed against what you wrote down"),
                               wanted=wanted[:16], near=near, head=computed[near - 1][:16])
         return VerifyResult(False, count, count + 1,
-                            f"removed: head {wanted[:16]} is no longer in the log (entries were cut off or rewritten)")
+                            worded(N_("removed: head %(head)s is no longer in the log (entries were cut off or "
+                                      "rewritten)"), head=wanted[:16]))
     if checkpoint is not None:
         problem = checkpoint_.problem(checkpoint, computed, walk.active_at,
                                       backup_key.in_force(walk.rows[:checkpoint.count]))
@@ -368,10 +379,15 @@ def verify(receiver, expect_head: str | None = None, checkpoint=None) -> VerifyR
             return VerifyResult(False, max(seq - 1, 0), seq, problem)
     differences = tuple(reconcile(receiver, held.effects(decoded(walk.rows))))
     if differences:
-        return VerifyResult(False, count, None,
-                            f"the tables differ from the signed log in {len(differences)} "
-                            f"row{'s' if len(differences) != 1 else ''}", differences)
+        return VerifyResult(False, count, None, _in_rows(len(differences)), differences)
     return VerifyResult(True, count, None, f"{count} entries verified")
+
+
+def _in_rows(n: int) -> Twofold:
+    """How many rows the tables differ from the signed log in, in words with the language's plural."""
+    english = f"the tables differ from the signed log in {n} row{'s' if n != 1 else ''}"
+    return Twofold(english, lambda: ngettext("the tables differ from the signed log in %(n)s row",
+                                             "the tables differ from the signed log in %(n)s rows", n, n=number(n)))
 
 
 def make_checkpoint(receiver):

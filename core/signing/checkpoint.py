@@ -21,6 +21,7 @@ import json
 from typing import NamedTuple
 
 from core.i18n import N_
+from core.rules.text import escape_text, worded
 
 from .keys import NAME_RE, ActionError
 
@@ -152,25 +153,32 @@ def problem(cp: Checkpoint, computed: list[str], active_at: dict | None,
     """Why a verified log does not extend the checkpoint, or None. ``backup_at`` is the backup key
     the log had recorded by the checkpoint's entry."""
     if len(computed) < cp.count:
-        return (f"removed: the log holds {len(computed)} entries but the checkpoint recorded {cp.count} "
-                "(entries were cut off)")
+        return worded(N_("removed: the log holds %(count)s entries but the checkpoint recorded %(recorded)s "
+                         "(entries were cut off)"), count=len(computed), recorded=cp.count)
     active = active_at or {}
     for name, fp in sorted(cp.operators.items()):
         now = active.get(name)
         if now is None:
-            return f"rewritten: {name}, active at the checkpoint, is not an active operator at entry #{cp.count}"
+            return worded(N_("rewritten: %(name)s, active at the checkpoint, is not an active operator at entry "
+                             "#%(seq)s"), name=escape_text(name, 40), seq=cp.count)
         if not now.startswith(fp):
-            return (f"key replaced: {name}'s key at entry #{cp.count} is {now[:PREFIX]}, "
-                    f"the checkpoint recorded {fp[:PREFIX]} (the log was rewritten with other keys)")
+            return worded(N_("key replaced: %(name)s's key at entry #%(seq)s is %(now)s, the checkpoint recorded "
+                             "%(recorded)s (the log was rewritten with other keys)"),
+                          name=escape_text(name, 40), seq=cp.count, now=escape_text(now[:PREFIX]), recorded=fp[:PREFIX])
     for name in sorted(set(active) - set(cp.operators)):
-        return f"rewritten: {name} is active at entry #{cp.count} but the checkpoint does not list them"
+        return worded(N_("rewritten: %(name)s is active at entry #%(seq)s but the checkpoint does not list them"),
+                      name=escape_text(name, 40), seq=cp.count)
     if cp.backup and not (backup_at or "").startswith(cp.backup):
-        return (f"backup key replaced: the log's backup key at entry #{cp.count} is "
-                f"{(backup_at or 'none')[:PREFIX]}, the checkpoint recorded {cp.backup[:PREFIX]}")
+        if backup_at is None:
+            return worded(N_("backup key replaced: the log's backup key at entry #%(seq)s is none, the checkpoint "
+                             "recorded %(recorded)s"), seq=cp.count, recorded=cp.backup[:PREFIX])
+        return worded(N_("backup key replaced: the log's backup key at entry #%(seq)s is %(now)s, the checkpoint "
+                         "recorded %(recorded)s"), seq=cp.count, now=escape_text(backup_at[:PREFIX]),
+                      recorded=cp.backup[:PREFIX])
     at = computed[cp.count - 1] if cp.count else "0" * 64
     if not at.startswith(cp.head):
-        return (f"rewritten: entry #{cp.count} is not the entry the checkpoint recorded "
-                f"(head {cp.head[:PREFIX]}, now {at[:PREFIX]})")
+        return worded(N_("rewritten: entry #%(seq)s is not the entry the checkpoint recorded (head %(head)s, now "
+                         "%(now)s)"), seq=cp.count, head=cp.head[:PREFIX], now=at[:PREFIX])
     return None
 
 

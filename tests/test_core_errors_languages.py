@@ -221,3 +221,27 @@ def test_the_retention_fault_is_printed_in_the_language_and_kept_english_in_stat
         said_ = cli(two_admins, "status", "--lang", lang, env=NO_LOCALE).stderr
         assert fault in said_.replace("\n", " ") or fault in said_, (lang, said_)
         assert "is not applied" not in said_ and "\x1b" not in said_, (lang, said_)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_log_rules_verdicts_are_english_data_and_said_in_the_language(lang):
+    """A role rule's and a countersign rule's verdict on an entry (what `audit verify` and `approve`
+    print): the English line as data, the language where said, the log's own text escaped in both."""
+    from core.rules.text import in_language
+    from core.signing import held, roles
+
+    last = roles.entry_problem(7, "operator.retire", "alice", roles.EVERY, {"name": "alice"},
+                               {"alice": (roles.EVERY, True)})
+    odd = held.read_request(3, "retention", "bob", "k", 0.0, "p", "h", "r", {"action": ODD})
+    assert last == "last admin: entry #7 retires alice, the last active admin"
+    assert odd == f"malformed: request #3 holds {escape_text(ODD, 40)}, not an action a second admin approves"
+    i18n.select(lang)
+    try:
+        assert in_language(last) == i18n._("last admin: entry #%(pos)s retires %(name)s, the last active admin",
+                                           pos=7, name="alice") != last
+        said = in_language(odd)
+        assert said == i18n._("malformed: request #%(pos)s holds %(action)s, not an action a second admin approves",
+                              pos=3, action=escape_text(ODD, 40)) != odd
+        assert "\x1b" not in said and "\\x1b" in said
+    finally:
+        i18n.select(i18n.SOURCE)

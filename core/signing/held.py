@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.config import COUNTERSIGN_KINDS
-from core.rules.text import escape_text
+from core.i18n import N_
+from core.rules.text import escape_text, worded
 
 REQUEST = "countersign.request"
 APPROVE = "countersign.approve"
@@ -77,13 +78,23 @@ def read_request(pos: int, target, operator, key, at, prev_hash, entry_hash, rea
     p = payload if isinstance(payload, dict) else {}
     action, held_target, held, hours = p.get("action"), p.get("target"), p.get("payload"), p.get("hours")
     if action not in KIND_OF:
-        return f"malformed: request #{pos} holds {escape_text(action, 40)}, not an action a second admin approves"
+        return worded(N_("malformed: request #%(pos)s holds %(action)s, not an action a second admin approves"),
+                      pos=pos, action=escape_text(action, 40))
     if not isinstance(held_target, str) or held_target != target or not isinstance(held, dict):
-        return f"malformed: request #{pos} does not hold its action's target and payload"
+        return worded(N_("malformed: request #%(pos)s does not hold its action's target and payload"), pos=pos)
     if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not 0 < hours <= MAX_HOURS:
-        return f"malformed: request #{pos} names no number of hours to wait"
+        return worded(N_("malformed: request #%(pos)s names no number of hours to wait"), pos=pos)
     return Request(pos, str(entry_hash), str(prev_hash), str(operator), str(key), float(at), str(reason),
                    action, held_target, held, float(hours))
+
+
+# (the entry approves, the request was approved): a second decision on a decided request.
+_DECIDED_TWICE = {
+    (True, True): N_("decided twice: entry #%(pos)s approves request #%(request)s, already approved by entry #%(decided)s"),
+    (True, False): N_("decided twice: entry #%(pos)s approves request #%(request)s, already rejected by entry #%(decided)s"),
+    (False, True): N_("decided twice: entry #%(pos)s rejects request #%(request)s, already approved by entry #%(decided)s"),
+    (False, False): N_("decided twice: entry #%(pos)s rejects request #%(request)s, already rejected by entry #%(decided)s"),
+}
 
 
 def decision_problem(pos: int, action: str, target, operator: str, at: float, payload: dict | None,
@@ -95,26 +106,34 @@ def decision_problem(pos: int, action: str, target, operator: str, at: float, pa
     """
     p = payload if isinstance(payload, dict) else {}
     number, digest = p.get("request"), p.get("request_hash")
-    verb = "approves" if action == APPROVE else "rejects"
+    approves = action == APPROVE
     request = requests.get(number) if isinstance(number, int) and not isinstance(number, bool) else None
     if request is None:
-        return f"unbound approval: entry #{pos} {verb} request #{escape_text(number, 20)}, which is not a held request", None
+        return worded(N_("unbound approval: entry #%(pos)s approves request #%(request)s, which is not a held request")
+                      if approves else
+                      N_("unbound approval: entry #%(pos)s rejects request #%(request)s, which is not a held request"),
+                      pos=pos, request=escape_text(number, 20)), None
     if digest != request.hash or target != f"request:{request.seq}":
-        return (f"unbound approval: entry #{pos} {verb} request #{request.seq} but is not bound to its hash "
-                "(it would approve something else than what was requested)"), None
+        return worded(N_("unbound approval: entry #%(pos)s approves request #%(request)s but is not bound to its hash "
+                         "(it would approve something else than what was requested)") if approves else
+                      N_("unbound approval: entry #%(pos)s rejects request #%(request)s but is not bound to its hash "
+                         "(it would approve something else than what was requested)"),
+                      pos=pos, request=request.seq), None
     if request.state != WAITING:
-        return (f"decided twice: entry #{pos} {verb} request #{request.seq}, already {request.state} "
-                f"by entry #{request.decided_seq}"), None
-    if action == APPROVE and operator == request.operator:
-        return (f"self-approval: entry #{pos} approves request #{request.seq}, made by its own signer "
-                f"{request.operator}; a second admin approves"), None
-    if action == APPROVE and request.action in ("operator.grant", "operator.revoke") and \
+        return worded(_DECIDED_TWICE[approves, request.state == APPROVED], pos=pos, request=request.seq,
+                      decided=request.decided_seq), None
+    signer = escape_text(operator, 40)
+    if approves and operator == request.operator:
+        return worded(N_("self-approval: entry #%(pos)s approves request #%(request)s, made by its own signer "
+                         "%(signer)s; a second admin approves"), pos=pos, request=request.seq, signer=signer), None
+    if approves and request.action in ("operator.grant", "operator.revoke") and \
             request.payload.get("name") == operator:
-        return (f"self-grant: entry #{pos} approves request #{request.seq}, a change to the roles of its own "
-                f"signer {operator}"), None
-    if action == APPROVE and request.expired(at):
-        return (f"expired: entry #{pos} approves request #{request.seq} {at - request.expires_at:.0f} s after it "
-                f"expired ({request.hours:g} h after it was made)"), None
+        return worded(N_("self-grant: entry #%(pos)s approves request #%(request)s, a change to the roles of its own "
+                         "signer %(signer)s"), pos=pos, request=request.seq, signer=signer), None
+    if approves and request.expired(at):
+        return worded(N_("expired: entry #%(pos)s approves request #%(request)s %(seconds)s s after it expired "
+                         "(%(hours)s h after it was made)"), pos=pos, request=request.seq,
+                      seconds=f"{at - request.expires_at:.0f}", hours=f"{request.hours:g}"), None
     return None, request
 
 

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 from types import SimpleNamespace
 
+from core.i18n import N_
+from core.rules.text import Twofold, escape_text, worded
+
 from . import held as held_
 from . import roles as roles_
 from .keys import NAME_RE, fingerprint, proof_message, verify_signature
@@ -150,15 +153,22 @@ def _countersign(row, pos: int, registry: Registry, p: dict | None, signer: Key 
     if row.action == held_.APPROVE:
         requester = registry.by_fp.get(request.key)
         if requester is None or requester.retired_seq is not None or requester.legacy_retired_at is not None:
-            return f"retired: entry #{pos} approves request #{request.seq}, whose requester can no longer sign"
+            return worded(N_("retired: entry #%(pos)s approves request #%(request)s, whose requester can no longer "
+                             "sign"), pos=pos, request=request.seq)
         effect = SimpleNamespace(action=request.action, target=request.target, operator=request.operator,
                                  key=request.key, prev_hash=request.prev_hash,
                                  payload=json.dumps(request.payload))
         problem = apply(effect, pos, registry, request)
         if problem:
-            return f"{problem} (the action of request #{request.seq}, approved by entry #{pos})"
+            return worded(N_("%(problem)s (the action of request #%(request)s, approved by entry #%(pos)s)"),
+                          problem=problem, request=request.seq, pos=pos)
     held_.decide(request, row.action, pos, str(row.operator))
     return None
+
+
+def _no_target(pos: int, action) -> Twofold:
+    return worded(N_("malformed: entry #%(pos)s (%(action)s) does not name its operator as its target"), pos=pos,
+                  action=escape_text(action, 40))
 
 
 def apply(row, pos: int, registry: Registry, request: held_.Request | None = None) -> str | None:
@@ -175,49 +185,60 @@ def apply(row, pos: int, registry: Registry, request: held_.Request | None = Non
         return problem
     if row.action in (roles_.OPERATOR_GRANT, roles_.OPERATOR_REVOKE):
         if p is None or row.target != f"operator:{p.get('name')}":
-            return f"malformed: entry #{pos} ({row.action}) does not name its operator as its target"
+            return _no_target(pos, row.action)
         key = registry.by_name[p["name"]]
         key.roles = roles_.changed(row.action, p, key.roles)
         return None
     if row.action not in (OPERATOR_ADD, OPERATOR_RETIRE, OPERATOR_ADOPT):
         return None
     if p is None:
-        return f"malformed: entry #{pos} ({row.action}) has no readable payload"
+        return worded(N_("malformed: entry #%(pos)s (%(action)s) has no readable payload"), pos=pos,
+                      action=escape_text(row.action, 40))
     if row.action == OPERATOR_ADOPT:
         if registry.adoption_seq != pos:
-            return f"adopted twice: entry #{pos} adopts operators again (the first adoption is entry #{registry.adoption_seq})"
+            return worded(N_("adopted twice: entry #%(pos)s adopts operators again (the first adoption is entry "
+                             "#%(first)s)"), pos=pos, first=registry.adoption_seq)
         if not registry.adopted or p.get("operators") != registry.adopted:
-            return f"malformed: entry #{pos} lists operators that cannot be read"
+            return worded(N_("malformed: entry #%(pos)s lists operators that cannot be read"), pos=pos)
         return None
     name = p.get("name")
     if not isinstance(name, str) or row.target != f"operator:{name}":
-        return f"malformed: entry #{pos} ({row.action}) does not name its operator as its target"
+        return _no_target(pos, row.action)
+    shown = escape_text(name, 40)  # from the log, which may have been tampered with
     if row.action == OPERATOR_RETIRE:
         key = registry.by_name.get(name)
         if key is None or key.fingerprint != p.get("fingerprint"):
-            return f"unknown operator: entry #{pos} retires {name}, whose key the log never registered"
+            return worded(N_("unknown operator: entry #%(pos)s retires %(name)s, whose key the log never registered"),
+                          pos=pos, name=shown)
         if key.retired_seq is not None or key.legacy_retired_at is not None:
-            return f"retired twice: entry #{pos} retires {name}, already retired"
+            return worded(N_("retired twice: entry #%(pos)s retires %(name)s, already retired"), pos=pos, name=shown)
         key.retired_seq = pos
         return None
     pub, fp, proof = p.get("public_key"), p.get("fingerprint"), p.get("key_proof")
     if not (NAME_RE.fullmatch(name) and _is_hex64(pub) and _is_hex64(fp)) or fingerprint(bytes.fromhex(pub)) != fp:
-        return f"malformed: entry #{pos} registers a key whose fingerprint does not match it"
+        return worded(N_("malformed: entry #%(pos)s registers a key whose fingerprint does not match it"), pos=pos)
     if name in registry.by_name:
-        return f"name reused: entry #{pos} adds {name}, a name the log already registered"
+        return worded(N_("name reused: entry #%(pos)s adds %(name)s, a name the log already registered"), pos=pos,
+                      name=shown)
     if fp in registry.by_fp:
-        return f"key reused: entry #{pos} adds {name} with {registry.by_fp[fp].name}'s key"
+        return worded(N_("key reused: entry #%(pos)s adds %(name)s with %(other)s's key"), pos=pos, name=shown,
+                      other=escape_text(registry.by_fp[fp].name, 40))
     first = not registry.by_fp
     if first != (row.operator == name):
-        return (f"unapproved: entry #{pos} adds {name} without an active operator's signature" if not first
-                else f"malformed: entry #{pos} registers the first operator but is signed by someone else")
+        if not first:
+            return worded(N_("unapproved: entry #%(pos)s adds %(name)s without an active operator's signature"),
+                          pos=pos, name=shown)
+        return worded(N_("malformed: entry #%(pos)s registers the first operator but is signed by someone else"),
+                      pos=pos)
     proof_seq, proof_prev = (pos, row.prev_hash) if request is None else (request.seq, request.prev_hash)
     if not verify_signature(pub, proof, proof_message(proof_seq, proof_prev, name, pub, row.operator)):
-        return f"bad signature: entry #{pos} adds {name} without a proof made by the new key"
+        return worded(N_("bad signature: entry #%(pos)s adds %(name)s without a proof made by the new key"),
+                      pos=pos, name=shown)
     held = roles_.payload_roles(p)
     if held is None:
-        return f"malformed: entry #{pos} adds {name} with roles that are not {', '.join(roles_.ROLES)}"
+        return worded(N_("malformed: entry #%(pos)s adds %(name)s with roles that are not %(roles)s"), pos=pos,
+                      name=shown, roles=", ".join(roles_.ROLES))
     if first and held != roles_.EVERY:
-        return f"malformed: entry #{pos} registers the first operator without every role"
+        return worded(N_("malformed: entry #%(pos)s registers the first operator without every role"), pos=pos)
     registry.register(Key(name, pub, fp, pos, roles=held))
     return None

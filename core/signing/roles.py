@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 
 from core.i18n import MarkedError, N_
+from core.rules.text import escape_text, worded
 
 ADMIN = "admin"
 RESOLVER = "resolver"
@@ -110,32 +111,41 @@ def entry_problem(pos: int, action: str, signer: str, signer_roles, payload: dic
     (roles, active). ``signer_roles`` is None for the self-signed first operator.
     """
     role = needed(action)
+    # Values from the log (an action, a name) may have been tampered with: escaped before they go in.
+    shown_action, shown_signer = escape_text(action, 40), escape_text(signer, 40)
     if signer_roles is not None and role is not None and role not in signer_roles:
-        return (f"lacks role: entry #{pos} ({action}) is signed by {signer}, who did not hold "
-                f"the {role} role at that point")
+        return worded(N_("lacks role: entry #%(pos)s (%(action)s) is signed by %(signer)s, who did not hold the "
+                         "%(role)s role at that point"), pos=pos, action=shown_action, signer=shown_signer, role=role)
     if action not in (OPERATOR_GRANT, OPERATOR_REVOKE, "operator.retire") or payload is None:
         return None
     name = payload.get("name")
+    shown_name = escape_text(name, 40)
     if action == "operator.retire":
         roles, active = holders.get(name, (frozenset(), False))
         if ADMIN in roles and active and not other_admin(holders, name):
-            return f"last admin: entry #{pos} retires {name}, the last active admin"
+            return worded(N_("last admin: entry #%(pos)s retires %(name)s, the last active admin"), pos=pos,
+                          name=shown_name)
         return None
     who = payload.get("role")
     if who not in ROLES:
-        return f"malformed: entry #{pos} ({action}) names no known role"
+        return worded(N_("malformed: entry #%(pos)s (%(action)s) names no known role"), pos=pos, action=shown_action)
     if name == signer:
-        return f"self-grant: entry #{pos} ({action}) changes the roles of its own signer, {signer}"
+        return worded(N_("self-grant: entry #%(pos)s (%(action)s) changes the roles of its own signer, %(signer)s"),
+                      pos=pos, action=shown_action, signer=shown_signer)
     if name not in holders or not holders[name][1]:
-        return f"unknown operator: entry #{pos} ({action}) names {name}, not an active operator at that point"
+        return worded(N_("unknown operator: entry #%(pos)s (%(action)s) names %(name)s, not an active operator at "
+                         "that point"), pos=pos, action=shown_action, name=shown_name)
     roles = holders[name][0]
     if action == OPERATOR_GRANT and who in roles:
-        return f"malformed: entry #{pos} grants {name} the {who} role, already held"
+        return worded(N_("malformed: entry #%(pos)s grants %(name)s the %(role)s role, already held"), pos=pos,
+                      name=shown_name, role=who)
     if action == OPERATOR_REVOKE:
         if who not in roles:
-            return f"malformed: entry #{pos} revokes the {who} role from {name}, who does not hold it"
+            return worded(N_("malformed: entry #%(pos)s revokes the %(role)s role from %(name)s, who does not hold it"),
+                          pos=pos, role=who, name=shown_name)
         if who == ADMIN and not other_admin(holders, name):
-            return f"last admin: entry #{pos} revokes the admin role from {name}, the last active admin"
+            return worded(N_("last admin: entry #%(pos)s revokes the admin role from %(name)s, the last active admin"),
+                          pos=pos, name=shown_name)
     return None
 
 

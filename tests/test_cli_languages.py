@@ -356,6 +356,28 @@ def test_why_a_tampered_log_does_not_verify_is_said_in_the_language_and_kept_in_
             assert tr(words, lang, **values) in out and english not in out, out
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_file_with_no_text_column_is_refused_in_the_language_with_its_columns(home, tmp_path, lang):
+    """The columns a refused file has are the file's (masked); the sentence around them, "(blank)"
+    and "and N more" are the language's. --json keeps the English line."""
+    from core.rules.columns import LOOKED_FOR, NO_TEXT_COLUMN
+
+    home.ensure()
+    wide = tmp_path / "wide.csv"
+    wide.write_text("id,phone,,c4,c5,c6,c7,c8,c9,c10\n1,+254712345678,,,,,,,,\n", encoding="utf-8")
+    r = cli(home, "ingest", str(wide), "--lang", lang, env=NO_LOCALE)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    i18n.select(lang)
+    try:
+        found = i18n._("%(names)s and %(n)s more", names=f"id, phone, {i18n._('(blank)')}, c4, c5, c6, c7, c8", n=2)
+        words = i18n._(NO_TEXT_COLUMN, found=found, names=LOOKED_FOR)
+    finally:
+        i18n.select(i18n.SOURCE)
+    assert words in r.stderr and "and 2 more" not in r.stderr and "+254712345678" not in r.stderr, r.stderr
+    english = cli(home, "ingest", str(wide), "--json", env=NO_LOCALE)
+    assert "id, phone, (blank), c4, c5, c6, c7, c8 and 2 more" in english.stdout + english.stderr
+
+
 WEAK_REFUSED = {"password1": "This is a very common password.", "Alice2024alice": "the operator's own name",
                 "short": "the passphrase must be at least %(n)s characters"}
 

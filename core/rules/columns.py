@@ -12,8 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from core.i18n import N_, _
+
 from .frame import FRAME_ID_RE, Unreadable
 from .privacy import mask_phones
+from .text import Twofold
 
 FRAME_ID_NAMES = frozenset({"frame_id", "frameid", "frame_key"})
 TEXT_NAMES = frozenset({
@@ -125,13 +128,28 @@ class Columns:
         return {self.frame_id, self.text} - {None}
 
 
-def no_text_column(found: Iterable[str]) -> str:
-    """The reason a header is refused: the columns it has, and the ones looked for (short enough
-    to be kept whole in a reason)."""
-    names = [mask_phones(norm(f))[:24] or "(blank)" for f in found]
-    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-    return (f"no frame or text column: found {shown or 'none'}; looked for a text column such as "
-            "frame, text, message, body, content, sms, message_content (docs/admin.md)")
+NO_TEXT_COLUMN = N_("no frame or text column: found %(found)s; looked for a text column such as %(names)s "
+                    "(docs/admin.md)")
+LOOKED_FOR = "frame, text, message, body, content, sms, message_content"
+
+
+def _english(message: str, **values) -> str:
+    return message % values if values else message
+
+
+def no_text_column(found: Iterable[str]) -> dict:
+    """The values of ``NO_TEXT_COLUMN``, the reason a header is refused: the columns it has (short
+    enough to be kept whole in a reason; English as data, the language's words where it is said),
+    and the ones looked for."""
+    names = [mask_phones(norm(f))[:24] for f in found]  # [a-z0-9_] and [phone]: nothing to escape
+
+    def listed(say) -> str:
+        shown = ", ".join(name or say(N_("(blank)")) for name in names[:8])
+        if len(names) > 8:
+            shown = say(N_("%(names)s and %(n)s more"), names=shown, n=len(names) - 8)
+        return shown or say(N_("none"))
+
+    return {"found": Twofold(listed(_english), lambda: listed(_)), "names": LOOKED_FOR}
 
 
 def choose(frame_id: str | None, text: str | None, has_id_column: bool):

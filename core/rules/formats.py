@@ -24,7 +24,7 @@ from typing import Iterator, Sequence
 
 from core.i18n import N_, MarkedError
 
-from .columns import DEFAULT_NAMES, SPACE, ColumnNames, Columns, cell, choose, no_text_column, norm
+from .columns import DEFAULT_NAMES, NO_TEXT_COLUMN, SPACE, ColumnNames, Columns, cell, choose, no_text_column, norm
 from .frame import Unreadable
 
 Item = tuple[str | None, str | None, int]
@@ -183,7 +183,7 @@ def _row_items(rows, bad: dict[int, Unreadable], site: ColumnNames = DEFAULT_NAM
     header = [cell(h) or "" for h in header]
     cols = Columns(header, site)
     if cols.text is None:
-        raise FormatError(no_text_column(header))
+        raise FormatError(NO_TEXT_COLUMN, **no_text_column(header))
     has_id = cols.has_id
     for line, last, row in rows:
         flaw = next((bad[n] for n in range(line, last + 1) if n in bad), None) if bad else None

@@ -15,7 +15,7 @@ import pytest
 
 from core.home import Home
 from tests.support.serve import DRAWN, Serve, descendants, own, ws_session
-from tests.support.waiting import wait_for
+from tests.support.waiting import until, wait_for
 from tools.sample_store import build
 
 
@@ -55,8 +55,7 @@ def sessions_open(server: Serve, count: int, stop_signal: int) -> tuple[list[int
         pids = descendants(server.proc.pid)
         commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids]
         server.proc.send_signal(stop_signal)  # with the browsers still connected, until serve is gone
-        while server.proc.poll() is None:
-            await asyncio.sleep(0.1)
+        await until(lambda: server.proc.poll() is not None, what=f"serve to end on {stop_signal.name}")
         hold.set()
         results = await asyncio.gather(*tasks, return_exceptions=True)
         return pids, commands, results[0]

@@ -295,7 +295,7 @@ class Terminal:
             self._read()
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
-                while not self._read():
+                while not self._read() and time.monotonic() < deadline:  # the rest it wrote, to the end
                     pass
                 os.close(self.fd)
                 return os.waitstatus_to_exitcode(status)

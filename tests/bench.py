@@ -266,11 +266,12 @@ def backup_figure(tmp: Path, db: str, frames: int) -> None:
 
 def report_figure(tmp: Path, db: str, frames: int) -> None:
     """`ussd-console report` of every case of the loaded store, HTML and PDF, each in a process of its
-    own: its wall time and its peak memory (the child's own maximum resident set, from wait4)."""
+    own: its wall time and its peak memory (its own maximum resident set: tests/support/peak_memory.py)."""
     import subprocess
     import sys
 
     from core.home import Home
+    from tests.support.peak_memory import run_with_peak
 
     home = Home(tmp / "report-home").ensure()
     cli = [sys.executable, "-m", "console.cli", "--home", str(home.root), "--db", db]
@@ -280,14 +281,15 @@ def report_figure(tmp: Path, db: str, frames: int) -> None:
     for fmt in ("html", "pdf"):
         out = tmp / f"report.{fmt}"
         t = time.perf_counter()
-        proc = subprocess.Popen([*cli, "report", "--since", "90d", "--format", fmt, "--to", str(out), "--force",
-                                 "--json"], cwd=root, stdout=subprocess.PIPE, text=True)
-        _pid, code, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - t
-        got = json.loads(proc.stdout.read())
-        proc.stdout.close()
+        with tempfile.TemporaryFile() as said:
+            code, peak_kb = run_with_peak([*cli, "report", "--since", "90d", "--format", fmt, "--to", str(out),
+                                           "--force", "--json"], cwd=root, env=dict(os.environ), stdout=said,
+                                          stderr=None)
+            seconds = time.perf_counter() - t
+            said.seek(0)
+            got = json.loads(said.read())
         print(f"REPORT ({fmt}) of a {frames:,}-frame store: {seconds:.1f} s, peak memory "
-              f"{usage.ru_maxrss / 1024:,.0f} MB ({got['cases']:,} cases, {got['people']:,} people, "
+              f"{peak_kb / 1024:,.0f} MB ({got['cases']:,} cases, {got['people']:,} people, "
               f"{out.stat().st_size / 1024:,.0f} KiB){'' if code == 0 else f'; exit status {code}'}")
         # Every case of the store is in the period: its figures are status --json's whole-home ones.
         same = (got["cases"], got["people"]) == (status["cases"], status["headcount_total"])

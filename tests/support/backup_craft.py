@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from core.backup import archive
 from tests.support.helpers import ROOT
+from tests.support.peak_memory import run_with_peak
 
 MIB = 1 << 20
 
@@ -28,46 +28,18 @@ class Result:
     maxrss_mb: float  # the child's peak resident memory (ru_maxrss from wait4)
 
 
-# The command is started by this small launcher, which sets the limits, forks it and reads its
-# peak memory with wait4. Forked from the test's worker itself, the command's ru_maxrss started at
-# the worker's own resident size (Linux carries the high-water mark across exec), which grows with
-# every test the worker ran before: a loaded run's worker at 261 MB made a 2 GiB member's refusal
-# look as if it had taken 261 MB. Forked from the launcher, the floor is the launcher's few MB.
-_LAUNCH = """
-import os, resource, sys
-fsize, vm, report, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-if fsize >= 0:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-if vm >= 0:
-    resource.setrlimit(resource.RLIMIT_AS, (vm, vm))
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execv(argv[0], argv)
-    finally:
-        os._exit(127)
-_, status, usage = os.wait4(pid, 0)
-with open(report, "w") as fh:
-    fh.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
-"""
-
-
 def measured(*argv: str, cwd: Path | str = ROOT, env: dict | None = None, max_file: int | None = None,
              max_vm: int | None = None) -> Result:
     """``ussd-console ARGV`` with ``RLIMIT_FSIZE`` (no file written past ``max_file``) and
-    ``RLIMIT_AS`` set, and its own peak memory (``_LAUNCH``)."""
-    with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryFile() as out, \
-            tempfile.TemporaryFile() as err:
-        report = Path(scratch) / "wait4"
-        launch = [sys.executable, "-c", _LAUNCH, str(-1 if max_file is None else max_file),
-                  str(-1 if max_vm is None else max_vm), str(report), sys.executable, "-m", "console.cli", *argv]
-        launcher = subprocess.run(launch, cwd=cwd, stdout=out, stderr=err, env={**os.environ, **(env or {})})
+    ``RLIMIT_AS`` set, and its own peak memory (tests/support/peak_memory.py)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        returncode, maxrss_kb = run_with_peak([sys.executable, "-m", "console.cli", *argv], cwd=cwd,
+                                              env={**os.environ, **(env or {})}, stdout=out, stderr=err,
+                                              max_file=max_file, max_vm=max_vm)
         out.seek(0)
         err.seek(0)
-        stdout, stderr = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
-        assert launcher.returncode == 0 and report.exists(), f"the launcher failed ({launcher.returncode}): {stderr}"
-        returncode, maxrss_kb = map(int, report.read_text().split())
-        return Result(returncode, stdout, stderr, maxrss_kb / 1024)
+        return Result(returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
+                      maxrss_kb / 1024)
 
 
 class GzTar:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from core.i18n import N_, MarkedError, _
-from core.rules.text import Twofold, said
+from core.rules.text import Twofold, told
 
 
 class ConfigError(MarkedError, ValueError):
@@ -56,7 +56,7 @@ class ConfigError(MarkedError, ValueError):
 
 def _within(where: object, exc: ValueError) -> ConfigError:
     """``exc`` (a setting's refusal) prefixed with where it was found (the file and its section)."""
-    return ConfigError(N_("%(where)s: %(reason)s"), where=where, reason=Twofold(str(exc), lambda: said(exc)))
+    return ConfigError(N_("%(where)s: %(reason)s"), where=where, reason=told(exc))
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ def check_setting(key: str, value: Any, section: str = "inbox") -> None:
             check_language(value)
         except ValueError as exc:
             raise ConfigError(N_("%(section)s setting %(key)s: %(reason)s"), section=section, key=key,
-                              reason=Twofold(str(exc), lambda: said(exc))) from None
+                              reason=told(exc)) from None
         return
     if kind is tuple:
         choices = _CHOICES[key]

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.i18n import N_
-from core.rules.text import Twofold, one_line, said, worded
+from core.rules.text import told, worded
 from core.urls import mask_in
 
 from . import origin, pg
@@ -378,7 +378,7 @@ def verify_into(file: Path, work: Path, identity: str | None = None, server: str
                 checked.append(worded(N_("the audit chain and counts, restored into a scratch database")))
             except pg.PgError as exc:
                 not_checked.append(worded(N_("the audit chain: %(problem)s"),
-                                          problem=Twofold(one_line(exc), lambda exc=exc: said(exc))))
+                                          problem=told(exc)))
     else:
         note = _check_store(found[STORE], manifest, trust)
         not_checked.extend([note] if note else [])

@@ -16,7 +16,7 @@ from core.i18n import N_, _
 
 from .frame import FRAME_ID_RE, Unreadable
 from .privacy import mask_phones
-from .text import Twofold
+from .text import Twofold, english
 
 FRAME_ID_NAMES = frozenset({"frame_id", "frameid", "frame_key"})
 TEXT_NAMES = frozenset({
@@ -133,10 +133,6 @@ NO_TEXT_COLUMN = N_("no frame or text column: found %(found)s; looked for a text
 LOOKED_FOR = "frame, text, message, body, content, sms, message_content"
 
 
-def _english(message: str, **values) -> str:
-    return message % values if values else message
-
-
 def no_text_column(found: Iterable[str]) -> dict:
     """The values of ``NO_TEXT_COLUMN``, the reason a header is refused: the columns it has (short
     enough to be kept whole in a reason; English as data, the language's words where it is said),
@@ -149,7 +145,7 @@ def no_text_column(found: Iterable[str]) -> dict:
             shown = say(N_("%(names)s and %(n)s more"), names=shown, n=len(names) - 8)
         return shown or say(N_("none"))
 
-    return {"found": Twofold(listed(_english), lambda: listed(_)), "names": LOOKED_FOR}
+    return {"found": Twofold(listed(english), lambda: listed(_)), "names": LOOKED_FOR}
 
 
 def choose(frame_id: str | None, text: str | None, has_id_column: bool):

@@ -16,7 +16,7 @@ from core.i18n import N_, _, number
 from .cksum import trailer
 from .frame import FRAME_ID_RE, MAX_FRAME_CHARS
 from .reasons import REASONS, reason_words  # noqa: F401 - reason_words is this module's API too
-from .text import Said, escape_text, plain
+from .text import Said, english, escape_text, plain
 
 OUTCOME_WORDS = {  # English, as the codes' docs say them; shown translated (``outcome_words``)
     "APPLIED": N_("applied"),
@@ -55,12 +55,6 @@ def _quote(value: str, limit: int = 24) -> str:
     return "'" + plain(value if len(value) <= limit else value[:limit] + "...") + "'"
 
 
-def _english(message: str, **values: object) -> str:
-    """``_`` for a sentence kept in English (a refusal on a line that is English yet). The
-    sentences below are marked ``N_`` so the catalogs have them; ``_`` says them translated."""
-    return message % values if values else message
-
-
 def _grammar(text: str, say) -> str:
     fields = text.split("|")
     if len(fields) != len(FIELDS):
@@ -82,7 +76,7 @@ def explain_reject(frame_id: str | None, text: str | None, reason: str | None) -
 
 def explain_in_english(frame_id: str | None, text: str | None, reason: str | None) -> str:
     """The same in English, for a refusal whose own words are English yet (``core.rules.compose``)."""
-    return _explain(frame_id, text, reason, _english)
+    return _explain(frame_id, text, reason, english)  # the sentences are marked N_; ``_`` says them translated
 
 
 def _explain(frame_id: str | None, text: str | None, reason: str | None, say) -> str:

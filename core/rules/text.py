@@ -76,6 +76,21 @@ def worded(message: str, **values: object) -> Twofold:
     return Twofold(message % values, lambda: _(message, **said_values(values)))
 
 
+def english(message: str, **values: object) -> str:
+    """``_`` for words kept in English: ``message`` as written, its values put in."""
+    return message % values if values else message
+
+
+def english_ngettext(singular: str, plural: str, n: int, /, **values: object) -> str:
+    """``ngettext`` for words kept in English."""
+    return (singular if n == 1 else plural) % values
+
+
+def told(exc: BaseException) -> Twofold:
+    """An error put into other words as a value: its English line as data, ``said`` where shown."""
+    return Twofold(str(exc), lambda: said(exc))
+
+
 def said_values(values: dict) -> dict:
     """``values`` for words in the operator's language: each ``Twofold`` among them said in it too."""
     return {k: v.words() if isinstance(v, Twofold) else v for k, v in values.items()}

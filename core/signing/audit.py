@@ -18,7 +18,7 @@ import unicodedata
 from typing import NamedTuple
 
 from core.i18n import N_, ngettext, number
-from core.rules.text import Twofold, escape_text, worded
+from core.rules.text import Twofold, english_ngettext, escape_text, worded
 from core.store.database import write_transaction
 
 from . import backup_key, held
@@ -384,10 +384,13 @@ def verify(receiver, expect_head: str | None = None, checkpoint=None) -> VerifyR
 
 
 def _in_rows(n: int) -> Twofold:
-    """How many rows the tables differ from the signed log in, in words with the language's plural."""
-    english = f"the tables differ from the signed log in {n} row{'s' if n != 1 else ''}"
-    return Twofold(english, lambda: ngettext("the tables differ from the signed log in %(n)s row",
-                                             "the tables differ from the signed log in %(n)s rows", n, n=number(n)))
+    """How many rows the tables differ from the signed log in (the count as English writes it in
+    the data, as the language writes numbers where it is said)."""
+    def say(ngettext=ngettext, shown=number) -> str:  # English (``english_ngettext``, ``str``) or the language
+        return ngettext("the tables differ from the signed log in %(n)s row",
+                        "the tables differ from the signed log in %(n)s rows", n, n=shown(n))
+
+    return Twofold(say(english_ngettext, str), say)
 
 
 def make_checkpoint(receiver):

@@ -18,7 +18,7 @@ from .audit_models import audit_models
 from .keys import verify_signature
 from core.i18n import N_, _, ngettext
 from core.rules.retention import DEFAULT_SECONDS, FLOOR_SECONDS, period
-from core.rules.text import Twofold, escape_text, said_values, worded
+from core.rules.text import Twofold, english_ngettext, escape_text, said_values, worded
 
 
 RETENTION_SET = "retention.set"
@@ -140,15 +140,11 @@ def _fault(faults: list, policy: dict) -> Twofold:
         message = (N_("%(first)s; eviction uses %(period)s (the last valid policy, entry #%(entry)s); run %(command)s")
                    if policy["audit_id"] else N_("%(first)s; eviction uses %(period)s (the default); run %(command)s"))
         return worded(message, **values)
-    return Twofold(_more(values, _english), lambda: _more(said_values(values)))
-
-
-def _english(singular: str, plural: str, n: int, /, **values: object) -> str:
-    return (singular if n == 1 else plural) % values
+    return Twofold(_more(values, english_ngettext), lambda: _more(said_values(values)))
 
 
 def _more(values: dict, ngettext=ngettext) -> str:
-    """The fault with more than one row set aside, in English (``ngettext=_english``) or the language."""
+    """The fault with more than one row set aside, in English (``ngettext=english_ngettext``) or the language."""
     if values["entry"]:
         return ngettext("%(first)s; eviction uses %(period)s (the last valid policy, entry #%(entry)s); "
                         "%(n)s more such row; run %(command)s",

@@ -79,11 +79,12 @@ def number(n: int | None) -> Text:
 
 
 def need(code: str) -> Text:
-    """The need code with its name when known ("WAT water"); unknown codes stay valid."""
+    """The need code with its name in the operator's language when known ("WAT water"); unknown
+    codes stay valid."""
     name = NEED_NAMES.get(code)
     text = safe(code, 8)
     if name:
-        text.append(f" {name}", style="dim")
+        text.append(f" {_(name)}", style="dim")
     return text
 
 

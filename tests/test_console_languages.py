@@ -193,3 +193,64 @@ async def test_a_retention_fault_is_marked_and_said_in_the_language(sample_home)
         summary = " ".join(static_text(app.query_one("#retention-summary", Static)).split())
     assert "PANNE" in summary and "FAULT" not in summary
     assert "n'est pas appliquée" in summary and "is not applied" not in summary, summary
+
+
+# What the quarantine's comparison and summary say in each language: the field labels, the need's
+# name, the sightings line (the frames' own text stays as sent).
+COMPARED = {
+    "en": ("place in session", "checksum", "MED medical", "seen 3x, first", "via watch"),
+    "fr": ("place dans la session", "somme de contrôle", "MED médical", "vu 3 fois, d'abord le", "par watch"),
+    "sw": ("mahali katika kipindi", "jumla ya ukaguzi", "MED matibabu", "imeonekana mara 3, kwanza", "kupitia watch"),
+    "pt": ("lugar na sessão", "soma de verificação", "MED médico", "visto 3 vezes, primeiro", "via watch"),
+    "es": ("lugar en la sesión", "suma de verificación", "MED médico", "visto 3 veces, primero", "por watch"),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(COMPARED))
+def test_a_conflicts_comparison_and_sightings_are_in_the_language(lang):
+    import io
+
+    from rich.console import Console
+
+    from console.panels.quarantine import compare, summary
+    from core.store.records import Conflict
+
+    item = Conflict(id=4, frame_id="kak01-1", case_key="kak01", frame_text="H1|1|Kakuma1|MED|9|86|#95",
+                    first_frame_id="kak01-1", first_text="H1|1|Kakuma1|MED|3|86|#89", reason="same_frame_id_different_payload",
+                    first_seen=1714640000.0, last_seen=1714643600.0, seen_count=3, source="watch", status="open",
+                    resolved_at=None, resolved_by=None)
+    i18n.select(lang)
+    out = Console(width=120, record=True, file=io.StringIO())
+    out.print(compare(item))
+    out.print(summary(item))
+    shown = " ".join(out.export_text().split())
+    for words in COMPARED[lang]:
+        assert words in shown, (words, shown)
+    assert "H1|1|Kakuma1|MED|9|86|#95" in shown and "H1|1|Kakuma1|MED|3|86|#89" in shown
+    if lang != "en":
+        for english in ("place in session", "checksum", "medical", "seen 3x", "same id"):
+            assert english not in shown, (english, shown)
+    once = Console(width=120, record=True, file=io.StringIO())
+    once.print(summary(item._replace(seen_count=1)))
+    assert SEEN_ONCE[lang] in once.export_text(), once.export_text()
+
+
+SEEN_ONCE = {"en": "seen 1x,", "fr": "vu 1 fois,", "sw": "imeonekana mara 1,", "pt": "visto 1 vez,", "es": "visto 1 vez,"}
+
+
+@run_async
+async def test_a_signed_resolve_says_its_audit_entry_in_the_language(sample_home):
+    from console.dialogs.resolve_dialog import ResolveDialog
+    from tests.support.console_pilot import fill_and_sign, open_dialog, with_operator
+    from tests.support.signing import PASS
+
+    with_operator(sample_home)
+    i18n.select("sw")
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        dialog = await open_dialog(app, pilot, "3", "a", ResolveDialog)
+        await fill_and_sign(app, pilot, "site radioed the new count", PASS)
+        await until(lambda: app.screen is not dialog)
+        await until(lambda: any("ingizo la ukaguzi #" in note for note in notes_on_screen(app)),
+                    what="the signed note in Swahili")
+        assert not any("audit entry" in note for note in notes_on_screen(app)), notes_on_screen(app)

@@ -93,7 +93,7 @@ class SignForm(ModalScreen[bool]):
         done = signed_action.sign(self.home, receiver, self.signed, self.plan_args(values), operator=operator,
                                   signer=signer, reason=reason, expected=preview)
         words = signed_action.signed_words(done, self.signed)
-        return words if "pending" in done else f"{words}; audit entry #{done['entry']['seq']}"
+        return words if "pending" in done else _("%(done)s; audit entry #%(seq)s", done=words, seq=done["entry"]["seq"])
 
     # -- layout ---------------------------------------------------------------------------
     def compose(self) -> ComposeResult:

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual import on
 from textual.widgets import DataTable, Static
 
-from core.i18n import _, N_
+from core.i18n import _, N_, ngettext
 from console.render import assembled, safe
 from console.ui_text import PRI, count, need, number, reason, stamp
 from console.widgets.keyed_table import KeyedTable
@@ -37,14 +37,14 @@ COLUMNS = [
     ("last_seen", N_("last seen")),
     ("status", N_("status")),
 ]
-FIELDS = [
-    ("frame id", lambda f, fid: fid),
-    ("place in session", lambda f, fid: f.seq if f else None),
-    ("site", lambda f, fid: f.site if f else None),
-    ("need", lambda f, fid: f.need if f else None),
-    ("people", lambda f, fid: f.headcount if f else None),
-    (PRI, lambda f, fid: f.pri if f else None),
-    ("checksum", lambda f, fid: f.text[-2:] if f else None),
+FIELDS = [  # (key, label): the label is shown in the operator's language
+    ("frame_id", N_("frame id"), lambda f, fid: fid),
+    ("seq", N_("place in session"), lambda f, fid: f.seq if f else None),
+    ("site", N_("site"), lambda f, fid: f.site if f else None),
+    ("need", N_("need"), lambda f, fid: f.need if f else None),
+    ("headcount", N_("people"), lambda f, fid: f.headcount if f else None),
+    ("pri", PRI, lambda f, fid: f.pri if f else None),
+    ("checksum", N_("checksum"), lambda f, fid: f.text[-2:] if f else None),
 ]
 
 
@@ -69,29 +69,37 @@ def compare(item: Conflict) -> Table:
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), expand=False, show_edge=False, pad_edge=False)
     table.add_column("", width=1)
     table.add_column(_("field"))
-    table.add_column(_(side))
-    table.add_column(_("new version (held)"))
-    for label, get in FIELDS:
+    # A frame is never cut: its columns are as wide as the longer frame (a header wraps in them), and
+    # where that leaves too little room the field labels wrap.
+    left_frame, new_frame = safe(left_text, 40), safe(item.frame_text, 40)
+    frames = max(left_frame.cell_len, new_frame.cell_len)
+    table.add_column(_(side), width=frames)
+    table.add_column(_("new version (held)"), width=frames)
+    for key, label, get in FIELDS:
         a = get(first, left_id)
         b = get(newcomer, item.frame_id)
         differs = a != b
         style = "bold reverse" if differs else ""
-        show = need if label == "need" else safe
+        show = need if key == "need" else safe
         cell_a = show(a) if a is not None else safe(None)
         cell_b = show(b) if b is not None else safe(None)
         cell_a.stylize(style)
         cell_b.stylize(style)
-        table.add_row(Text("≠" if differs else " ", style="bold"), Text(label), cell_a, cell_b)
-    table.add_row(Text(" "), Text("frame"), safe(left_text, 40), safe(item.frame_text, 40))
+        table.add_row(Text("≠" if differs else " ", style="bold"), Text(_(label)), cell_a, cell_b)
+    table.add_row(Text(" "), Text(_("frame")), left_frame, new_frame)
     return table
 
 
 def summary(item: Conflict) -> Text:
     out = Text(f"#{item.id} ", style="bold")
     out.append_text(reason(item.reason))
-    out.append(f" | seen {count(item.seen_count)}x, first {stamp(item.first_seen)}, "
-               f"last {stamp(item.last_seen)} via ")
-    out.append_text(safe(item.source, 16))
+    out.append(" | ")
+    # The template as the count's plural form has it; its parts filled in by ``assembled``.
+    seen = ngettext("seen %(times)sx, first %(first)s, last %(last)s via %(path)s",
+                    "seen %(times)sx, first %(first)s, last %(last)s via %(path)s", item.seen_count)
+    out.append_text(assembled(seen,
+                              times=count(item.seen_count), first=stamp(item.first_seen),
+                              last=stamp(item.last_seen), path=safe(item.source, 16)))
     return out
 
 

@@ -254,3 +254,36 @@ async def test_a_signed_resolve_says_its_audit_entry_in_the_language(sample_home
         await until(lambda: any("ingizo la ukaguzi #" in note for note in notes_on_screen(app)),
                     what="the signed note in Swahili")
         assert not any("audit entry" in note for note in notes_on_screen(app)), notes_on_screen(app)
+
+
+# The Activity screen's counts per path: headers, a gateway's posts and the files both paths reached.
+PER_PATH = {
+    "en": ("path frames applied dup conflict rejected files", "gateway office: 5 posts, 2 webhook retries",
+           "files both paths reached: 2"),
+    "fr": ("chemin trames appliquées doublons conflit rejetées fichiers", "passerelle office : 5 envois",
+           "fichiers atteints par les deux chemins : 2"),
+    "sw": ("njia fremu zimetumika rudufu mgongano zilizokataliwa faili", "lango office: machapisho 5",
+           "faili zilizofikiwa na njia zote mbili: 2"),
+    "pt": ("caminho tramas aplicadas duplicados conflito rejeitadas ficheiros", "gateway office: 5 envios",
+           "ficheiros alcançados pelos dois caminhos: 2"),
+    "es": ("vía tramas aplicadas duplicados conflicto rechazadas archivos", "pasarela office: 5 envíos",
+           "archivos alcanzados por ambas vías: 2"),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(PER_PATH))
+def test_the_counts_per_path_are_in_the_language(lang):
+    import io
+
+    from rich.console import Console
+
+    from console.panels.activity import per_path_table
+
+    i18n.select(lang)
+    per_source = {"watch": {"APPLIED": 3, "DUPLICATE": 2, "REJECT_BAD_CRC": 1}, "gw_office": {"APPLIED": 1}}
+    gateways = {"office": {"posts": 5, "webhook_retries": 2, "refused": 1, "spooled": 0}}
+    out = Console(width=120, record=True, file=io.StringIO())
+    out.print(per_path_table(per_source, {"watch": 4}, 2, gateways))
+    shown = " ".join(out.export_text().split())
+    for words in PER_PATH[lang]:
+        assert words in shown, (words, shown)

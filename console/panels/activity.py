@@ -10,9 +10,9 @@ from rich.text import Text
 from textual import on
 from textual.widgets import DataTable, Sparkline, Static
 
-from core.i18n import N_, SOURCE, _, language
+from core.i18n import N_, SOURCE, _, language, ngettext
 from console.dialogs.reject_dialog import RejectDialog
-from console.render import safe
+from console.render import assembled, safe
 from console.ui_text import basename, count, outcome, reason, stamp
 from console.widgets.keyed_table import KeyedTable, shorten_middle
 from core.gateways.accounts import counts as gateway_counts
@@ -72,6 +72,16 @@ def minute(text: Text, width: int) -> Text:
 FEED_SHORTEN = {"ts": minute, "where": shorten_where}
 REJECT_SHORTEN = {"where": shorten_where}
 MINUTES = 60
+# The per-path counts' headers, short: seven columns fit 80 in every language.
+PATH_HEADERS = (
+    N_("path"), N_("frames"), N_("applied"),
+    # TRANSLATORS: a short column header: frames that were re-sent copies (duplicates)
+    N_("dup"),
+    N_("conflict"),
+    # TRANSLATORS: a short column header: frames rejected (bad format or checksum)
+    N_("rejected"),
+    N_("files"),
+)
 PATH_OUTCOMES = [
     ("APPLIED", "applied"),
     ("DUPLICATE", "dup"),
@@ -110,29 +120,31 @@ def where(file: str | None, line: int | None) -> Text:
 
 def per_path_table(per_source: dict, files: dict, claims_lost: int | None, gateways: dict | None = None) -> Table:
     grid = Table.grid(padding=(0, 1))
-    for _ in range(7):
+    for _column in PATH_HEADERS:
         grid.add_column(justify="right")
     grid.columns[0].justify = "left"
-    grid.add_row(*(Text(h, style="bold") for h in
-                   ("path", "frames", "applied", "dup", "conflict", "rejected", "files")))
+    grid.add_row(*(Text(_(h), style="bold") for h in PATH_HEADERS))
     for source in sorted(set(per_source) | set(files)):
         counts = per_source.get(source, {})
         frames = sum(counts.values())
         rejected = sum(counts.get(code, 0) for code in REJECTED_CODES)
         grid.add_row(
             safe(source, 16), Text(count(frames)),
-            *(Text(count(counts.get(code, 0))) for code, _ in PATH_OUTCOMES),
+            *(Text(count(counts.get(code, 0))) for code, _word in PATH_OUTCOMES),
             Text(count(rejected)), Text(count(files.get(source)) if source in files else "-"),
         )
     if not per_source and not files:
         grid.add_row(Text(_("nothing has arrived yet"), style="dim"), *([""] * 6))
     for name, g in (gateways or {}).items():  # each gateway is its path gw_<name>; its posts told apart
-        grid.add_row(Text(f"gateway {name}: {count(g['posts'])} posts, {count(g['webhook_retries'])} webhook "
-                          f"retries, {count(g['refused'])} refused, {count(g['spooled'])} spooled", style="dim"),
-                     *([""] * 6))
+        line = assembled(_("gateway %(name)s: %(posts)s posts, %(retries)s webhook retries, %(refused)s refused, "
+                           "%(spooled)s spooled"), name=safe(name, 40), posts=count(g["posts"]),
+                         retries=count(g["webhook_retries"]), refused=count(g["refused"]), spooled=count(g["spooled"]))
+        line.stylize("dim")
+        grid.add_row(line, *([""] * 6))
     if claims_lost:
-        grid.add_row(Text(f"files both paths reached: {count(claims_lost)} (each was taken once)",
-                          style="dim"), *([""] * 6))
+        grid.add_row(Text(ngettext("files both paths reached: %(n)s (each was taken once)",
+                                   "files both paths reached: %(n)s (each was taken once)", claims_lost,
+                                   n=count(claims_lost)), style="dim"), *([""] * 6))
     return grid
 
 

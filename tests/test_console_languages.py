@@ -287,3 +287,12 @@ def test_the_counts_per_path_are_in_the_language(lang):
     shown = " ".join(out.export_text().split())
     for words in PER_PATH[lang]:
         assert words in shown, (words, shown)
+
+
+@pytest.mark.parametrize("lang, water", [("en", "water"), ("fr", "eau"), ("sw", "maji"), ("pt", "água"), ("es", "agua")])
+def test_the_overviews_needs_are_named_in_the_language_and_an_unknown_one_as_stored(lang, water):
+    from console.dialogs.overview_screen import _need_name
+
+    i18n.select(lang)
+    assert _need_name("WAT", "water").plain == water
+    assert _need_name("XYZ", "[b]odd\x1b").plain == "[b]odd\\x1b"  # a need the frames made up: escaped, as sent

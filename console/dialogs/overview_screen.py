@@ -20,7 +20,9 @@ from textual.widgets import Label, ProgressBar, Sparkline, Static
 from console import actions
 from console.render import assembled, safe
 from core.i18n import N_, _, ngettext, number
+from core.report import labels
 from core.report.period import Period
+from core.rules.frame import NEED_NAMES
 from core.rules.text import said
 from console.widgets.words_footer import WordsFooter
 
@@ -53,6 +55,13 @@ def _write(receiver, home, now: float):
 
     target = default_target(Path(home.root) / "reports", "html", now)
     return write_report(home, receiver, today(now), "html", target, _targets(home), now)
+
+
+def _need_name(code: str, label: str) -> Text:
+    """A known need by its name in the operator's language; any other by the label the store has."""
+    if code in NEED_NAMES:
+        return Text(labels.need(code))
+    return safe(label, 12)
 
 
 def _people_cases(people: int, cases: int) -> str:
@@ -114,7 +123,7 @@ class OverviewScreen(ModalScreen[None]):
         for c in f.by_need[:NEEDS_SHOWN]:
             bar = ProgressBar(total=top, show_eta=False, show_percentage=False, classes="need-bar")
             bar.progress = c.people
-            rows.append(Horizontal(Label(safe(c.label, 12), classes="need-name"), bar,
+            rows.append(Horizontal(Label(_need_name(c.key, c.label), classes="need-name"), bar,
                                    Label(_people_cases(c.people, c.cases), classes="need-count"),
                                    classes="need-row"))
         if rows:

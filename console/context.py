@@ -13,6 +13,8 @@ from core.store.backend import is_postgres_url
 from core.store.database import describe_target
 
 from .errors import CommandError
+from core.i18n import _
+from core.rules.text import escape_text
 from .render import make_console
 
 
@@ -36,17 +38,16 @@ class Context:
                 self.home.ensure()  # a folder made empty for it is a new home: it gets its config.toml
             return self.home
         if root.exists():
-            raise CommandError(f"the home {root} is not a folder")
+            raise CommandError.told(_("the home %(home)s is not a folder"), home=root)
         if not self.writes and self._explicit_store():
             self._check_store()
             return self.home  # --db names the store; a home for config and keys is not needed to read it
         if not self.writes:
-            raise CommandError(
-                f"no home at {root}: check --home or $USSD_CONSOLE_HOME; a command that takes frames "
-                f"in creates it (e.g. `ussd-console --home {root} ingest FILE`, or `watch`)"
-            )
+            raise CommandError.told(
+                _("no home at %(home)s: check --home or $USSD_CONSOLE_HOME; a command that takes frames in "
+                  "creates it (e.g. `ussd-console --home %(home)s ingest FILE`, or `watch`)"), home=root)
         self.home.ensure()
-        print(f"ussd-console: created a new home at {root}", file=sys.stderr)
+        print(_("ussd-console: created a new home at %(home)s", home=escape_text(str(root), 300)), file=sys.stderr)
         return self.home
 
     def _explicit_store(self) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterable
 
 from console.errors import CommandError
+from core.i18n import _
 from core.home import private_folder, sync_folder
 from core.rules.cells import guard
 from core.rules.hxl import hashtag_row
@@ -29,7 +30,8 @@ FORMATS = ("csv", "xlsx")
 
 def view(name: str) -> View:
     if name not in VIEWS:
-        raise CommandError(f"no export view {name!r}; choose one of {', '.join(VIEWS)}")
+        raise CommandError.told(_("no export view %(name)s; choose one of %(views)s"), {"views": ", ".join(VIEWS)},
+                                name=repr(name))
     return VIEWS[name]
 
 
@@ -37,7 +39,8 @@ def fmt_for(path: str | None, given: str | None) -> str:
     """The format asked for, else the one the file name says, else CSV."""
     if given:
         if given not in FORMATS:
-            raise CommandError(f"an export format is {' or '.join(FORMATS)}, not {given!r}")
+            raise CommandError.told(_("an export format is %(formats)s, not %(given)s"), {"formats": " or ".join(FORMATS)},
+                                    given=repr(given))
         return given
     return "xlsx" if path and str(path).lower().endswith(".xlsx") else "csv"
 
@@ -59,18 +62,23 @@ def default_target(exports: Path, name: str, fmt: str, now: float) -> Path:
     return target
 
 
+def already_there(target: Path) -> CommandError:
+    return CommandError.told(_("%(path)s already exists; use --force to replace it"), path=target)
+
+
 def check_target(target: Path, force: bool) -> Path:
     """Refuse a target that is a folder, in a folder that does not exist, or taken (without force)."""
     target = Path(target)
     if target.is_dir():
-        raise CommandError(f"{target} is a folder; give a file name to write")
+        raise CommandError.told(_("%(path)s is a folder; give a file name to write"), path=target)
     parent = target.parent
     if not parent.is_dir():
-        raise CommandError(f"the folder {parent} does not exist; create it first")
+        raise CommandError.told(_("the folder %(path)s does not exist; create it first"), path=parent)
     if target.is_symlink():  # even with --force: a planted link is news, not a name to replace
-        raise CommandError(f"{target} is a symlink; refusing to write through it (remove it or name another file)")
+        raise CommandError.told(_("%(path)s is a symlink; refusing to write through it (remove it or name another "
+                                  "file)"), path=target)
     if target.exists() and not force:
-        raise CommandError(f"{target} already exists; use --force to replace it")
+        raise already_there(target)
     return target
 
 
@@ -188,6 +196,6 @@ def _place(tmp: str, target: Path, force: bool) -> None:
         try:
             os.link(tmp, target)
         except FileExistsError:
-            raise CommandError(f"{target} already exists; use --force to replace it") from None
+            raise already_there(target) from None
         os.unlink(tmp)
     sync_folder(target.parent)

@@ -48,7 +48,7 @@ class OperatorActions:
 
     def on_resolve_request(self, message: ResolveRequest) -> None:
         if message.item is None:
-            self.notify("No conflict selected.", markup=False)
+            self.notify(_("No conflict selected."), markup=False)
             return
         self.open_dialog(ResolveDialog, item=message.item, action=message.action)
 

@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 
 from console.errors import CommandError
-from console.exports import check_target, open_book, write_file, write_sheet, write_table_csv
+from core.i18n import _
+from console.exports import already_there, check_target, open_book, write_file, write_sheet, write_table_csv
 from core.home import private_folder, sync_folder
 from core.report.tables import TABLE_NAMES, DataTable
 from core.rules.cells import mask_phones
@@ -50,18 +51,20 @@ def _check_folder(target: Path, force: bool) -> Path:
     """A new folder's name; an existing one only with ``force`` and only if it holds nothing but
     the tables' own CSVs (a folder of other files is never emptied on a guess)."""
     if target.is_symlink():
-        raise CommandError(f"{target} is a symlink; refusing to write through it")
+        raise CommandError.told(_("%(path)s is a symlink; refusing to write through it"), path=target)
     if not target.parent.is_dir():
-        raise CommandError(f"the folder {target.parent} does not exist; create it first")
+        raise CommandError.told(_("the folder %(path)s does not exist; create it first"), path=target.parent)
     if target.exists():
         if not target.is_dir():
-            raise CommandError(f"{target} is a file; --format csv writes a folder of tables, give a new name")
+            raise CommandError.told(_("%(path)s is a file; --format csv writes a folder of tables, give a new name"),
+                                    path=target)
         if not force:
-            raise CommandError(f"{target} already exists; use --force to replace it")
+            raise already_there(target)
         ours = {f"{name}.csv" for name in TABLE_NAMES}
         other = sorted(p.name for p in target.iterdir() if p.name not in ours or not p.is_file() or p.is_symlink())
         if other:
-            raise CommandError(f"{target} holds other files ({', '.join(other[:3])}); refusing to replace it")
+            raise CommandError.told(_("%(path)s holds other files (%(files)s); refusing to replace it"), path=target,
+                                        files=", ".join(other[:3]))
     return target
 
 
@@ -109,7 +112,8 @@ def _write_book(tables: list[DataTable], path: str, hxl: bool) -> int:
 def write_tables(tables: list[DataTable], target: Path, fmt: str, force: bool = False, hxl: bool = False) -> Path:
     """Write every table as ``fmt`` at ``target`` (a folder for CSV, a file for XLSX)."""
     if fmt not in FORMATS:
-        raise CommandError(f"the report's tables are {' or '.join(FORMATS)}, not {fmt!r}")
+        raise CommandError.told(_("the report's tables are %(formats)s, not %(given)s"), {"formats": " or ".join(FORMATS)},
+                                given=repr(fmt))
     target = Path(target)
     if fmt == "csv":
         _write_folder(tables, target, force, hxl)

@@ -569,3 +569,42 @@ def test_the_browsers_login_and_full_pages_speak_serves_language():
     assert "Ce n&#x27;est pas le jeton de connexion." in page or "Ce n'est pas le jeton de connexion." in page
     assert "<code>ussd-console serve</code>" in page and ">Se connecter</button>" in page
     assert "au plus 3 sessions de console" in full_words(3) and "<code>--max-sessions</code>" in full_words(3)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_new_home_and_a_refused_export_or_report_file_are_told_in_the_language(tmp_path, lang):
+    """The first command on a new home says so in the language; a missing home, a file already
+    there, a missing folder and a symlink are refused in it, for an export and the report alike."""
+    from core.home import Home
+
+    new = tmp_path / "new-home"
+    path = tmp_path / "day.txt"
+    path.write_text(f"{A1[0]} {A1[1]}\n", encoding="utf-8")
+    made = run_cli("--home", str(new), "ingest", str(path), "--lang", lang, env=NO_LOCALE)
+    assert made.returncode == 0
+    assert tr("ussd-console: created a new home at %(home)s", lang, home=new) in made.stderr, made.stderr
+    assert "created a new home" not in made.stderr
+    gone = run_cli("--home", str(tmp_path / "nowhere"), "status", "--lang", lang, env=NO_LOCALE)
+    assert gone.returncode != 0 and "Traceback" not in gone.stderr
+    assert tr("no home at %(home)s: check --home or $USSD_CONSOLE_HOME; a command that takes frames in creates it "
+              "(e.g. `ussd-console --home %(home)s ingest FILE`, or `watch`)", lang,
+              home=tmp_path / "nowhere").split(":")[0] in gone.stderr, gone.stderr
+    home = Home(new)
+    taken = tmp_path / "taken.csv"
+    taken.write_text("mine\n", encoding="utf-8")
+    (tmp_path / "link.html").symlink_to(taken)
+    for command in (["export", "cases", "--out"], ["report", "--to"]):
+        target = taken if command[0] == "export" else tmp_path / "taken.html"
+        target.write_text("mine\n", encoding="utf-8")
+        refused = cli(home, *command, str(target), "--lang", lang, env=NO_LOCALE)
+        assert refused.returncode != 0 and "Traceback" not in refused.stderr
+        assert tr("%(path)s already exists; use --force to replace it", lang, path=target) in refused.stderr, \
+            refused.stderr
+        assert target.read_text(encoding="utf-8") == "mine\n"  # nothing written over it
+        nowhere = cli(home, *command, str(tmp_path / "no-such" / "x.csv"), "--lang", lang, env=NO_LOCALE)
+        assert tr("the folder %(path)s does not exist; create it first", lang,
+                  path=tmp_path / "no-such") in nowhere.stderr, nowhere.stderr
+        linked = cli(home, *command, str(tmp_path / "link.html"), "--lang", lang, env=NO_LOCALE)
+        assert tr("%(path)s is a symlink; refusing to write through it (remove it or name another file)", lang,
+                  path=tmp_path / "link.html") in linked.stderr, linked.stderr
+    assert taken.read_text(encoding="utf-8") == "mine\n"

@@ -296,3 +296,26 @@ def test_the_overviews_needs_are_named_in_the_language_and_an_unknown_one_as_sto
     i18n.select(lang)
     assert _need_name("WAT", "water").plain == water
     assert _need_name("XYZ", "[b]odd\x1b").plain == "[b]odd\\x1b"  # a need the frames made up: escaped, as sent
+
+
+@run_async
+async def test_a_rejected_line_is_shown_whole_in_the_language(sample_home):
+    from console.dialogs.reject_dialog import RejectDialog
+    from console.widgets.keyed_table import KeyedTable
+    from tests.support.console_pilot import screen_words
+
+    i18n.select("sw")
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press_and_settle(pilot, "5")
+        app.query_one("#rejects-table", KeyedTable).focus()
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, RejectDialog))
+        await pilot.pause()
+        words = screen_words(app)
+        row = app.screen.row
+    for said in ("Mstari uliokataliwa", "Mstari", "Funga (esc)", "kupitia"):
+        assert said in words, (said, words)
+    for english in ("Rejected line", "The line", "Close (esc)", " via "):
+        assert english not in words, (english, words)
+    assert row.frame_text in words  # the line itself as it came

@@ -48,16 +48,10 @@ def _format(to: str | None, given: str | None) -> str:
 
 
 def _target(to: str, force: bool) -> Path:
-    target = Path(to)
-    if target.is_dir():
-        raise CommandError.told(_("%(path)s is a folder; give a file name to write"), path=target)
-    if not target.parent.is_dir():
-        raise CommandError.told(_("the folder %(path)s does not exist; create it first"), path=target.parent)
-    if target.is_symlink():
-        raise CommandError.told(_("%(path)s is a symlink; refusing to write through it"), path=target)
-    if target.exists() and not force:
-        raise CommandError.told(_("%(path)s already exists; use --force to replace it"), path=target)
-    return target
+    """The page's file: refused as every export's is (a folder, no such folder, a symlink, taken)."""
+    from console.exports import check_target
+
+    return check_target(Path(to), force)
 
 
 def _write_tables(args, ctx, receiver, period, fmt: str, now: float) -> Written:

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from console.render import safe
+from console.render import assembled, safe
 from console.ui_text import stamp
 from core.i18n import _, N_
 from core.rules.explain import explain_reject, outcome_words
@@ -29,8 +29,8 @@ def reject_details(row: Reject) -> Table:
     grid.add_row(_("File"), safe(row.file, 300))
     grid.add_row(_("Line"), Text("-" if row.line is None else str(row.line)))
     grid.add_row(_("Frame id"), safe(row.frame_id, 200))
-    grid.add_row(_("Arrived"), Text(_("%(when)s via", when=stamp(row.ts)) + " ") + safe(row.source, 16))
-    grid.add_row("The line", safe(row.frame_text, 1000))  # whole, escaped: control bytes show as \\x1b
+    grid.add_row(_("Arrived"), assembled(_("%(when)s via %(path)s"), when=stamp(row.ts), path=safe(row.source, 16)))
+    grid.add_row(_("The line"), safe(row.frame_text, 1000))  # whole, escaped: control bytes show as \\x1b
     return grid
 
 
@@ -44,11 +44,11 @@ class RejectDialog(ModalScreen[None]):
 
     def compose(self):
         with Vertical(id="dialog", classes="dialog"):
-            yield Static(Text("Rejected line", style="bold"), id="dialog-title")
+            yield Static(Text(_("Rejected line"), style="bold"), id="dialog-title")
             with VerticalScroll(id="reject-body"):  # a long line scrolls; Close stays in view at 80x24
                 yield Static(reject_details(self.row), id="dialog-body")
             with Horizontal(id="dialog-buttons"):
-                yield Button("Close (esc)", id="close", variant="primary")
+                yield Button(_("Close (esc)"), id="close", variant="primary")
         yield WordsFooter()  # the dialog's own keys, not the screen's under it
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

@@ -58,7 +58,8 @@ class Context:
         store_target = self.store_target
         if self._explicit_store() and not is_postgres_url(store_target) and store_target != ":memory:" \
                 and not os.path.exists(store_target):
-            raise CommandError(f"no store at {store_target}: check --db or $USSD_CONSOLE_DB")
+            raise CommandError.told(_("no store at %(target)s: check --db or $USSD_CONSOLE_DB (a relative path is "
+                                      "under the home)"), target=store_target)
 
     @property
     def receiver(self) -> Receiver:

@@ -590,6 +590,10 @@ def test_a_new_home_and_a_refused_export_or_report_file_are_told_in_the_language
               "(e.g. `ussd-console --home %(home)s ingest FILE`, or `watch`)", lang,
               home=tmp_path / "nowhere").split(":")[0] in gone.stderr, gone.stderr
     home = Home(new)
+    no_store = cli(home, "--db", "none.db", "status", "--lang", lang, env=NO_LOCALE)
+    assert no_store.returncode != 0 and not (new / "none.db").exists()
+    assert tr("no store at %(target)s: check --db or $USSD_CONSOLE_DB (a relative path is under the home)", lang,
+              target=new / "none.db") in no_store.stderr, no_store.stderr
     taken = tmp_path / "taken.csv"
     taken.write_text("mine\n", encoding="utf-8")
     (tmp_path / "link.html").symlink_to(taken)

@@ -82,11 +82,8 @@ PATH_HEADERS = (
     N_("rejected"),
     N_("files"),
 )
-PATH_OUTCOMES = [
-    ("APPLIED", "applied"),
-    ("DUPLICATE", "dup"),
-    ("CONFLICT_QUARANTINED", "conflict"),
-]
+# The outcomes counted in the columns between "frames" and "rejected", in their order.
+PATH_OUTCOMES = ("APPLIED", "DUPLICATE", "CONFLICT_QUARANTINED")
 
 
 class ActivityData(NamedTuple):
@@ -130,7 +127,7 @@ def per_path_table(per_source: dict, files: dict, claims_lost: int | None, gatew
         rejected = sum(counts.get(code, 0) for code in REJECTED_CODES)
         grid.add_row(
             safe(source, 16), Text(count(frames)),
-            *(Text(count(counts.get(code, 0))) for code, _word in PATH_OUTCOMES),
+            *(Text(count(counts.get(code, 0))) for code in PATH_OUTCOMES),
             Text(count(rejected)), Text(count(files.get(source)) if source in files else "-"),
         )
     if not per_source and not files:

@@ -145,14 +145,16 @@ def chosen_language(argv: list[str]) -> str:
             table = {}  # a config that does not load is reported, with its key, by whatever reads it
         configured = table.get("language") if isinstance(table, dict) else None
         if configured is not None and not isinstance(configured, str):
-            raise i18n.UnknownLanguage(f"{config} [console] language must be a language code in quotes, "
-                                       f"e.g. \"fr\", not {configured!r}")
+            raise i18n.UnknownLanguage(N_("%(config)s [console] language must be a language code in quotes, "
+                                          "e.g. \"fr\", not %(given)s"), config=str(config), given=repr(configured))
     try:
         return i18n.choose(flag, configured, os.environ)
     except i18n.UnknownLanguage as exc:
         if flag:
             raise
-        raise i18n.UnknownLanguage(f"{config} [console] language: {exc}") from None
+        raise i18n.UnknownLanguage(N_("%(config)s [console] language: unknown language %(given)s; the shipped "
+                                      "languages are %(shipped)s"), config=str(config), given=exc.values["given"],
+                                   shipped=exc.values["shipped"]) from None
 
 
 # argparse looks up its own words (console/argparse_words.py) through these at the moment it shows them.
@@ -187,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         i18n.select(chosen_language(argv))
     except i18n.UnknownLanguage as exc:
-        i18n.select(i18n.SOURCE)
-        print(f"ussd-console: error: {exc}", file=sys.stderr)
+        # Refused in the language the environment names (English where it names none we ship).
+        i18n.select(i18n.choose(None, None, os.environ))
+        print(_("ussd-console: error: %(reason)s", reason=said(exc)), file=sys.stderr)
         return EXIT_ERROR
     import_store_driver(argv)  # before anything imports peewee
     import peewee

@@ -26,10 +26,6 @@ SOURCE = "en"  # the language the messages are written in: it has no catalog
 ENV_VARS = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")  # gettext's order
 
 
-class UnknownLanguage(ValueError):
-    """A language asked for by name (``--lang``, ``[console] language``) that no catalog ships."""
-
-
 def catalog_path(lang: str) -> Path:
     return LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
 
@@ -52,7 +48,8 @@ def check_language(tag: str) -> str:
     """The shipped language ``tag`` names, or ``UnknownLanguage`` naming the shipped ones."""
     lang = _base(str(tag))
     if lang not in shipped():
-        raise UnknownLanguage(f"unknown language {str(tag)!r}; the shipped languages are {', '.join(shipped())}")
+        raise UnknownLanguage(N_("unknown language %(given)s; the shipped languages are %(shipped)s"),
+                              given=repr(str(tag)), shipped=", ".join(shipped()))
     return lang
 
 
@@ -147,6 +144,11 @@ class MarkedError(Exception):
         self.message, self.values = message, values
         english = message % values if values and isinstance(message, str) else message
         super().__init__(english, *args)
+
+
+class UnknownLanguage(MarkedError, ValueError):
+    """A language asked for by name (``--lang``, ``[console] language``) that no catalog ships. Its
+    refusal is said in the environment's language, the one the run falls back to."""
 
 
 def number(n: int | float) -> str:

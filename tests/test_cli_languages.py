@@ -612,3 +612,21 @@ def test_a_new_home_and_a_refused_export_or_report_file_are_told_in_the_language
         assert tr("%(path)s is a symlink; refusing to write through it (remove it or name another file)", lang,
                   path=tmp_path / "link.html") in linked.stderr, linked.stderr
     assert taken.read_text(encoding="utf-8") == "mine\n"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_an_unknown_language_is_refused_in_the_one_the_environment_names(home, lang):
+    """``--lang xx`` or a home set to an unknown one: the run falls back to the environment's
+    language, so the refusal is said in it (English where it names none we ship)."""
+    home.ensure()
+    env = {**NO_LOCALE, "LANG": f"{lang}.UTF-8"}
+    asked = cli(home, "status", "--lang", "klingon", env=env)
+    assert asked.returncode == 2 and "Traceback" not in asked.stderr
+    assert tr("unknown language %(given)s; the shipped languages are %(shipped)s", lang, given="'klingon'",
+              shipped="en, es, fr, pt, sw") in asked.stderr, asked.stderr
+    assert "unknown language" not in asked.stderr
+    home.config.write_text('[console]\nlanguage = 5\n', encoding="utf-8")
+    typed = cli(home, "status", env=env)
+    assert typed.returncode == 2
+    assert tr('%(config)s [console] language must be a language code in quotes, e.g. "fr", not %(given)s', lang,
+              config=home.config, given="5") in typed.stderr, typed.stderr

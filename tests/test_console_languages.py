@@ -240,20 +240,22 @@ SEEN_ONCE = {"en": "seen 1x,", "fr": "vu 1 fois,", "sw": "imeonekana mara 1,", "
 
 @run_async
 async def test_a_signed_resolve_says_its_audit_entry_in_the_language(sample_home):
+    """Spanish, for its letters: the note is our words, shown as they are (not "auditor\\xeda")."""
     from console.dialogs.resolve_dialog import ResolveDialog
     from tests.support.console_pilot import fill_and_sign, open_dialog, with_operator
     from tests.support.signing import PASS
 
     with_operator(sample_home)
-    i18n.select("sw")
+    i18n.select("es")
     app = fixed_app(sample_home)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         dialog = await open_dialog(app, pilot, "3", "a", ResolveDialog)
         await fill_and_sign(app, pilot, "site radioed the new count", PASS)
         await until(lambda: app.screen is not dialog)
-        await until(lambda: any("ingizo la ukaguzi #" in note for note in notes_on_screen(app)),
-                    what="the signed note in Swahili")
-        assert not any("audit entry" in note for note in notes_on_screen(app)), notes_on_screen(app)
+        await until(lambda: any("entrada de auditoría n.º" in " ".join(note.split()) for note in notes_on_screen(app)),
+                    what="the signed note in Spanish, its letters as they are")
+        notes = notes_on_screen(app)
+    assert not any("audit entry" in note or "\\x" in note for note in notes), notes
 
 
 # The Activity screen's counts per path: headers, a gateway's posts and the files both paths reached.

@@ -28,7 +28,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from core.i18n import N_, _
 from core.rules.retention import RetentionError
-from core.rules.text import Said, escape_text, said
+from core.rules.text import Said, escape_text, plain, said
 from core.signing import signed_action, unlock_guard
 from core.signing.keys import ActionError
 from core.signing.operators import list_operators, load_signer
@@ -93,7 +93,11 @@ class SignForm(ModalScreen[bool]):
         done = signed_action.sign(self.home, receiver, self.signed, self.plan_args(values), operator=operator,
                                   signer=signer, reason=reason, expected=preview)
         words = signed_action.signed_words(done, self.signed)
-        return words if "pending" in done else _("%(done)s; audit entry #%(seq)s", done=words, seq=done["entry"]["seq"])
+        if "pending" in done:
+            return words
+        # Our words (a Said keeps the language's letters) with the action's outside text made plain.
+        return Said(_("%(done)s; audit entry #%(seq)s", done=words if isinstance(words, Said) else plain(words),
+                      seq=done["entry"]["seq"]))
 
     # -- layout ---------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -348,5 +352,6 @@ class SignForm(ModalScreen[bool]):
         if session is not None:
             session.unlock(signer)
             self.app.post_message(SigningChanged())  # the header says whose key is unlocked
-        self.app.notify(escape_text(message, 300), title=_("Signed"), timeout=8)
+        shown = message if isinstance(message, Said) else escape_text(message, 300)
+        self.app.notify(shown, title=_("Signed"), timeout=8, markup=False)
         self.dismiss(True)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from core.i18n import N_, _
+from core.rules.text import Said
 
 from . import roles
 from .backup_key import ACTION, TARGET, recorded
@@ -23,7 +24,7 @@ def _plan(receiver, by, public_key: str, home_id: str | None) -> tuple[str, dict
 
 RECORD_KEY = SignedAction(
     ACTION, roles.ADMIN, "Record the home's backup key in the log", "backup key record",
-    summary=lambda done: _("backup key %(key)s recorded", key=done["fingerprint"][:16]),
+    summary=lambda done: Said(_("backup key %(key)s recorded", key=done["fingerprint"][:16])),  # hex digits
     plan=_plan, apply=lambda receiver, payload, entry, at: {"fingerprint": payload["fingerprint"]},
     lines=lambda receiver, payload: [_("record backup key %(fingerprint)s as this home's",
                                        fingerprint=payload["fingerprint"])],

@@ -13,6 +13,7 @@ from __future__ import annotations
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from core.i18n import N_, _
+from core.rules.text import Said
 
 from . import audit
 from . import roles as roles_
@@ -83,7 +84,9 @@ def _recheck(receiver, p: dict, rid: int) -> str | None:
 
 ADD = SignedAction(
     OPERATOR_ADD, roles_.ADMIN, "Add an operator", "operator add NAME --role ROLE --operator NAME",
-    summary=lambda done: _("operator %(name)s added; roles: %(roles)s", name=done["name"], roles=", ".join(done["roles"])),
+    # The name is checked (NAME_RE, ASCII) and the roles are codes: the line is all ours, a Said.
+    summary=lambda done: Said(_("operator %(name)s added; roles: %(roles)s", name=done["name"],
+                                roles=", ".join(done["roles"]))),
     plan=_plan, apply=_apply, lines=lambda receiver, payload: [_said(payload)], what=_what, said=_said,
     recheck=_recheck,
     signs_itself=_signs_itself, role_note="the operator who approves (`--operator`)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from core.i18n import N_, _, ngettext
+from core.rules.text import Said
 
 from . import roles
 from .audit_models import audit_models
@@ -141,14 +142,14 @@ def _revoke_said(p: dict) -> str:
 def _role_words(done: dict, granted: bool) -> str:
     role = json.loads(done["entry"]["payload"])["role"]
     values = {"role": role, "name": done["name"], "roles": ", ".join(done["roles"]) or _("none")}
-    if granted:
-        return _("role %(role)s granted to %(name)s; roles now: %(roles)s", **values)
-    return _("role %(role)s revoked from %(name)s; roles now: %(roles)s", **values)
+    if granted:  # a checked name (NAME_RE) and role codes: all ours
+        return Said(_("role %(role)s granted to %(name)s; roles now: %(roles)s", **values))
+    return Said(_("role %(role)s revoked from %(name)s; roles now: %(roles)s", **values))
 
 
 RETIRE = SignedAction(
     OPERATOR_RETIRE, roles.ADMIN, "Retire an operator", "operator retire NAME",
-    summary=lambda done: _("operator %(name)s retired; signatures it made stay verifiable", name=done["name"]),
+    summary=lambda done: Said(_("operator %(name)s retired; signatures it made stay verifiable", name=done["name"])),
     plan=_plan_retire, apply=_apply_retire, recheck=_retire_recheck,
     what=lambda p: f"retire operator {p.get('name')}", said=_retire_said,
     lines=lambda receiver, payload: [_("retire operator %(name)s (key %(key)s): it can no longer sign",

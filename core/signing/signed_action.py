@@ -164,5 +164,5 @@ def signed_words(result: dict, action: SignedAction) -> str:
     """What a signature did, in one line: the action's summary, or the request it made."""
     if "pending" in result:
         command = f"`ussd-console approve {result['pending']}`"
-        return _("waiting for a second admin: request %(id)s (%(command)s)", id=result["pending"], command=command)
+        return Said(_("waiting for a second admin: request %(id)s (%(command)s)", id=result["pending"], command=command))
     return action.summary(result)

@@ -321,3 +321,24 @@ async def test_a_rejected_line_is_shown_whole_in_the_language(sample_home):
     for english in ("Rejected line", "The line", "Close (esc)", " via "):
         assert english not in words, (english, words)
     assert row.frame_text in words  # the line itself as it came
+
+
+@run_async
+async def test_why_a_signature_was_refused_keeps_the_languages_letters(sample_home):
+    """The dialog's own refusal is our words: Portuguese "é preciso um motivo", not "\\xe9 preciso"."""
+    from textual.widgets import Static
+
+    from console.dialogs.resolve_dialog import ResolveDialog
+    from tests.support.console_pilot import open_dialog, static_text, with_operator
+
+    with_operator(sample_home)
+    i18n.select("pt")
+    app = fixed_app(sample_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dialog = await open_dialog(app, pilot, "3", "a", ResolveDialog)
+        await until(lambda: dialog.query_one("#operator").value == "alice", what="the one operator chosen")
+        await pilot.press("ctrl+s")
+        result = dialog.query_one("#sign-result", Static)
+        await until(lambda: "Não assinado" in static_text(result), what="the refusal in Portuguese")
+        shown = " ".join(static_text(result).split())
+    assert "é preciso um motivo" in shown and "\\x" not in shown, shown

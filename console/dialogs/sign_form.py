@@ -267,10 +267,11 @@ class SignForm(ModalScreen[bool]):
 
     # -- signing --------------------------------------------------------------------------------
     def show_result(self, message: str, error: bool = False, field: str | None = None) -> None:
-        """``field``: the id of the field the error names; the error goes when that field changes."""
+        """``message``: our words (``_()`` or ``said``), the outside text in them escaped where they
+        were made, so the language's letters stay letters. ``field``: the id of the field the error
+        names; the error goes when that field changes."""
         self._error_field = field if error else None
-        shown = message if isinstance(message, Said) else escape_text(message, 300)  # ``said``: escaped already
-        text = Text(_("Not signed: %(why)s", why=shown) if error else shown)
+        text = Text(_("Not signed: %(why)s", why=message) if error else message)
         if error:
             text.stylize("bold")
         self.query_one("#sign-result", Static).update(text)
@@ -352,6 +353,5 @@ class SignForm(ModalScreen[bool]):
         if session is not None:
             session.unlock(signer)
             self.app.post_message(SigningChanged())  # the header says whose key is unlocked
-        shown = message if isinstance(message, Said) else escape_text(message, 300)
-        self.app.notify(shown, title=_("Signed"), timeout=8, markup=False)
+        self.app.notify(safe(message, 300).plain, title=_("Signed"), timeout=8, markup=False)
         self.dismiss(True)
